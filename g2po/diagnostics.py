@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from g2po.estimators import estimate
 from g2po.graph import StateGraph
 from g2po.index import StepIndex
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 __all__ = ["batch_metrics", "merge_stats", "near_duplicate_keys", "node_variances",
            "step_node_variances"]
@@ -41,9 +44,11 @@ def merge_stats(graph: StateGraph) -> dict[str, float | int]:
     }
 
 
-def _trigram_matrix(keys: list[str], max_chars: int) -> sp.csr_matrix:
+def _trigram_matrix(keys: list[str], max_chars: int) -> scipy.sparse.csr_matrix:
     """(n_keys, buckets) L2-normalised counts of hashed character trigrams; vectorised over
     all keys' bytes at once."""
+    import scipy.sparse as sp  # deferred: only this page's similarity search needs scipy
+
     encoded = [k[:max_chars].encode("utf-8", "replace") for k in keys]
     lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
     data = np.frombuffer(b"".join(encoded), dtype=np.uint8).astype(np.int64)

@@ -59,7 +59,7 @@ def write_run(path: Path, train_steps: int = 3, *, seed: int = 0, hostile_text: 
 
 
 def entry(page: str, argv: list[str]) -> None:  # pragma: no cover - runs inside AppTest
-    from app.main import run
+    from app.shell import run
 
     run(argv=argv, start_page=page)
 

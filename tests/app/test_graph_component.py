@@ -4,29 +4,30 @@ from app.graph_component import component_dir
 from app.graph_html import vis_network_js
 
 
-def test_component_folder_holds_the_page_its_scripts_and_vis_network():
+def test_component_folder_holds_the_page_its_style_and_one_script():
     folder = component_dir()
     names = sorted(p.name for p in folder.iterdir())
-    assert names == ["component.js", "graph.css", "graph_core.js", "index.html",
-                     "vis-network.min.js"]
-    assert (folder / "vis-network.min.js").read_text() == vis_network_js()
+    assert names == ["graph.css", "graph.js", "index.html"]
+    script = (folder / "graph.js").read_text()
+    vis = vis_network_js()
+    # vis-network first, unchanged, then the drawing code, then the component glue
+    assert script.startswith(vis)
+    assert script.index("window.G2POGraph") < script.index("streamlit:componentReady")
     assert component_dir() == folder  # written once
 
 
 def test_component_page_loads_only_its_own_files_under_a_strict_policy():
     page = (component_dir() / "index.html").read_text()
     sources = re.findall(r'(?:src|href)="([^"]+)"', page)
-    assert sorted(sources) == ["component.js", "graph.css", "graph_core.js",
-                               "vis-network.min.js"]
+    assert sorted(sources) == ["graph.css", "graph.js"]
     assert "default-src 'none'" in page and "script-src 'self'" in page
     assert "<script>" not in page  # no inline script: 'self' only
     assert 'id="g2po-legend"' in page
 
 
 def test_component_script_listens_to_its_parent_only():
-    script = (component_dir() / "component.js").read_text()
-    assert "event.source !== window.parent" in script
-    assert "streamlit:componentReady" in script and "streamlit:setComponentValue" in script
-    assert "innerHTML" not in script
-    core = (component_dir() / "graph_core.js").read_text()
-    assert "textContent" in core and "innerHTML" not in core
+    script = (component_dir() / "graph.js").read_text()
+    ours = script[len(vis_network_js()):]
+    assert "event.source !== window.parent" in ours
+    assert "streamlit:componentReady" in ours and "streamlit:setComponentValue" in ours
+    assert "textContent" in ours and "innerHTML" not in ours

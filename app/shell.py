@@ -1,0 +1,80 @@
+"""The app's shell, drawn on every script run: page config, command-line options, plugins, the
+sidebar (:func:`app.sidebar.build_context`) and the page navigation.
+
+Pages are declared with ``st.navigation`` in :func:`run`; the sidebar's choices reach every
+page as one :class:`app.context.AppContext` argument. The entry file is ``app/main.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import streamlit as st
+
+from app.options import OptionsError, parse_options
+from app.sidebar import build_context
+from app.ui import show_error
+
+__all__ = ["run", "PAGES", "load_plugins"]
+
+#: name → (module of app.views with render(ctx), title, url path). The group explorer opens
+#: first; a page's module is imported when the page is first shown, so start-up pays only for
+#: the page on screen. No ":material/…:" icons: Streamlit fetches such a favicon from
+#: fonts.gstatic.com, and the app must not reach the internet.
+PAGES = {
+    "group": ("app.views.group", "Group explorer", "group"),
+    "overview": ("app.views.overview", "Run overview", "overview"),
+    "compare": ("app.views.compare", "Estimator comparison", "compare"),
+    "diagnostics": ("app.views.diagnostics", "State-merge diagnostics", "diagnostics"),
+    "export": ("app.views.export", "Export", "export"),
+}
+
+
+def _render(module: str, ctx) -> None:
+    importlib.import_module(module).render(ctx)
+
+
+@functools.cache
+def load_plugins(plugins: tuple[str, ...]) -> None:
+    """Import each plugin (a dotted module name or a ``.py`` file) once per process, so the
+    estimators it registers appear in the comparison."""
+    for plugin in plugins:
+        path = Path(plugin)
+        if path.suffix == ".py":
+            if not path.is_file():
+                raise OptionsError(f"--plugin {plugin}: no such file")
+            spec = importlib.util.spec_from_file_location(f"g2po_plugin_{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(plugin)
+
+
+def run(argv: Sequence[str] | None = None, start_page: str | None = None) -> None:
+    """Draw the app. ``argv``: the arguments after ``--`` (default ``sys.argv[1:]``);
+    ``start_page``: the page opened first (a key of :data:`PAGES`; tests use it)."""
+    st.set_page_config(page_title="G2PO inspector", page_icon="🕸️", layout="wide")
+    try:
+        options = parse_options(sys.argv[1:] if argv is None else argv)
+        load_plugins(options.plugins)
+    except OptionsError as err:
+        show_error("Bad command-line options", err)
+        return
+    except Exception as err:  # a user's plugin: show what broke instead of a traceback
+        show_error("A --plugin failed to import", err)
+        return
+    ctx = build_context(options)
+    start = start_page if start_page in PAGES else "group"
+    pages = {
+        name: st.Page(functools.partial(_render, module, ctx), title=title, url_path=url,
+                      default=name == start)
+        for name, (module, title, url) in PAGES.items()
+    }
+    ctx.pages = pages
+    st.navigation(list(pages.values())).run()
+
