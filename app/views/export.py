@@ -45,6 +45,11 @@ def render(ctx: AppContext) -> None:
     extra = st.multiselect("Add the advantage of other estimators",
                            [n for n in list_estimators() if n != "g2po"], key="exp_extra")
     fmt = st.radio("Format", list(EXPORT_FORMATS), horizontal=True, key="exp_fmt")
+    guard = fmt == "csv" and st.checkbox(
+        "Quote text that a spreadsheet would run as a formula", value=True, key="exp_guard",
+        help="Text cells starting with = + - @ (log text, e.g. from web pages) get a leading ' "
+             "so Excel or LibreOffice show them instead of evaluating them. Untick for the raw "
+             "text; Parquet always keeps it.")
     whole = scope != "this group"
     stem = file_stem(opened.name, f"step{ctx.train_step}",
                      "all-groups" if whole else ctx.group_id)
@@ -62,7 +67,7 @@ def render(ctx: AppContext) -> None:
                                              f" × {preview.shape[1]} columns"))
 
     def make_bytes() -> bytes:
-        return table_bytes(export_table(steps, ctx, extra), fmt)
+        return table_bytes(export_table(steps, ctx, extra), fmt, guard=guard)
 
     st.download_button(f"Download the advantage table ({fmt})", make_bytes,
                        file_name=f"{stem}.{fmt}", mime=EXPORT_FORMATS[fmt], key="exp_table",

@@ -3,7 +3,7 @@ import io
 import pandas as pd
 import pytest
 
-from app.export import table_bytes
+from app.export import guard_formulas, table_bytes
 
 
 def test_csv_and_parquet_round_trip():
@@ -16,3 +16,32 @@ def test_csv_and_parquet_round_trip():
 def test_unknown_format():
     with pytest.raises(ValueError, match="csv, parquet"):
         table_bytes(pd.DataFrame(), "xlsx")
+
+
+def test_csv_quotes_text_a_spreadsheet_would_run_as_a_formula():
+    frame = pd.DataFrame({
+        "step": [0, 1, 2, 3],
+        "adv": [-1.5, 0.25, -0.0, 2.0],
+        "observation": ['=HYPERLINK("http://evil","x")', "+cmd|' /C calc'!A0", "@SUM(1)",
+                        "a normal page"],
+        "action": ["-2+3", "go north", "\tclick", None],
+    })
+    back = pd.read_csv(io.BytesIO(table_bytes(frame, "csv")), keep_default_na=False)
+    assert back["observation"].tolist() == ["'" + frame["observation"][0],
+                                            "'" + frame["observation"][1], "'@SUM(1)",
+                                            "a normal page"]
+    assert back["action"].tolist() == ["'-2+3", "go north", "'\tclick", ""]
+    assert back["adv"].tolist() == frame["adv"].tolist()  # negative numbers stay numbers
+    assert back["step"].tolist() == [0, 1, 2, 3]
+    raw = pd.read_csv(io.BytesIO(table_bytes(frame, "csv", guard=False)), keep_default_na=False)
+    assert raw["observation"].tolist() == frame["observation"].tolist()
+    kept = pd.read_parquet(io.BytesIO(table_bytes(frame, "parquet")))
+    assert kept["observation"].tolist() == frame["observation"].tolist()
+
+
+def test_the_guard_leaves_the_callers_frame_alone_and_quotes_risky_headers():
+    frame = pd.DataFrame({"=x": ["=1"], "ok": pd.Series(["-y"], dtype=object)})
+    guarded = guard_formulas(frame)
+    assert list(guarded.columns) == ["'=x", "ok"]
+    assert guarded.iloc[0].tolist() == ["'=1", "'-y"]
+    assert frame.iloc[0].tolist() == ["=1", "-y"] and list(frame.columns) == ["=x", "ok"]

@@ -18,7 +18,9 @@ def test_export_page_offers_table_and_graph_downloads(runs_root):
     assert any("graph (HTML)" in label for label in labels)
     preview = at.dataframe[0].value
     assert {"adv", "adv_ep", "adv_nc", "adv_ec", "td_error"} <= set(preview.columns)
+    assert at.checkbox(key="exp_guard").value  # CSV: formulas quoted unless unticked
     at.radio(key="exp_fmt").set_value("parquet").run()
+    assert not [c for c in at.checkbox if c.key == "exp_guard"]
     at.radio(key="exp_scope").set_value(at.radio(key="exp_scope").options[1]).run()
     assert not at.exception
     assert any("(parquet)" in b.label for b in at.get("download_button"))
