@@ -27,6 +27,15 @@ output of ``look`` and ``inventory``, which the engine reports without spending 
 changes exactly when the player moves, takes, drops, opens, cuts … something, and rollouts that
 reach the same world state by different paths merge. The observation the policy sees is still
 the feedback.
+
+Threads
+-------
+TextWorld parses its game logic and text grammars with module-level tatsu parsers that keep
+their state in the parser object, so two threads loading a game at once corrupt each other
+(``IndexError: pop from empty list`` inside tatsu, in a fresh process 4 of 4 concurrent
+``reset()`` calls fail). Trainers run many episodes in threads (verl's agent loop), so every
+call that parses (generating a game, starting the engine, resetting, which loads the game's
+JSON) holds one process-wide lock; steps run concurrently.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import contextlib
 import os
 import re
 import tempfile
+import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -61,6 +71,9 @@ __all__ = [
     "textworld_anchor",
     "clean_feedback",
 ]
+
+#: Held by every TextWorld call that parses (generation, start, reset): see "Threads" above.
+_PARSE_LOCK = threading.RLock()
 
 _INSTALL = (
     "the TextWorld environment needs the `textworld` package: "
@@ -193,7 +206,7 @@ def game_file(game: TextWorldGame, seed: int, *, cache: Path | None = None) -> P
         return target
     tw = _textworld()
     root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=root, prefix=".gen-") as tmp:
+    with _PARSE_LOCK, tempfile.TemporaryDirectory(dir=root, prefix=".gen-") as tmp:
         options = tw.GameOptions()
         options.seeds = int(seed)
         options.path = str(Path(tmp) / "game.z8")
@@ -269,13 +282,14 @@ class TextWorldEnv(TextEnv):
     def _start(self):
         if self._env is None:
             tw = _textworld()
-            with _quiet_jericho():
+            with _PARSE_LOCK, _quiet_jericho():
                 self._env = tw.start(str(self.path), request_infos=self._infos(),
                                      wrappers=self._wrappers)
         return self._env
 
     def _reset(self) -> StepResult:
-        state = self._start().reset()
+        with _PARSE_LOCK:  # reset loads the game's JSON (its logic is parsed again)
+            state = self._start().reset()
         self._score = float(state.get("score") or 0)
         self.task = clean_feedback(state.get("objective") or "")
         observation = self.initial_observation(state)

@@ -172,3 +172,41 @@ def test_clean_feedback_drops_prompt_status_line_and_restart_question():
 
 def test_docstring_examples():
     assert doctest.testmod(tw_env).failed == 0
+
+
+_THREADED_RESETS = """
+import sys, threading
+from concurrent.futures import ThreadPoolExecutor
+from g2po.envs import env_family
+
+family = env_family(sys.argv[1], cache=sys.argv[2])
+envs = [family.make(task) for task in sys.argv[3:]]
+barrier = threading.Barrier(len(envs))
+
+def play(env):
+    barrier.wait()  # every thread loads its game at the same moment
+    try:
+        first = env.reset()
+        env.step("<action>look</action>")
+        return f"ok {first.won}"
+    except Exception as err:
+        return f"{type(err).__name__}: {err}"
+    finally:
+        env.close()
+
+with ThreadPoolExecutor(len(envs)) as pool:
+    print("\\n".join(pool.map(play, envs)))
+"""
+
+
+def test_fresh_envs_reset_concurrently_in_a_new_process(coin, tw_cache):
+    """TextWorld's parsers are module-level and not thread-safe: in a process where nothing
+    loaded a game before, four threads resetting fresh envs at once all failed (IndexError /
+    TypeError inside tatsu) before the parse lock. A new process, because a warm one hides it."""
+    import subprocess
+    import sys
+
+    tasks = coin.tasks(4, seed=0)  # generated here, so the child only loads them
+    done = subprocess.run([sys.executable, "-c", _THREADED_RESETS, COIN, str(tw_cache), *tasks],
+                          capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.split("\n")[:4] == ["ok False"] * 4, done.stdout + done.stderr
