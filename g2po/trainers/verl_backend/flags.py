@@ -19,10 +19,14 @@ flag                      overrides
 ``--rollouts-per-task N`` ``actor_rollout_ref.rollout.n``
 ``--max-steps N``         ``g2po_env.max_steps``
 ``--out DIR``             ``g2po_log.run_dir``, checkpoints in ``DIR/checkpoints``
+``--device cpu``          verl's CPU mode: :data:`~g2po.trainers.verl_backend.devices.CPU_OVERRIDES`
+                          (``trainer.device=cpu``, FSDP2, eager attention, the ``hf`` rollout,
+                          one logical GPU, …); the launcher sets the rest
 ========================  ==========================================================
 
-``--device`` and ``--threads`` have no verl meaning (verl places its workers on the GPUs Ray
-sees); ``--device cuda``/``auto`` are accepted, anything else is refused with the reason.
+``--device cuda``/``auto`` (or no ``--device``) is verl's GPU path, unchanged; ``cuda:N`` is
+refused (verl places its workers on the GPUs Ray sees). ``--threads`` applies to the local
+backend only.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from g2po.trainers.verl_backend.devices import CPU, CPU_OVERRIDES
 from g2po.trainers.verl_backend.settings import VerlConfigError
 
 __all__ = ["overrides_from_flags", "hydra_value", "PLAIN_CHAT_TEMPLATE"]
@@ -114,9 +119,12 @@ def overrides_from_flags(flags: Mapping[str, Any]) -> list[str]:
         out += [f"g2po_log.run_dir={hydra_value(run_dir)}",
                 f"trainer.default_local_dir={hydra_value(run_dir / 'checkpoints')}"]
     device = str(flags.get("device", "auto"))
-    if device not in ("auto", "cuda"):
+    if device == CPU:
+        out = list(CPU_OVERRIDES) + out
+    elif device not in ("auto", "cuda"):
         problems.append(f"--device {device}: verl places its workers on the GPUs Ray sees; "
-                        "choose them with CUDA_VISIBLE_DEVICES and trainer.n_gpus_per_node")
+                        "choose them with CUDA_VISIBLE_DEVICES and trainer.n_gpus_per_node "
+                        "(or --device cpu for verl's CPU mode)")
     if flags.get("threads"):
         problems.append("--threads applies to --backend local only")
     if problems:

@@ -1,9 +1,10 @@
 """Starting a G2PO run on verl: compose, check, prepare the task lists, hand over to verl.
 
 :func:`run` is what ``g2po train --backend verl`` calls. Everything before the hand-over runs
-on any machine (``print_config=True`` stops there); verl's trainer itself needs GPUs and a
-rollout engine (vLLM, SGLang or TensorRT-LLM), checked up front so a CPU machine gets a clear
-message instead of a Ray traceback.
+on any machine (``print_config=True`` stops there). verl's GPU path needs GPUs and a rollout
+engine (vLLM, SGLang or TensorRT-LLM), checked up front so a machine without them gets a clear
+message instead of a Ray traceback; ``trainer.device=cpu`` (``--device cpu``) runs the same
+trainer on CPU (:mod:`g2po.trainers.verl_backend.devices`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TextIO
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from g2po.trainers.verl_backend import devices
 from g2po.trainers.verl_backend.compose import compose_config
 from g2po.trainers.verl_backend.settings import (
     VerlConfigError,
@@ -96,6 +98,8 @@ def runtime_problems(config: DictConfig) -> list[str]:
     can; a run joining an existing Ray cluster is checked by that cluster)."""
     address = os.environ.get("RAY_ADDRESS") or OmegaConf.select(
         config, "ray_kwargs.ray_init.address", default=None)
+    if devices.is_cpu(config):
+        return devices.cpu_problems(config)
     if address:
         return []
     problems = []
@@ -105,9 +109,9 @@ def runtime_problems(config: DictConfig) -> list[str]:
     have = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if have == 0:
         problems.append(
-            "no CUDA GPU is visible: verl's trainer has no CPU platform (FSDP workers and the "
-            "rollout servers need GPUs). Run on a GPU machine, or use `g2po train --backend "
-            "local` on this one")
+            "no CUDA GPU is visible: verl's GPU path needs one for its FSDP workers and "
+            "rollout servers. Run on a GPU machine, or train on this one with verl's CPU mode "
+            "(--device cpu, small models) or `g2po train --backend local`")
     elif have < want:
         problems.append(f"trainer.n_gpus_per_node={want} but this machine shows {have} GPU(s)")
     engine = str(config.actor_rollout_ref.rollout.name)
@@ -141,6 +145,11 @@ def run(overrides: Sequence[str] | None = None, config_path: str | Path | None =
         This machine cannot start verl's trainer (no GPU, no rollout engine).
     """
     config = checked_config(overrides or (), config_path)
+    cpu = devices.is_cpu(config)
+    if cpu and not print_config:
+        problems = devices.cpu_problems(config)
+        if not problems:
+            devices.apply_cpu_mode(config)  # before verl resolves its platform below
     if print_config:
         try:
             text = OmegaConf.to_yaml(config, resolve=True)
@@ -161,6 +170,10 @@ def run(overrides: Sequence[str] | None = None, config_path: str | Path | None =
 
     import g2po.trainers.verl_backend.plugin  # noqa: F401  (registrations in this process too)
 
+    if cpu:
+        from g2po.trainers.verl_backend.cpu import use_cpu_platform
+
+        use_cpu_platform()
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config),
                     use_critic=need_critic(config))

@@ -1,14 +1,18 @@
 """verl plugin: importing this module registers everything G2PO adds to verl.
 
-- ``algorithm.adv_estimator=g2po`` and ``gigpo`` (:mod:`.estimator`),
+- the ``cpu`` platform (:mod:`.cpu`; first, so that it exists before any verl module asks
+  for the platform; chosen only by ``VERL_PLATFORM=cpu``),
+- ``algorithm.adv_estimator=NAME`` for every g2po library estimator (:mod:`.estimator`),
 - ``trainer.v1.trainer_mode=g2po`` (:mod:`.trainer`),
-- the ``g2po_env`` agent loop (:mod:`.agent_loop`).
+- the ``g2po_env`` agent loop (:mod:`.agent_loop`),
+- the ``hf`` rollout (:mod:`.hf_rollout`).
 
 verl imports it in every process that imports verl, through the ``verl.plugins`` entry point
 (pyproject.toml) and through ``VERL_USE_EXTERNAL_MODULES`` (set in the Ray runtime environment
 by ``g2po.yaml``; unlike the entry point, a failure there is loud).
 """
 
-from g2po.trainers.verl_backend import agent_loop, estimator, trainer
+from g2po.trainers.verl_backend import cpu  # noqa: I001  (before every other verl import)
+from g2po.trainers.verl_backend import agent_loop, estimator, hf_rollout, trainer
 
-__all__ = ["estimator", "trainer", "agent_loop"]
+__all__ = ["cpu", "estimator", "trainer", "agent_loop", "hf_rollout"]

@@ -1,0 +1,120 @@
+"""What ``trainer.device=cpu`` (``g2po train --backend verl --device cpu``) sets, checks and asks
+of Ray, before anything starts. No verl imports: this runs in the launcher.
+
+The CPU mode is verl's own trainer with the ``cpu`` platform of
+:mod:`g2po.trainers.verl_backend.cpu` and the ``hf`` rollout of
+:mod:`g2po.trainers.verl_backend.hf_rollout`. Everything it needs is set here, for the driver
+(``os.environ``) and for every Ray worker (the job's ``runtime_env.env_vars``), so the user
+types nothing but ``--device cpu``:
+
+- :data:`CPU_ENV`: ``VERL_PLATFORM=cpu`` selects the platform; ``VERL_ENGINE_DEVICE=cuda``
+  picks verl's FSDP engines (registered for cuda/npu only; they run on whatever device the
+  platform names);
+- :data:`CPU_OVERRIDES` (what the ``--device cpu`` flag adds): FSDP2 (FSDP1 needs an
+  accelerator), eager attention (flash-attention is the default), the ``hf`` rollout, one
+  logical GPU, fewer TransferQueue storage units and loop workers (each is a process);
+- Ray's logical resources: one ``GPU`` per FSDP worker and enough ``CPU`` for every actor that
+  holds one (:func:`ray_cpus_needed`); a smaller ``ray_kwargs.ray_init.num_cpus`` is refused,
+  because Ray would wait forever for the missing ones.
+"""
+
+from __future__ import annotations
+
+import os
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+__all__ = ["CPU", "CPU_ENV", "CPU_OVERRIDES", "is_cpu", "ray_cpus_needed", "cpu_problems",
+           "apply_cpu_mode"]
+
+CPU = "cpu"
+#: Environment variables of the CPU mode, in the driver and in every Ray worker.
+CPU_ENV = {"VERL_PLATFORM": CPU, "VERL_ENGINE_DEVICE": "cuda"}
+#: Hydra overrides the ``--device cpu`` flag adds (before the user's own, which win).
+CPU_OVERRIDES = [
+    "trainer.device=cpu",
+    "trainer.n_gpus_per_node=1",
+    "actor_rollout_ref.actor.strategy=fsdp2",
+    "++actor_rollout_ref.model.override_config.attn_implementation=eager",
+    "actor_rollout_ref.rollout.name=hf",
+    "actor_rollout_ref.rollout.agent.num_workers=1",
+    "reward.num_workers=1",
+    "transfer_queue.backend.SimpleStorage.num_data_storage_units=2",
+]
+#: Settings the CPU mode cannot do without: key -> (required value, why).
+_REQUIRED = {
+    "actor_rollout_ref.actor.strategy": ("fsdp2", "FSDP1 needs an accelerator"),
+    "actor_rollout_ref.ref.strategy": ("fsdp2", "FSDP1 needs an accelerator"),
+    "actor_rollout_ref.rollout.name": ("hf", "vLLM, SGLang and TensorRT-LLM need a GPU"),
+    "actor_rollout_ref.model.override_config.attn_implementation":
+        ("eager", "flash-attention needs a GPU"),
+    "actor_rollout_ref.rollout.checkpoint_engine.backend":
+        ("naive", "the hf rollout receives the weights in process"),
+}
+#: Resource-pool bundles hold this many CPUs per GPU (verl's ``max_colocate_count``).
+_CPUS_PER_WORKER = 3
+
+
+def is_cpu(config: DictConfig) -> bool:
+    """Whether the configuration asks for verl's CPU mode (``trainer.device=cpu``)."""
+    return str(OmegaConf.select(config, "trainer.device", default="cuda")) == CPU
+
+
+def _workers(config: DictConfig) -> int:
+    return int(config.trainer.n_gpus_per_node) * int(config.trainer.nnodes)
+
+
+def ray_cpus_needed(config: DictConfig) -> int:
+    """Logical CPUs the run's actors hold at once: the FSDP workers' bundles (3 per worker), the
+    TransferQueue controller and storage units, one per hf server, and one left free to place
+    the actors that hold none (task runner, agent-loop and reward workers, load balancer)."""
+    units = int(OmegaConf.select(
+        config, "transfer_queue.backend.SimpleStorage.num_data_storage_units", default=8))
+    rollout = config.actor_rollout_ref.rollout
+    replica = (int(rollout.tensor_model_parallel_size) * int(rollout.data_parallel_size) *
+               int(rollout.pipeline_model_parallel_size))
+    servers = max(1, _workers(config) // max(1, replica))
+    return _CPUS_PER_WORKER * _workers(config) + 1 + units + servers + 1
+
+
+def cpu_problems(config: DictConfig) -> list[str]:
+    """Why the configuration cannot run in CPU mode (each names its key), or []."""
+    problems = []
+    for key, (value, why) in _REQUIRED.items():
+        found = OmegaConf.select(config, key, default=None)
+        if str(found) != value:
+            problems.append(f"{key}={found} cannot run with trainer.device=cpu ({why}): "
+                            f"set {key}={value}, as --device cpu does")
+    if int(config.trainer.n_gpus_per_node) < 1:
+        problems.append("trainer.n_gpus_per_node must be >= 1 with trainer.device=cpu: it "
+                        "counts the CPU mode's FSDP workers (one logical Ray GPU each)")
+    ray_init = OmegaConf.select(config, "ray_kwargs.ray_init", default={}) or {}
+    wanted = ray_init.get("num_cpus")
+    needed = ray_cpus_needed(config)
+    if wanted is not None and int(wanted) < needed:
+        problems.append(
+            f"ray_kwargs.ray_init.num_cpus={wanted} is fewer than the {needed} logical CPUs "
+            "this run's actors hold at once, so Ray would wait for them forever: leave it "
+            f"unset (the CPU mode asks for {needed}) or set it to at least {needed}")
+    gpus = ray_init.get("num_gpus")
+    if gpus is not None and int(gpus) < _workers(config):
+        problems.append(f"ray_kwargs.ray_init.num_gpus={gpus} is fewer than the "
+                        f"{_workers(config)} FSDP workers (one logical GPU each)")
+    return problems
+
+
+def apply_cpu_mode(config: DictConfig) -> None:
+    """Set the CPU mode's environment for this process and the Ray workers, and Ray's logical
+    resources (changes ``config`` and ``os.environ``); call after :func:`cpu_problems` came
+    back empty. A Ray cluster joined by address brings its own resources."""
+    os.environ.update(CPU_ENV)
+    with open_dict(config):
+        env_vars = config.ray_kwargs.ray_init.runtime_env.setdefault("env_vars", {})
+        for key, value in CPU_ENV.items():
+            env_vars[key] = value
+        ray_init = config.ray_kwargs.ray_init
+        if not (os.environ.get("RAY_ADDRESS") or ray_init.get("address")):
+            if ray_init.get("num_cpus") is None:
+                ray_init.num_cpus = ray_cpus_needed(config)
+            if ray_init.get("num_gpus") is None:
+                ray_init.num_gpus = _workers(config)
