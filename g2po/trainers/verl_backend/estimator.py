@@ -1,4 +1,12 @@
-"""G2PO and GiGPO as verl advantage estimators (``algorithm.adv_estimator=g2po|gigpo``).
+"""Every g2po library estimator as a verl advantage estimator (``algorithm.adv_estimator=NAME``).
+
+Each name of :func:`g2po.estimators.list_estimators` (when this module is imported) is
+registered in verl's estimator registry under
+:func:`~g2po.trainers.verl_backend.settings.verl_estimator_name`: its own name (``g2po``,
+``gigpo``, ``g2po_ep``, ``value_iteration``, …), or ``g2po:NAME`` where verl has a built-in
+of that name (``g2po:grpo``, ``g2po:rloo``; verl's ``grpo`` and ``rloo`` stay verl's). So
+whatever library estimator verl trains with, its numbers are the ones the app and the local
+trainer show for that name. Parameters come from ``algorithm.<library name>``.
 
 verl calls a registered estimator with ``token_level_rewards``, ``response_mask``, ``index``
 (the ``uid`` of each row) and ``config`` only. G2PO needs more of every row: its trajectory,
@@ -33,6 +41,7 @@ from g2po.trainers.verl_backend.settings import (
     TRAINER_MODE,
     EstimatorSettings,
     estimator_settings,
+    verl_estimator_name,
 )
 
 __all__ = [
@@ -43,8 +52,8 @@ __all__ = [
     "provide_step_fields",
     "current_step_fields",
     "step_advantages",
-    "compute_g2po_advantage",
-    "compute_gigpo_advantage",
+    "verl_estimator",
+    "register_library_estimators",
 ]
 
 logger = logging.getLogger(__name__)
@@ -150,7 +159,8 @@ def current_step_fields() -> FieldsSlot | None:
 
 def _missing_message(name: str) -> str:
     return (
-        f"algorithm.adv_estimator={name} needs each row's trajectory, step index, state key and "
+        f"algorithm.adv_estimator={verl_estimator_name(name)} needs each row's trajectory, step "
+        "index, state key and "
         "action validity, which verl's estimator interface does not pass. Run the G2PO trainer "
         f"mode, which supplies them: trainer.v1.trainer_mode={TRAINER_MODE} (with the g2po_env "
         "agent loop, actor_rollout_ref.rollout.agent.default_agent_loop=g2po_env). To train on "
@@ -232,9 +242,8 @@ def _episode_only(settings: EstimatorSettings, token_level_rewards: torch.Tensor
     return advantages
 
 
-def _verl_estimator(name: str, token_level_rewards: torch.Tensor, response_mask: torch.Tensor,
-                    index: Sequence | None, config: Mapping | None
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
+def _run(name: str, token_level_rewards: torch.Tensor, response_mask: torch.Tensor,
+         index: Sequence | None, config: Mapping | None) -> tuple[torch.Tensor, torch.Tensor]:
     settings = estimator_settings(name, config)
     slot = current_step_fields()
     if slot is None:
@@ -252,31 +261,40 @@ def _verl_estimator(name: str, token_level_rewards: torch.Tensor, response_mask:
     return advantages, advantages
 
 
-def _register() -> None:
-    """Register g2po and gigpo in verl's estimator registry (idempotent)."""
+def verl_estimator(name: str):
+    """verl's estimator function for library estimator ``name``: ``fn(token_level_rewards,
+    response_mask, index=None, config=None, **kwargs) -> (advantages, returns)``, each
+    (n_rows, response_length); parameters from ``config.<name>`` (verl's ``algorithm``)."""
+
+    def compute(token_level_rewards: torch.Tensor, response_mask: torch.Tensor,
+                index: Sequence | None = None, config: Mapping | None = None,
+                **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        return _run(name, token_level_rewards, response_mask, index, config)
+
+    compute.__name__ = f"compute_{name}_advantage"
+    compute.__qualname__ = compute.__name__
+    compute.library_estimator = name
+    return compute
+
+
+def register_library_estimators() -> dict[str, str]:
+    """Register every library estimator in verl's registry (idempotent); returns
+    ``{verl name: library name}``."""
     from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
-    for name, fn in (("g2po", compute_g2po_advantage), ("gigpo", compute_gigpo_advantage)):
-        if ADV_ESTIMATOR_REGISTRY.get(name) is not fn:
-            register_adv_est(name)(fn)
+    from g2po.estimators import list_estimators
+
+    names = {}
+    for name in list_estimators():
+        key = verl_estimator_name(name)
+        current = ADV_ESTIMATOR_REGISTRY.get(key)
+        if getattr(current, "library_estimator", None) != name:
+            if current is not None:
+                raise RuntimeError(f"verl already has an estimator {key!r} that is not g2po's "
+                                   f"{name}; add it to VERL_BUILTIN_ESTIMATORS")
+            register_adv_est(key)(verl_estimator(name))
+        names[key] = name
+    return names
 
 
-def compute_g2po_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor,
-                           index: Sequence | None = None, config: Mapping | None = None,
-                           **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """verl estimator ``g2po``: returns (advantages, returns), each (n_rows, response_length).
-
-    Parameters come from ``config.g2po`` (verl's ``algorithm`` section); see the module doc for
-    where the per-step fields come from.
-    """
-    return _verl_estimator("g2po", token_level_rewards, response_mask, index, config)
-
-
-def compute_gigpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor,
-                            index: Sequence | None = None, config: Mapping | None = None,
-                            **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """verl estimator ``gigpo`` (parameters from ``config.gigpo``), on the same step fields."""
-    return _verl_estimator("gigpo", token_level_rewards, response_mask, index, config)
-
-
-_register()
+register_library_estimators()

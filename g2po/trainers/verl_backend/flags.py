@@ -10,7 +10,8 @@ flag                      overrides
 ``--env SPEC``            ``g2po_env.name``
 ``--model PATH|tiny``     ``actor_rollout_ref.model.path`` (``tiny``: built locally for the
                           environment, with a plain chat template)
-``--estimator NAME``      ``algorithm.adv_estimator``
+``--estimator NAME``      ``algorithm.adv_estimator``: the g2po library estimator NAME
+                          (``g2po:NAME`` where verl has a built-in NAME: grpo, rloo)
 ``--total-steps N``       ``trainer.total_training_steps``
 ``--seed N``              ``g2po_env.seed``, ``data.seed``
 ``--lr X``                ``actor_rollout_ref.actor.optim.lr``
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from g2po.trainers.verl_backend.devices import CPU, CPU_OVERRIDES
-from g2po.trainers.verl_backend.settings import VerlConfigError
+from g2po.trainers.verl_backend.settings import VerlConfigError, verl_estimator_name
 
 __all__ = ["overrides_from_flags", "hydra_value", "PLAIN_CHAT_TEMPLATE"]
 
@@ -101,8 +102,16 @@ def overrides_from_flags(flags: Mapping[str, Any]) -> list[str]:
         out.append(f"g2po_env.name={hydra_value(env)}")
     if "model" in flags:
         out.extend(_model_overrides(str(flags["model"]), env))
-    simple = {"estimator": "algorithm.adv_estimator",
-              "total_steps": "trainer.total_training_steps",
+    if "estimator" in flags:
+        from g2po.estimators import list_estimators
+
+        name = str(flags["estimator"])
+        if name not in list_estimators():
+            problems.append(f"--estimator {name}: not a g2po estimator; choose one of "
+                            f"{', '.join(list_estimators())} (verl's own estimators are "
+                            "chosen with algorithm.adv_estimator=NAME)")
+        out.append(f"algorithm.adv_estimator={hydra_value(verl_estimator_name(name))}")
+    simple = {"total_steps": "trainer.total_training_steps",
               "lr": "actor_rollout_ref.actor.optim.lr",
               "rollouts_per_task": "actor_rollout_ref.rollout.n",
               "max_steps": "g2po_env.max_steps"}

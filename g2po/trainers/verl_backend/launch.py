@@ -25,6 +25,7 @@ from g2po.trainers.verl_backend.settings import (
     VerlRuntimeError,
     config_problems,
     env_settings,
+    library_estimator,
 )
 
 __all__ = ["run", "checked_config", "prepare", "resume_checkpoint", "runtime_problems",
@@ -71,11 +72,30 @@ def _check_run_dir(config: DictConfig, run_dir: Path) -> None:
             "g2po_log.run_dir, or remove that directory"])
 
 
+def _estimator_success_reward(config: DictConfig) -> None:
+    """A library estimator that takes ``success_reward`` gets the environment's, unless its
+    section sets one (``g2po.yaml`` does so for g2po; ``--estimator value_iteration`` would
+    otherwise use the library default)."""
+    from g2po.estimators import estimator_params
+
+    name = library_estimator(str(config.algorithm.adv_estimator))
+    if name is None or "success_reward" not in estimator_params(name):
+        return
+    section = config.algorithm.get(name)
+    if section is None:
+        config.algorithm[name] = {}
+        section = config.algorithm[name]
+    if section.get("success_reward") is None:
+        section.success_reward = "${g2po_env.success_reward}"
+
+
 def prepare(config: DictConfig) -> DictConfig:
     """Make the run's paths absolute (Ray workers start elsewhere), refuse to overwrite a run
-    that would not resume, and write the task lists when ``data.train_files`` /
-    ``data.val_files`` are ``auto``. Changes ``config`` in place."""
+    that would not resume, give the estimator the environment's success reward, and write the
+    task lists when ``data.train_files`` / ``data.val_files`` are ``auto``. Changes ``config``
+    in place."""
     with open_dict(config):
+        _estimator_success_reward(config)
         run_dir = Path(str(config.g2po_log.run_dir)).expanduser().resolve()
         config.g2po_log.run_dir = str(run_dir)
         config.trainer.default_local_dir = str(

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from g2po.trainers.verl_backend.settings import STEP_ESTIMATORS, estimator_settings
+from g2po.trainers.verl_backend.settings import estimator_settings, library_estimator
 from loaders import RunWriter
 
 __all__ = ["run_manifest", "scalar_metrics", "RolloutLog"]
@@ -30,10 +30,12 @@ def run_manifest(config: DictConfig) -> dict[str, Any]:
         full = OmegaConf.to_container(config, resolve=True)
     except Exception:  # an interpolation only the workers can resolve: keep it as written
         full = OmegaConf.to_container(config, resolve=False)
-    estimator = str(config.algorithm.adv_estimator)
+    adv_estimator = str(config.algorithm.adv_estimator)
+    estimator = library_estimator(adv_estimator)
     manifest: dict[str, Any] = {
         "backend": "verl",
-        "estimator": estimator,
+        "estimator": estimator or adv_estimator,
+        "verl_adv_estimator": adv_estimator,
         "env": str(OmegaConf.select(config, "g2po_env.name", default="")),
         "model": str(OmegaConf.select(config, "actor_rollout_ref.model.path", default="")),
         "success_reward": float(OmegaConf.select(config, "g2po_env.success_reward",
@@ -42,7 +44,7 @@ def run_manifest(config: DictConfig) -> dict[str, Any]:
                                                   default=1)),
         "config": full,
     }
-    if estimator in STEP_ESTIMATORS:
+    if estimator is not None:
         settings = estimator_settings(estimator, config.algorithm)
         manifest["estimator_params"] = dict(settings.params)
         manifest["state_key"] = settings.state_key

@@ -20,7 +20,10 @@ from g2po.errors import G2POError
 __all__ = [
     "VerlConfigError",
     "VerlRuntimeError",
-    "STEP_ESTIMATORS",
+    "VERL_BUILTIN_ESTIMATORS",
+    "LIBRARY_PREFIX",
+    "verl_estimator_name",
+    "library_estimator",
     "TRAINER_MODE",
     "AGENT_LOOP",
     "STEP_FIELD",
@@ -32,8 +35,13 @@ __all__ = [
     "config_problems",
 ]
 
-#: verl estimator names registered by this package; each needs the per-step fields.
-STEP_ESTIMATORS = ("g2po", "gigpo")
+#: verl 0.9.1's own ``algorithm.adv_estimator`` names: they keep verl's meaning.
+VERL_BUILTIN_ESTIMATORS = frozenset({
+    "gae", "gdpo", "gpg", "grpo", "grpo_passk", "grpo_vectorized", "opo",
+    "optimal_token_baseline", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax",
+    "rloo", "rloo_vectorized", "tir_optimal_token_baseline"})
+#: The verl name of a library estimator whose own name verl already uses (``g2po:grpo``).
+LIBRARY_PREFIX = "g2po:"
 #: The registered v1 trainer mode that supplies the per-step fields.
 TRAINER_MODE = "g2po"
 #: The registered agent loop that plays ``g2po_env``.
@@ -59,6 +67,35 @@ class VerlRuntimeError(G2POError, RuntimeError):
     """The machine cannot start verl's trainer (no GPU, no rollout engine); says what is missing."""
 
 
+def verl_estimator_name(name: str) -> str:
+    """The ``algorithm.adv_estimator`` that runs g2po library estimator ``name`` in verl: the
+    same name, unless verl has a built-in of that name (``grpo``, ``rloo``), then
+    ``g2po:NAME`` — so ``grpo`` stays verl's GRPO and ``g2po:grpo`` is the library's.
+
+    >>> verl_estimator_name("g2po"), verl_estimator_name("grpo")
+    ('g2po', 'g2po:grpo')
+    """
+    return LIBRARY_PREFIX + name if name in VERL_BUILTIN_ESTIMATORS else name
+
+
+def library_estimator(adv_estimator: str) -> str | None:
+    """The g2po library estimator an ``algorithm.adv_estimator`` value runs, or None when it
+    is one of verl's own (or unknown to both).
+
+    >>> library_estimator("g2po:grpo"), library_estimator("grpo"), library_estimator("gigpo")
+    ('grpo', None, 'gigpo')
+    """
+    from g2po.estimators import list_estimators
+
+    name = str(adv_estimator)
+    if name.startswith(LIBRARY_PREFIX):
+        name = name[len(LIBRARY_PREFIX):]
+        return name if name in VERL_BUILTIN_ESTIMATORS and name in list_estimators() else None
+    if name in VERL_BUILTIN_ESTIMATORS:
+        return None
+    return name if name in list_estimators() else None
+
+
 def _plain(node: Any) -> Any:
     """A DictConfig/ListConfig as plain Python values (interpolations resolved)."""
     if isinstance(node, DictConfig) or OmegaConf.is_list(node):
@@ -82,9 +119,9 @@ class EstimatorSettings:
 
 
 def estimator_settings(name: str, algorithm: Mapping | None) -> EstimatorSettings:
-    """The settings of estimator ``name`` from verl's ``algorithm`` section (``algorithm.<name>``;
-    absent keys take the library defaults). Raises :class:`VerlConfigError` on unknown keys or
-    values."""
+    """The settings of library estimator ``name`` from verl's ``algorithm`` section
+    (``algorithm.<name>``, the library name also for ``g2po:grpo``; absent keys take the
+    library defaults). Raises :class:`VerlConfigError` on unknown keys or values."""
     section = _plain((algorithm or {}).get(name)) if algorithm is not None else None
     section = dict(section or {})
     problems = _estimator_problems(name, section)
@@ -206,9 +243,15 @@ def config_problems(config: DictConfig) -> list[str]:
     """Every reason the composed configuration cannot train with G2PO, each naming its key."""
     problems: list[str] = []
     algorithm = config.get("algorithm") or {}
-    estimator = str(algorithm.get("adv_estimator"))
+    adv_estimator = str(algorithm.get("adv_estimator"))
+    estimator = library_estimator(adv_estimator)
     mode = str(OmegaConf.select(config, "trainer.v1.trainer_mode", default=""))
-    if estimator in STEP_ESTIMATORS:
+    if adv_estimator.startswith(LIBRARY_PREFIX) and estimator is None:
+        problems.append(
+            f"algorithm.adv_estimator={adv_estimator}: {LIBRARY_PREFIX}NAME names a g2po "
+            "library estimator whose name verl also uses; those are "
+            + ", ".join(LIBRARY_PREFIX + n for n in _shadowed()))
+    if estimator is not None:
         try:
             settings = estimator_settings(estimator, algorithm)
         except VerlConfigError as err:
@@ -216,7 +259,7 @@ def config_problems(config: DictConfig) -> list[str]:
         else:
             if mode != TRAINER_MODE and settings.missing_step_fields == "error":
                 problems.append(
-                    f"algorithm.adv_estimator={estimator} needs the per-step fields that only "
+                    f"algorithm.adv_estimator={adv_estimator} needs the per-step fields that only "
                     f"the g2po trainer hands over: set trainer.v1.trainer_mode={TRAINER_MODE} "
                     f"(it is {mode!r}), or opt in to the episode term alone with "
                     f"algorithm.{estimator}.missing_step_fields=episode_only")
@@ -244,7 +287,7 @@ def config_problems(config: DictConfig) -> list[str]:
             f"actor_rollout_ref.rollout.agent.default_agent_loop is {agent_loop!r}; set it to "
             f"{AGENT_LOOP} or give your own data.train_files")
     n = OmegaConf.select(config, "actor_rollout_ref.rollout.n", default=1)
-    if estimator in STEP_ESTIMATORS and (not isinstance(n, int) or n < 2):
+    if estimator is not None and (not isinstance(n, int) or n < 2):
         problems.append(f"actor_rollout_ref.rollout.n must be >= 2 for {estimator} (a group is "
                         f"the N rollouts of one task; the paper uses 8), got {n!r}")
     mini = OmegaConf.select(config, "actor_rollout_ref.actor.ppo_mini_batch_size", default=None)
@@ -256,6 +299,12 @@ def config_problems(config: DictConfig) -> list[str]:
     if OmegaConf.select(config, "g2po_log.enable", default=False) and not run_dir:
         problems.append("g2po_log.run_dir must name a directory when g2po_log.enable is true")
     return problems
+
+
+def _shadowed() -> list[str]:
+    from g2po.estimators import list_estimators
+
+    return [n for n in list_estimators() if n in VERL_BUILTIN_ESTIMATORS]
 
 
 def _auto(config: DictConfig) -> bool:

@@ -1,4 +1,4 @@
-"""The g2po / gigpo verl estimators: through verl's own dispatch, equal to the g2po library."""
+"""The library estimators in verl: through verl's own dispatch, equal to the g2po library."""
 
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 
 from g2po import compute_advantages
 from g2po.diagnostics import batch_metrics
-from g2po.estimators import estimate
+from g2po.estimators import estimate, list_estimators
 from g2po.synthetic import synthetic_steps
 from g2po.trainers.verl_backend.estimator import (
     MissingStepFieldsError,
-    compute_g2po_advantage,
-    compute_gigpo_advantage,
     provide_step_fields,
+    register_library_estimators,
 )
 from g2po.trainers.verl_backend.rows import step_fields_from_rows
+from g2po.trainers.verl_backend.settings import (
+    VERL_BUILTIN_ESTIMATORS,
+    library_estimator,
+    verl_estimator_name,
+)
 from tests.g2po.builders import TWO, trajectories
 from tests.g2po.trainers.verl_backend.batches import (
     data_proto,
@@ -66,9 +70,38 @@ def with_params(algorithm, **changes):
     return OmegaConf.merge(algorithm, OmegaConf.create(changes))
 
 
-def test_registered_in_verls_registry():
-    assert core_algos.get_adv_estimator_fn("g2po") is compute_g2po_advantage
-    assert core_algos.get_adv_estimator_fn("gigpo") is compute_gigpo_advantage
+def test_every_library_estimator_is_registered_and_verls_own_names_stay_verls():
+    names = register_library_estimators()
+    assert sorted(names.values()) == list_estimators()
+    for name in list_estimators():
+        fn = core_algos.get_adv_estimator_fn(verl_estimator_name(name))
+        assert fn.library_estimator == name
+        assert library_estimator(verl_estimator_name(name)) == name
+    assert verl_estimator_name("grpo") == "g2po:grpo" and verl_estimator_name("rloo") == "g2po:rloo"
+    assert core_algos.get_adv_estimator_fn("grpo") is core_algos.compute_grpo_outcome_advantage
+    assert core_algos.get_adv_estimator_fn("rloo") is core_algos.compute_rloo_outcome_advantage
+
+
+def test_verl_builtin_names_are_verls_registry():
+    """The names that keep verl's meaning are exactly verl's own registrations."""
+    ours = {k for k, fn in core_algos.ADV_ESTIMATOR_REGISTRY.items()
+            if hasattr(fn, "library_estimator")}
+    assert set(core_algos.ADV_ESTIMATOR_REGISTRY) - ours == VERL_BUILTIN_ESTIMATORS
+
+
+@pytest.mark.parametrize("name", list_estimators())
+def test_every_estimator_through_verl_equals_the_library(algorithm, steps, name):
+    """One estimator library for every trainer: the rows through verl's compute_advantage under
+    the verl name give exactly g2po.compute_advantages' numbers for the library name."""
+    fields, data = batch(steps)
+    with provide_step_fields(fields) as slot:
+        out = compute_advantage(data, adv_estimator=verl_estimator_name(name), config=algorithm)
+    section = OmegaConf.to_container(algorithm.get(name) or OmegaConf.create({}), resolve=True)
+    params = {k: v for k, v in section.items() if k not in ("state_key", "missing_step_fields")}
+    want = expected(steps, data, name, **params)
+    assert torch.equal(out.batch["advantages"], want)
+    assert want.abs().sum() > 0
+    assert slot.results[0].estimator == name
 
 
 @pytest.mark.parametrize("name, params", [

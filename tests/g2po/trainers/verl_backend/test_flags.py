@@ -42,9 +42,33 @@ def test_tiny_model_gets_its_folder_and_a_plain_chat_template(tiny_model_dir, mo
 
 def test_flags_without_a_verl_meaning_are_refused():
     with pytest.raises(VerlConfigError, match="CUDA_VISIBLE_DEVICES") as err:
-        overrides_from_flags({"device": "cpu", "threads": 2})
+        overrides_from_flags({"device": "cuda:1", "threads": 2})
     assert len(err.value.problems) == 2
     assert overrides_from_flags({"device": "cuda"}) == []
+    with pytest.raises(VerlConfigError, match="not a g2po estimator.*algorithm.adv_estimator"):
+        overrides_from_flags({"estimator": "gae"})
+
+
+def test_estimator_flag_names_the_library_estimator():
+    """--estimator speaks the library's names; where verl has its own of the name, the flag
+    picks ours (g2po:NAME) and a raw override keeps verl's."""
+    cfg = checked_config(overrides_from_flags({"estimator": "grpo"}))
+    assert cfg.algorithm.adv_estimator == "g2po:grpo"
+    assert checked_config(overrides_from_flags({"estimator": "g2po_ep"})).algorithm.adv_estimator \
+        == "g2po_ep"
+    with pytest.raises(VerlConfigError, match="g2po:grpo"):
+        checked_config(["algorithm.adv_estimator=g2po:gae"])
+
+
+def test_device_cpu_is_verls_cpu_mode():
+    from g2po.trainers.verl_backend.devices import CPU_OVERRIDES, cpu_problems
+
+    overrides = overrides_from_flags({"device": "cpu"})
+    assert overrides[:len(CPU_OVERRIDES)] == CPU_OVERRIDES
+    cfg = checked_config(overrides)
+    assert cfg.trainer.device == "cpu" and cfg.actor_rollout_ref.rollout.name == "hf"
+    assert cfg.actor_rollout_ref.ref.strategy == "fsdp2"
+    assert cpu_problems(cfg) == []
 
 
 @pytest.mark.parametrize("value, text", [

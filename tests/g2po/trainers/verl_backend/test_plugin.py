@@ -30,8 +30,9 @@ def test_importing_the_plugin_registers_all_three():
     from g2po.trainers.verl_backend.agent_loop import G2POEnvAgentLoop
     from g2po.trainers.verl_backend.trainer import G2POTrainer
 
-    assert get_adv_estimator_fn("g2po").__name__ == "compute_g2po_advantage"
-    assert get_adv_estimator_fn("gigpo").__name__ == "compute_gigpo_advantage"
+    assert get_adv_estimator_fn("g2po").library_estimator == "g2po"
+    assert get_adv_estimator_fn("gigpo").library_estimator == "gigpo"
+    assert get_adv_estimator_fn("g2po:grpo").library_estimator == "grpo"
     assert get_trainer_cls("g2po") is G2POTrainer and issubclass(G2POTrainer, PPOTrainerSync)
     target = _agent_loop_registry["g2po_env"]["_target_"]
     assert target == f"{G2POEnvAgentLoop.__module__}.{G2POEnvAgentLoop.__qualname__}"
