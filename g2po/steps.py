@@ -38,6 +38,7 @@ __all__ = [
     "trajectory_problems",
     "column_problems",
     "coerce_steps",
+    "real_numbers",
 ]
 
 REQUIRED_COLUMNS: dict[str, str] = {
@@ -108,8 +109,8 @@ def validate_steps(steps: pd.DataFrame) -> list[str]:
         problems.extend(
             trajectory_problems(
                 traj.astype(np.int64),
-                _numbers(steps["t"])[0].astype(np.int64),
-                _numbers(steps["episode_reward"])[0],
+                real_numbers(steps["t"])[0].astype(np.int64),
+                real_numbers(steps["episode_reward"])[0],
                 steps.index,
                 " / ".join(keys),
             )
@@ -176,7 +177,7 @@ def _dtype_problems(s: pd.Series, col: str, dtype: str, index: pd.Index) -> list
         if bad.any():
             return [f"column {col!r} is not boolean (True/False or 1/0) in {_rows(bad, index)}"]
         return []
-    values, kind = _numbers(s)
+    values, kind = real_numbers(s)
     for name, mask in kind.items():
         if mask.any():
             return [f"column {col!r} {name} in {_rows(mask, index)}"]
@@ -199,9 +200,10 @@ def _dtype_problems(s: pd.Series, col: str, dtype: str, index: pd.Index) -> list
     return problems
 
 
-def _numbers(s: pd.Series) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """(n,) float64 values of a column (NaN where null or unreadable) and masks of values
-    that are no real number: text, complex numbers, integers too large for a float."""
+def real_numbers(s: pd.Series) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(n,) float64 values of a column (NaN where null or unreadable), and (n,) bool masks of
+    the values that are no real number, keyed by what is wrong (``"is not numeric"``, complex
+    numbers, integers too large for a float), so callers can name the rows."""
     n = len(s)
     none = np.zeros(n, dtype=bool)
     if pd.api.types.is_bool_dtype(s.dtype):
