@@ -1,6 +1,12 @@
 """Exception types of the project, so callers can catch ours and nothing else."""
 
-__all__ = ["G2POError", "StepTableError", "UnknownEstimatorError", "UnknownStateKeyError"]
+__all__ = [
+    "G2POError",
+    "StepTableError",
+    "UnknownEstimatorError",
+    "UnknownStateKeyError",
+    "UserPatternError",
+]
 
 
 class G2POError(Exception):
@@ -30,3 +36,7 @@ class UnknownStateKeyError(G2POError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class UserPatternError(G2POError, ValueError):
+    """A user's regular expression that is invalid, or too slow on the text it ran on."""

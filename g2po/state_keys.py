@@ -9,13 +9,13 @@ function as ``state_key=`` to :func:`g2po.compute_advantages` to replace the bui
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
-from g2po.errors import UnknownStateKeyError
+from g2po.errors import UnknownStateKeyError, UserPatternError
+from g2po.user_regex import compile_user_pattern
 
 __all__ = [
     "StateKeyFn",
@@ -43,21 +43,29 @@ def normalized(keys: pd.Series, groups: np.ndarray) -> pd.Series:
 def regex(pattern: str) -> StateKeyFn:
     """A strategy keeping only what ``pattern`` extracts: its first group, or the whole match.
 
-    Keys the pattern does not match stay as they are, so no step loses its state.
+    Keys the pattern does not match stay as they are, so no step loses its state. The pattern
+    is the user's: it runs with a time limit per key (:mod:`g2po.user_regex`), so one that
+    backtracks catastrophically raises :class:`g2po.errors.UserPatternError` instead of
+    hanging; each distinct key is matched once.
 
     >>> import pandas as pd, numpy as np
     >>> keys = pd.Series(["Room: Kitchen. Feedback: ok", "Room: Kitchen. Feedback: no"])
     >>> list(regex(r"Room: (\\w+)")(keys, np.zeros(2, dtype=np.int64)))
     ['Kitchen', 'Kitchen']
     """
-    compiled = re.compile(pattern, re.DOTALL)
+    compiled = compile_user_pattern(pattern, "state-key regex")
     if compiled.groups > 1:
-        raise ValueError(f"state-key regex {pattern!r} must have at most one capture group")
+        raise UserPatternError(f"state-key regex {pattern!r} must have at most one capture "
+                               f"group, it has {compiled.groups}")
+    group = 1 if compiled.groups else 0
 
     def extract(keys: pd.Series, groups: np.ndarray) -> pd.Series:
-        found = keys.str.extract(f"({compiled.pattern})" if compiled.groups == 0 else pattern,
-                                 flags=re.DOTALL, expand=False)
-        return found.where(found.notna(), keys)
+        canonical = {}
+        for key in pd.unique(keys.to_numpy(dtype=object)):
+            found = compiled.search(key) if isinstance(key, str) else None
+            value = found.group(group) if found is not None else None
+            canonical[key] = key if value is None else value
+        return keys.map(canonical)
 
     extract.__name__ = f"regex({pattern!r})"
     return extract

@@ -38,6 +38,7 @@ __all__ = [
     "trajectory_problems",
     "column_problems",
     "coerce_steps",
+    "real_numbers",
 ]
 
 REQUIRED_COLUMNS: dict[str, str] = {
@@ -88,8 +89,10 @@ def _trajectory_keys(steps: pd.DataFrame) -> list[str]:
 def validate_steps(steps: pd.DataFrame) -> list[str]:
     """Every problem of a step table, each naming its column and rows; empty when it is valid.
 
-    Checks: missing required columns, null keys, non-numeric or non-finite rewards, a step index
-    that is negative, skips or repeats inside a trajectory, and an episode reward that changes
+    Checks: that it is a DataFrame with unique, flat column names; missing required columns,
+    null keys; every known column's values against its dtype (numbers real, finite and in
+    range, whole numbers where an integer is meant, booleans True/False or 1/0); a step index
+    that is negative, skips or repeats inside a trajectory; and an episode reward that changes
     between the steps of one trajectory. Rows are named by the frame's index labels.
 
     Examples
@@ -106,8 +109,8 @@ def validate_steps(steps: pd.DataFrame) -> list[str]:
         problems.extend(
             trajectory_problems(
                 traj.astype(np.int64),
-                steps["t"].to_numpy(dtype=np.int64),
-                steps["episode_reward"].to_numpy(dtype=np.float64),
+                real_numbers(steps["t"])[0].astype(np.int64),
+                real_numbers(steps["episode_reward"])[0],
                 steps.index,
                 " / ".join(keys),
             )
@@ -116,52 +119,125 @@ def validate_steps(steps: pd.DataFrame) -> list[str]:
 
 
 def column_problems(steps: pd.DataFrame) -> list[str]:
-    """The per-column half of :func:`validate_steps`: presence, nulls, numbers, booleans."""
+    """The per-column half of :func:`validate_steps`: the table's shape (a DataFrame with
+    unique, flat column names), presence, nulls, and that every known column holds what its
+    dtype says (numbers that are real, finite and in range; whole numbers; booleans; text)."""
+    if not isinstance(steps, pd.DataFrame):
+        return [f"the step table must be a pandas DataFrame (one row per agent step), got "
+                f"{type(steps).__name__}"]
+    if isinstance(steps.columns, pd.MultiIndex):
+        return [f"the columns are a MultiIndex ({steps.columns.nlevels} levels, first column "
+                f"{steps.columns[0]!r}); flatten them to one name per column, e.g. with "
+                "frame.columns = ['_'.join(map(str, c)) for c in frame.columns]"]
+    repeated = steps.columns[steps.columns.duplicated()].unique()
+    if len(repeated):
+        return ["column name(s) " + ", ".join(repr(c) for c in repeated)
+                + " appear more than once; each column needs its own name"]
     problems: list[str] = []
     missing = [c for c in REQUIRED_COLUMNS if c not in steps.columns]
     if missing:
         problems.append("missing required column(s): " + ", ".join(repr(c) for c in missing))
-    present = [c for c in REQUIRED_COLUMNS if c in steps.columns]
-    for col in present:
-        null = steps[col].isna().to_numpy()
-        if null.any():
-            problems.append(f"column {col!r} has null/NaN values in {_rows(null, steps.index)}")
-
-    numeric_ok = True
-    for col in ("t", "episode_reward"):
-        if col not in steps.columns:
-            numeric_ok = False
-            continue
-        values = pd.to_numeric(steps[col], errors="coerce")
-        bad = values.isna().to_numpy() & ~steps[col].isna().to_numpy()
-        if bad.any():
-            problems.append(f"column {col!r} is not numeric in {_rows(bad, steps.index)}")
-            numeric_ok = False
-    if "episode_reward" in steps.columns:
-        r = pd.to_numeric(steps["episode_reward"], errors="coerce").to_numpy(dtype=float)
-        if np.isinf(r).any():
-            problems.append(
-                f"column 'episode_reward' is not finite (inf) in {_rows(np.isinf(r), steps.index)}"
-            )
-    if "t" in steps.columns and numeric_ok:
-        t = pd.to_numeric(steps["t"], errors="coerce").to_numpy(dtype=float)
-        frac = np.isfinite(t) & (t != np.round(t))
-        if frac.any():
-            problems.append(f"column 't' is not a whole number in {_rows(frac, steps.index)}")
-        neg = t < 0
-        if neg.any():
-            problems.append(f"column 't' is negative in {_rows(neg, steps.index)}")
-
-    if "is_action_valid" in steps.columns:
-        valid = steps["is_action_valid"]
-        if not (pd.api.types.is_bool_dtype(valid) or pd.api.types.is_numeric_dtype(valid)):
-            text = valid.astype(str).str.strip().str.lower()
-            bad = ~text.isin(_TRUE | _FALSE).to_numpy() & valid.notna().to_numpy()
-            if bad.any():
-                problems.append(
-                    f"column 'is_action_valid' is not boolean in {_rows(bad, steps.index)}"
-                )
+    for col in REQUIRED_COLUMNS:
+        if col in steps.columns:
+            null = steps[col].isna().to_numpy()
+            if null.any():
+                problems.append(f"column {col!r} has null/NaN values in "
+                                f"{_rows(null, steps.index)}")
+    for col, dtype in {**REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}.items():
+        if col in steps.columns:
+            problems.extend(_dtype_problems(steps[col], col, dtype, steps.index))
     return problems
+
+
+_INT_LIMIT = 2.0**62  # whole numbers beyond this are not step indices or counts
+_NOT_TEXT = (list, tuple, dict, set, bytes, bytearray, np.ndarray)
+
+
+def _dtype_problems(s: pd.Series, col: str, dtype: str, index: pd.Index) -> list[str]:
+    """Whether the non-null values of one known column fit its schema dtype."""
+    present = s.notna().to_numpy()
+    if dtype == "str":
+        if s.dtype != object or pd.api.types.infer_dtype(s, skipna=True) in (
+                "string", "empty", "integer", "floating", "boolean", "mixed-integer-float"):
+            return []
+        bad = s.map(lambda v: isinstance(v, _NOT_TEXT)).to_numpy(dtype=bool)
+        if bad.any():
+            return [f"column {col!r} holds lists, mappings or bytes instead of text in "
+                    f"{_rows(bad, index)}"]
+        return []
+    if dtype == "bool":
+        if pd.api.types.is_bool_dtype(s.dtype):
+            return []
+        if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_complex_dtype(s.dtype):
+            values = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            bad = present & (values != 0) & (values != 1)
+        else:
+            text = s.astype(str).str.strip().str.lower()
+            bad = present & ~text.isin(_TRUE | _FALSE).to_numpy()
+        if bad.any():
+            return [f"column {col!r} is not boolean (True/False or 1/0) in {_rows(bad, index)}"]
+        return []
+    values, kind = real_numbers(s)
+    for name, mask in kind.items():
+        if mask.any():
+            return [f"column {col!r} {name} in {_rows(mask, index)}"]
+    problems = []
+    inf = np.isinf(values)
+    if inf.any() and (col in REQUIRED_COLUMNS or dtype == "int64"):
+        problems.append(f"column {col!r} is not finite (inf) in {_rows(inf, index)}")
+    if dtype == "int64":
+        finite = np.isfinite(values)
+        frac = finite & (values != np.round(values))
+        if frac.any():
+            problems.append(f"column {col!r} is not a whole number in {_rows(frac, index)}")
+        huge = finite & (np.abs(values) > _INT_LIMIT)
+        if huge.any():
+            problems.append(f"column {col!r} is out of range (beyond 2**62) in "
+                            f"{_rows(huge, index)}")
+        neg = finite & (values < 0)
+        if neg.any() and col in ("t", "train_step", "prompt_tokens", "response_tokens"):
+            problems.append(f"column {col!r} is negative in {_rows(neg, index)}")
+    return problems
+
+
+def real_numbers(s: pd.Series) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(n,) float64 values of a column (NaN where null or unreadable), and (n,) bool masks of
+    the values that are no real number, keyed by what is wrong (``"is not numeric"``, complex
+    numbers, integers too large for a float), so callers can name the rows."""
+    n = len(s)
+    none = np.zeros(n, dtype=bool)
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return s.to_numpy(dtype=np.float64, na_value=np.nan), {}
+    if pd.api.types.is_complex_dtype(s.dtype):
+        return np.full(n, np.nan), {"holds complex numbers (a real number is needed)":
+                                    np.ones(n, dtype=bool)}
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return s.to_numpy(dtype=np.float64, na_value=np.nan), {}
+    try:
+        numbers = pd.to_numeric(s, errors="coerce")
+        if not pd.api.types.is_complex_dtype(numbers.dtype):
+            values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+            text = np.isnan(values) & s.notna().to_numpy()
+            return values, {"is not numeric": text}
+    except (OverflowError, TypeError, ValueError):
+        pass
+    values = np.full(n, np.nan)
+    kinds = {"is not numeric": none.copy(), "holds complex numbers (a real number is needed)":
+             none.copy(), "holds a number too large for a float": none.copy()}
+    text, cplx, big = kinds.values()
+    for i, v in enumerate(s.tolist()):
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            continue
+        if isinstance(v, complex | np.complexfloating):
+            cplx[i] = True
+            continue
+        try:
+            values[i] = float(v)
+        except OverflowError:
+            big[i] = True
+        except (TypeError, ValueError):
+            text[i] = True
+    return values, kinds
 
 
 def trajectory_problems(
@@ -260,8 +336,13 @@ _FALSE = {"false", "0", "no", "n", "f"}
 
 
 def _to_bool(s: pd.Series, col: str) -> pd.Series:
-    if pd.api.types.is_numeric_dtype(s):
-        return s.astype(float).ne(0)
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_complex_dtype(s):
+        values = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = (values != 0) & (values != 1)
+        if bad.any():
+            raise StepTableError([f"column {col!r} is not boolean (True/False or 1/0) in "
+                                  f"{_rows(bad, s.index)}"])
+        return pd.Series(values == 1, index=s.index)
     text = s.astype(str).str.strip().str.lower()
     ok = text.isin(_TRUE | _FALSE)
     if not ok.all():

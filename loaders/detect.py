@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from loaders.errors import LoaderError, NoLogFoundError
+from loaders.files import SNIFF_BYTES, is_regular_file, read_prefix
 from loaders.pickles import PICKLE_SUFFIXES, is_pickle_bytes
 from loaders.rundir import MANIFEST, is_run_dir
 from loaders.verl import is_verl_record, verl_step_files
@@ -30,9 +31,12 @@ def detect_format(path: str | Path) -> str:
     """The format of a file or directory, one of :data:`FORMATS`.
 
     Directories: ``run.json`` or ``rollouts/`` makes a run, ``N.jsonl`` files a verl dump,
-    ``.pkl`` files a batch dump. Files: Parquet and pickle by their first bytes; JSON lines
-    whose first object has verl's fields (input, output, score) are a verl dump; then the
-    extension. Raises :class:`NoLogFoundError` when nothing fits.
+    ``.pkl`` files a batch dump. Files (regular ones only; only a bounded prefix is read):
+    Parquet and pickle by their first bytes; JSON lines whose first object has verl's fields
+    (input, output, score) are a verl dump; then the extension, checked against the content
+    (a ``.parquet`` without Parquet's magic bytes, a ``.jsonl`` whose first line is no JSON
+    object, binary bytes in a text file are no log). Raises :class:`NoLogFoundError` when
+    nothing fits.
     """
     path = Path(path)
     if not path.exists():
@@ -42,7 +46,8 @@ def detect_format(path: str | Path) -> str:
             return "run"
         if verl_step_files(path):
             return "verl"
-        if any(p.suffix.lower() in PICKLE_SUFFIXES for p in path.iterdir()):
+        if any(p.suffix.lower() in PICKLE_SUFFIXES and is_regular_file(p)
+               for p in path.iterdir()):
             return "pickle"
         found = sorted(p.name for p in path.iterdir())[:8]
         raise NoLogFoundError(f"{path}: no logs found in this directory; {_EXPECTED}. "
@@ -50,24 +55,38 @@ def detect_format(path: str | Path) -> str:
     if path.name == MANIFEST:
         return "run"
     suffix = path.suffix.lower()
-    with open(path, "rb") as f:
-        head = f.read(8)
-        f.seek(0)
-        first = f.readline().strip()
-    if head[:4] == b"PAR1" or suffix in (".parquet", ".pq"):
+    head = read_prefix(path)  # refuses FIFOs and devices before opening them
+    if head[:4] == b"PAR1":
         return "parquet"
+    if suffix in (".parquet", ".pq"):
+        raise NoLogFoundError(f"{path}: not a Parquet file (it does not start with PAR1)")
     if is_pickle_bytes(head) or suffix in PICKLE_SUFFIXES:
         return "pickle"
+    if not head:
+        if suffix in (".csv", ".jsonl", ".ndjson"):
+            return suffix.removeprefix(".").replace("ndjson", "jsonl")  # the reader says empty
+        raise NoLogFoundError(f"{path}: the file is empty; {_EXPECTED}")
+    if b"\0" in head:
+        raise NoLogFoundError(f"{path}: binary content (NUL bytes), not a text log; "
+                              f"{_EXPECTED}")
+    first = next((line.strip() for line in head.split(b"\n") if line.strip()), b"")
+    complete = b"\n" in head or len(head) < SNIFF_BYTES
     if suffix == ".csv":
         return "csv"
     if suffix in (".jsonl", ".ndjson", ".json") or first.startswith(b"{"):
+        if not first.startswith(b"{"):
+            raise NoLogFoundError(f"{path}: not JSON lines (its first line is not a JSON "
+                                  f"object); {_EXPECTED}")
         try:
-            record = json.loads(first) if first else None
-        except ValueError:
-            record = None  # a malformed first line is reported by the reader, with its number
+            record = json.loads(first) if complete else None
+        except (ValueError, RecursionError):
+            # A malformed first line of a .jsonl is reported by the reader, with its number;
+            # a .json file that is not one object per line is some other JSON document.
+            if suffix == ".json":
+                raise NoLogFoundError(f"{path}: a JSON document, not JSON lines (one object "
+                                      f"per line); {_EXPECTED}") from None
+            record = None
         return "verl" if isinstance(record, dict) and is_verl_record(record) else "jsonl"
-    if not head:
-        raise NoLogFoundError(f"{path}: the file is empty; {_EXPECTED}")
     if b"," in first and not suffix:  # a name without extension, holding comma-separated text
         return "csv"
     raise NoLogFoundError(f"{path}: unknown log format (pass --format); {_EXPECTED}")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from loaders.errors import LogFormatError
+from loaders.files import read_bytes
 from loaders.report import LoadReport
 
 __all__ = ["read_jsonl", "decode_text", "TRUNCATED"]
@@ -40,11 +41,11 @@ def read_jsonl(path: Path | str, report: LoadReport) -> tuple[list[dict], list[i
     """Parse a JSON-lines file into objects and their 1-based line numbers.
 
     Blank lines hold no row and are passed over. Raises :class:`LogFormatError` for a file that
-    is empty, a malformed line that is not the unfinished last one, or a line that is not a JSON
-    object.
+    is empty, a malformed or too deeply nested line that is not the unfinished last one, a line
+    that is not a JSON object, or a line longer than :data:`loaders.files.MAX_LINE_BYTES`.
     """
     path = Path(path)
-    data = path.read_bytes()
+    data = read_bytes(path)
     if not data.strip():
         raise LogFormatError(f"{path}: the file is empty: no rows to read")
     text = decode_text(data, path, report)
@@ -68,6 +69,9 @@ def read_jsonl(path: Path | str, report: LoadReport) -> tuple[list[dict], list[i
                 f"{path}:{number}: malformed JSON line ({err.msg} at column {err.colno}): "
                 f"{_excerpt(line)}"
             ) from None
+        except RecursionError:
+            raise LogFormatError(f"{path}:{number}: JSON nested too deeply to read (a log line "
+                                 "holds flat fields)") from None
         if not isinstance(value, dict):
             raise LogFormatError(
                 f"{path}:{number}: expected one JSON object per line, got {type(value).__name__}"

@@ -133,6 +133,16 @@ class Log:
     def refresh(self) -> None:
         """Pick up what was written since opening (live runs); a no-op for finished files."""
 
+    def problems(self) -> list[str]:
+        """Problems of the log as a whole that no single training step shows (``g2po
+        validate`` lists them); none by default."""
+        return []
+
+    def step_problems(self, train_step: int, steps: pd.DataFrame) -> list[str]:
+        """Problems of one training step beyond its rows (``steps``, already validated), such
+        as an index that does not describe them; none by default."""
+        return []
+
     # -- helpers ---------------------------------------------------------------------------
     def _check_step(self, train_step: int) -> None:
         steps = self.train_steps()

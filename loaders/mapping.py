@@ -18,6 +18,7 @@ import yaml
 
 from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from loaders.errors import LoaderError, LogFormatError
+from loaders.files import read_bytes, regular_file
 from loaders.report import LoadReport
 
 __all__ = [
@@ -85,12 +86,18 @@ def parse_mapping(spec: MappingSpec) -> dict[str, str]:
 
 
 def _read_mapping_file(path: Path) -> dict:
-    if not path.is_file():
+    if not path.exists():
         raise LoaderError(f"{path}: mapping file not found")
-    text = path.read_text(encoding="utf-8")
+    data = read_bytes(regular_file(path))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise LoaderError(f"{path}:{line}: a mapping file is UTF-8 text; byte "
+                          f"0x{data[err.start]:02x} is not") from None
     try:
         value = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as err:  # both messages carry the line and column
+    except (ValueError, yaml.YAMLError, RecursionError) as err:  # messages carry line, column
         raise LoaderError(f"{path}: cannot read the mapping: {err}") from None
     if isinstance(value, dict) and isinstance(value.get("columns"), dict):
         value = value["columns"]
@@ -138,17 +145,23 @@ def apply_mapping(
     return frame.assign(**out)
 
 
-def require_columns(frame: pd.DataFrame, source: str, report: LoadReport) -> pd.DataFrame:
-    """Raise naming every missing required field; default ``is_action_valid`` to True."""
-    if "is_action_valid" not in frame.columns:
-        frame = frame.assign(is_action_valid=True)
-        report.note("is_action_valid absent: every action assumed valid")
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+def require_columns(frame: pd.DataFrame, source: str, report: LoadReport,
+                    found: Sequence[str] | None = None) -> pd.DataFrame:
+    """Raise naming every missing required field; default ``is_action_valid`` to True.
+
+    ``found`` are the columns the file itself holds (listed in the message; default: the
+    frame's), so columns the loader derived are never shown as found in the file.
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns and c != "is_action_valid"]
     if missing:
         raise LogFormatError(
             f"{source}: missing required column(s): {', '.join(map(repr, missing))}; "
-            f"{expected_columns_text()}. Columns found: {_list(frame.columns)}"
+            f"{expected_columns_text()}. Columns found: "
+            f"{_list(frame.columns if found is None else found)}"
         )
+    if "is_action_valid" not in frame.columns:
+        frame = frame.assign(is_action_valid=True)
+        report.note("is_action_valid absent: every action assumed valid")
     return frame
 
 

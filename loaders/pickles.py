@@ -24,6 +24,7 @@ import pandas as pd
 
 from loaders.checks import finish_steps
 from loaders.errors import LogFormatError, NoLogFoundError, UntrustedPickleError
+from loaders.files import is_regular_file, regular_file
 from loaders.log import TableLog
 from loaders.mapping import MappingSpec, apply_mapping, parse_mapping, require_columns
 from loaders.report import LoadReport
@@ -58,7 +59,8 @@ def _unpickle(path: Path) -> object:
             f"{path}: unpickling needs the module {err.name!r} (a verl DataProto needs verl, "
             "torch and tensordict: pip install 'g2po[verl]')"
         ) from None
-    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError) as err:
+    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError, IndexError,
+            KeyError, ImportError, RecursionError, UnicodeDecodeError, OverflowError) as err:
         raise LogFormatError(f"{path}: not a readable pickle: {err}") from None
 
 
@@ -154,11 +156,12 @@ def load_pickle(path: str | Path, *, trust_pickle: bool = False, mapping: Mappin
     report = report or LoadReport(str(path), "pickle")
     mapping = parse_mapping(mapping)
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES)
+        files = sorted(p for p in path.iterdir()
+                       if p.suffix.lower() in PICKLE_SUFFIXES and is_regular_file(p))
         if not files:
             raise NoLogFoundError(f"{path}: no .pkl / .pickle files")
     elif path.exists():
-        files = [path]
+        files = [regular_file(path)]
     else:
         raise NoLogFoundError(f"{path}: no such file or directory")
     parts = []
@@ -176,6 +179,7 @@ def load_pickle(path: str | Path, *, trust_pickle: bool = False, mapping: Mappin
         parts.append(frame)
     frame = pd.concat(parts) if len(parts) > 1 else parts[0]
 
+    found = list(frame.columns)
     frame = apply_mapping(frame, mapping, str(path), report)
     if "active_masks" in frame.columns:
         active = frame["active_masks"].astype(bool).to_numpy()
@@ -189,7 +193,7 @@ def load_pickle(path: str | Path, *, trust_pickle: bool = False, mapping: Mappin
     if "state_key" in frame.columns and frame["state_key"].map(type).ne(str).any():
         report.note("state_key values that are not text were turned into text with str()")
         frame["state_key"] = frame["state_key"].map(str)
-    frame = require_columns(frame, str(path), report)
+    frame = require_columns(frame, str(path), report, found)
     frame = finish_steps(frame, str(path), report, "row")
     report.warn(stacklevel=4)
     return frame

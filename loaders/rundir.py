@@ -33,10 +33,12 @@ import pyarrow.parquet as pq
 from g2po.steps import check_steps
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
+from loaders.files import read_bytes
 from loaders.lines import read_jsonl
 from loaders.log import Log, success_reward_of
 from loaders.report import LoadReport, attach_report
 from loaders.summary import GROUP_SUMMARY_COLUMNS, SUMMARY_COLUMNS, group_summary, step_summary
+from loaders.tables import parquet_frame
 
 __all__ = [
     "RunWriter",
@@ -50,6 +52,9 @@ __all__ = [
     "MANIFEST",
     "ROLLOUTS",
     "METRICS",
+    "CHECKPOINTS",
+    "CHECKPOINT_TMP_PREFIX",
+    "stale_checkpoints",
 ]
 
 RUN_FORMAT = "g2po-run"
@@ -57,6 +62,10 @@ RUN_VERSION = 1
 MANIFEST = "run.json"
 ROLLOUTS = "rollouts"
 METRICS = "metrics.jsonl"
+#: The trainers' checkpoint folder inside a run (``g2po.trainers.checkpoint``), and the prefix of
+#: a checkpoint being written (``.tmp-step-000010-<pid>``, renamed into place when complete).
+CHECKPOINTS = "checkpoints"
+CHECKPOINT_TMP_PREFIX = ".tmp-step-"
 META_KEY = b"g2po.step"
 _STEP_RE = re.compile(r"^step-(\d+)\.parquet$")
 #: Groups smaller than this share a row group with their neighbours.
@@ -72,6 +81,15 @@ def is_run_dir(path: str | Path) -> bool:
     """A directory with ``run.json`` or a ``rollouts/`` folder of step files."""
     path = Path(path)
     return (path / MANIFEST).is_file() or (path / ROLLOUTS).is_dir()
+
+
+def stale_checkpoints(folder: str | Path) -> list[Path]:
+    """Checkpoint folders a killed save left half-written (``.tmp-step-*``), in name order."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir()
+                  if p.name.startswith(CHECKPOINT_TMP_PREFIX) and p.is_dir())
 
 
 def _json_default(value):
@@ -260,8 +278,8 @@ def _plain(value):
 
 def _read_manifest(path: Path) -> dict:
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
+        manifest = json.loads(read_bytes(path).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise LogFormatError(f"{path}: not a readable run manifest: {err}") from None
     if not isinstance(manifest, dict):
         raise LogFormatError(f"{path}: a run manifest is a JSON object")
@@ -269,22 +287,75 @@ def _read_manifest(path: Path) -> dict:
     if fmt != RUN_FORMAT:
         raise LogFormatError(f"{path}: field 'format' is {fmt!r}, expected {RUN_FORMAT!r}")
     version = manifest.get("version", RUN_VERSION)
-    if not isinstance(version, int) or version > RUN_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise LogFormatError(f"{path}: field 'version' must be a whole number >= 1 (this "
+                             f"reader writes {RUN_VERSION}), got {version!r}")
+    if version > RUN_VERSION:
         raise LogFormatError(f"{path}: run format version {version!r} is newer than this "
                              f"reader ({RUN_VERSION}); upgrade g2po")
     return manifest
 
 
 def _list_step_files(path: Path) -> dict[int, Path]:
+    return _scan_step_files(path)[0]
+
+
+def _scan_step_files(path: Path) -> tuple[dict[int, Path], dict[int, list[Path]]]:
+    """``{train_step: file}`` of the regular ``step-N.parquet`` files, and the steps that
+    more than one file claims (``step-3.parquet`` and ``step-000003.parquet``) with all their
+    files, in name order."""
     folder = path / ROLLOUTS
     if not folder.is_dir():
-        return {}
-    files = {}
-    for entry in os.scandir(folder):
+        return {}, {}
+    claims: dict[int, list[Path]] = {}
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         match = _STEP_RE.match(entry.name)
-        if match:
-            files[int(match.group(1))] = Path(entry.path)
-    return files
+        if match and entry.is_file():  # is_file follows links; FIFOs and devices are not
+            claims.setdefault(int(match.group(1)), []).append(Path(entry.path))
+    files = {step: paths[0] for step, paths in claims.items()}
+    return files, {step: paths for step, paths in claims.items() if len(paths) > 1}
+
+
+def _footer_problem(path: Path, text: str) -> LogFormatError:
+    return LogFormatError(f"{path}: the footer's g2po.step metadata {text}; the file was "
+                          "damaged or written by another tool (rewrite the step, or drop the "
+                          "metadata key to have summaries computed from the rows)")
+
+
+def _parse_footer(raw: bytes, path: Path, train_step: int, row_groups: list[int]) -> dict:
+    """The ``g2po.step`` footer, checked against the file it describes: JSON, the step it
+    names, and each group's row group and offsets inside the file's row groups
+    (``row_groups`` = the row count of each)."""
+    try:
+        footer = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
+        raise _footer_problem(path, f"is not JSON ({err})") from None
+    if not isinstance(footer, dict) or not isinstance(footer.get("summary"), dict) \
+            or not isinstance(footer.get("groups"), list):
+        raise _footer_problem(path, "is not an object with 'summary' and 'groups'")
+    if "train_step" in footer and footer["train_step"] != train_step:
+        raise _footer_problem(path, f"names training step {footer['train_step']!r}, the file "
+                                    f"name {train_step}")
+    for i, group in enumerate(footer["groups"]):
+        if not isinstance(group, dict) or not isinstance(group.get("group_id"), str):
+            raise _footer_problem(path, f"group entry {i} has no group_id")
+        if "row_group" not in group:
+            continue
+        rg, start, stop = (group.get(k) for k in ("row_group", "start", "stop"))
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (rg, start, stop)):
+            raise _footer_problem(path, f"group {group['group_id']!r}: row_group, start and "
+                                        "stop must be whole numbers")
+        if not 0 <= rg < len(row_groups):
+            raise _footer_problem(path, f"group {group['group_id']!r} points at row group {rg}, "
+                                        f"past the file's {len(row_groups)} row group(s)")
+        if not 0 <= start <= stop <= row_groups[rg]:
+            raise _footer_problem(path, f"group {group['group_id']!r} points at rows "
+                                        f"{start}-{stop} of row group {rg}, which holds "
+                                        f"{row_groups[rg]}")
+    missing = [k for k in SUMMARY_COLUMNS if k != "train_step" and k not in footer["summary"]]
+    if missing:
+        raise _footer_problem(path, f"summary lacks {', '.join(missing)}")
+    return footer
 
 
 class Run(Log):
@@ -316,7 +387,7 @@ class Run(Log):
         else:
             self.manifest = {}
             self._base_report.note(f"{manifest_path} missing: config, model and estimator unknown")
-        self._files = _list_step_files(self.path)
+        self._files, self._claimed = _scan_step_files(self.path)
         pending = [p.name for p in (self.path / ROLLOUTS).glob(".step-*.tmp-*")] \
             if (self.path / ROLLOUTS).is_dir() else []
         if pending:
@@ -327,8 +398,19 @@ class Run(Log):
         return sorted(self._files)
 
     def step_file(self, train_step: int) -> Path:
+        """The file of one training step; :class:`LogFormatError` when two files claim it."""
         self._check_step(train_step)
+        if train_step in self._claimed:
+            names = " and ".join(p.name for p in self._claimed[train_step])
+            raise LogFormatError(f"{self.path / ROLLOUTS}: training step {train_step} is "
+                                 f"claimed by {names}; keep one step file per step")
         return self._files[train_step]
+
+    def problems(self) -> list[str]:
+        """Training steps claimed by more than one step file."""
+        return [f"{self.path / ROLLOUTS}: training step {step} is claimed by "
+                f"{' and '.join(p.name for p in paths)}; keep one step file per step"
+                for step, paths in sorted(self._claimed.items())]
 
     def _footer(self, train_step: int) -> dict:
         """The ``g2po.step`` metadata of a step file (computed from columns if absent)."""
@@ -342,18 +424,27 @@ class Run(Log):
         if cached and cached[0] == key:
             return cached[1]
         try:
-            meta = pq.read_metadata(path).metadata or {}
-        except (pa.ArrowInvalid, OSError) as err:
+            parquet_meta = pq.read_metadata(path)
+        except (pa.ArrowException, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+        meta = parquet_meta.metadata or {}
         if META_KEY in meta:
-            footer = json.loads(meta[META_KEY])
+            sizes = [parquet_meta.row_group(i).num_rows for i in range(parquet_meta.num_row_groups)]
+            footer = _parse_footer(meta[META_KEY], path, train_step, sizes)
         else:  # written by another tool: summarise from the columns the summary needs
             self._base_report.note(f"{path.name}: no g2po summary in the footer; computed "
                                    "from its columns")
             cols = ["group_id", "traj_id", "t", "episode_reward", "is_action_valid"]
-            names = pq.read_schema(path).names
-            steps = pq.read_table(path, columns=cols + (["won"] if "won" in names else []))
-            steps = steps.to_pandas()
+            names = parquet_meta.schema.names
+            absent = [c for c in cols if c not in names]
+            if absent:
+                raise LogFormatError(f"{path}: missing required column(s) "
+                                     f"{', '.join(map(repr, absent))}")
+            try:
+                table = pq.read_table(path, columns=cols + (["won"] if "won" in names else []))
+            except (pa.ArrowException, OSError) as err:
+                raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+            steps = parquet_frame(table, path, LoadReport())
             summaries = group_summary(steps, self.success_reward)
             footer = {"summary": step_summary(steps, self.success_reward),
                       "groups": summaries.to_dict("records")}
@@ -373,7 +464,7 @@ class Run(Log):
     def load_group(self, train_step: int, group_id: str) -> pd.DataFrame:
         """One group's rows: one row group read, sliced at the stored offsets."""
         footer = self._footer(train_step)
-        path = self._files[train_step]
+        path = self.step_file(train_step)
         entry = next((g for g in footer["groups"] if g["group_id"] == str(group_id)), None)
         if entry is None:
             self._no_group(train_step, group_id, self.groups(train_step))
@@ -383,23 +474,63 @@ class Run(Log):
                 table = table.slice(entry["start"], entry["stop"] - entry["start"])
             else:
                 table = pq.read_table(path, filters=[("group_id", "==", str(group_id))])
-        except (pa.ArrowInvalid, OSError) as err:
+        except (pa.ArrowException, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
-        return self._finish(table, path)
+        rows = self._finish(table, path, train_step)
+        if not (rows["group_id"].to_numpy() == str(group_id)).all():
+            raise _footer_problem(path, f"points group {str(group_id)!r} at rows of another "
+                                        "group")
+        return rows
 
     def load_step(self, train_step: int) -> pd.DataFrame:
         path = self.step_file(train_step)
         try:
             table = pq.read_table(path)
-        except (pa.ArrowInvalid, OSError) as err:
+        except (pa.ArrowException, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
-        return self._finish(table, path)
+        return self._finish(table, path, train_step)
 
-    def _finish(self, table: pa.Table, path: Path) -> pd.DataFrame:
-        frame = table.replace_schema_metadata(
-            {k: v for k, v in (table.schema.metadata or {}).items() if k != META_KEY}
-        ).to_pandas()
+    def step_problems(self, train_step: int, steps: pd.DataFrame) -> list[str]:
+        """What ``g2po validate`` checks beyond the rows: the footer the app browses by must
+        be readable and describe these rows (each group where it says, every group listed)."""
+        try:
+            footer = self._footer(train_step)
+        except LoaderError as err:
+            return [str(err)]
+        path = self._files[train_step]
+        listed = [g["group_id"] for g in footer["groups"]]
+        actual = sorted(steps["group_id"].unique().tolist())
+        if sorted(listed) != actual:
+            extra = sorted(set(listed) - set(actual))[:3]
+            absent = sorted(set(actual) - set(listed))[:3]
+            return [str(_footer_problem(path, f"lists other groups than the rows hold (listed, "
+                                              f"not in the rows: {extra}; in the rows, not "
+                                              f"listed: {absent})"))]
+        if not footer["groups"] or "row_group" not in footer["groups"][0]:
+            return []
+        meta = pq.read_metadata(path)
+        starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+        ids = steps["group_id"].to_numpy()
+        for g in footer["groups"]:
+            lo, hi = starts[g["row_group"]] + g["start"], starts[g["row_group"]] + g["stop"]
+            if hi <= lo or not (ids[lo:hi] == g["group_id"]).all():
+                return [str(_footer_problem(path, f"points group {g['group_id']!r} at rows "
+                                                  f"{lo}-{hi}, which hold other rows"))]
+        return []
+
+    def _finish(self, table: pa.Table, path: Path, train_step: int) -> pd.DataFrame:
+        table = table.replace_schema_metadata(
+            {k: v for k, v in (table.schema.metadata or {}).items() if k != META_KEY})
         report = LoadReport(str(path), self.format)
+        frame = parquet_frame(table, path, report)
+        if "train_step" in frame.columns:
+            other = pd.to_numeric(frame["train_step"], errors="coerce").to_numpy() != train_step
+            if other.any():
+                first = frame.index[other][0]
+                raise LogFormatError(
+                    f"{path} row {first}: {path.name} holds rows of training step "
+                    f"{frame.at[first, 'train_step']!r} ({int(other.sum())} row(s) in all); a "
+                    f"step file holds only its own step, {train_step}")
         frame = finish_steps(frame, str(path), report, label="row")
         self._record(str(path), report)
         report.warn()
@@ -418,6 +549,12 @@ class Run(Log):
         if "train_step" not in frame.columns:
             raise LogFormatError(f"{path}: missing field 'train_step' (each line: "
                                  '{"train_step": N, "metric": value, …})')
+        step = frame["train_step"]
+        bad = ~step.map(lambda v: isinstance(v, int) and not isinstance(v, bool)).to_numpy()
+        if bad.any():
+            line = frame.index[bad][0]
+            raise LogFormatError(f"{path}:{line}: field 'train_step' must be a whole number, "
+                                 f"got {step.at[line]!r}")
         repeated = frame.duplicated("train_step", keep="last").to_numpy()
         for line in frame.index[repeated]:
             report.skip("metrics line for a training step written again later",

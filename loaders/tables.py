@@ -16,12 +16,14 @@ import pyarrow.parquet as pq
 
 from loaders.checks import finish_steps
 from loaders.errors import LogFormatError
+from loaders.files import read_bytes, regular_file
 from loaders.lines import TRUNCATED, decode_text, read_jsonl
 from loaders.log import TableLog
 from loaders.mapping import ALIASES, MappingSpec, apply_mapping, parse_mapping, require_columns
 from loaders.report import LoadReport
 
-__all__ = ["TABLE_FORMATS", "read_table", "load_table", "open_table"]
+__all__ = ["TABLE_FORMATS", "read_table", "load_table", "open_table", "parquet_frame",
+           "write_csv"]
 
 TABLE_FORMATS = ("csv", "jsonl", "parquet")
 # pandas' default NA strings; text columns (state keys, actions) keep them as text ("None" is a
@@ -46,21 +48,73 @@ def read_table(path: str | Path, format: str, report: LoadReport,
         return _read_csv(path, report, text_columns), "line"
     if format == "parquet":
         try:
-            frame = pq.read_table(path).to_pandas()
-        except (pa.ArrowInvalid, OSError) as err:
+            table = pq.read_table(regular_file(path))
+        except (pa.ArrowException, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+        frame = parquet_frame(table, path, report)
         if frame.empty:
             raise LogFormatError(f"{path}: the file holds no rows")
         return frame, "row"
     raise ValueError(f"unknown table format {format!r}; one of {', '.join(TABLE_FORMATS)}")
 
 
+def parquet_frame(table: pa.Table, path: str | Path, report: LoadReport) -> pd.DataFrame:
+    """A Parquet table as a frame indexed by row number: column names must be unique, and
+    binary columns must hold UTF-8 text (decoded, with a note) so no bytes reach the app.
+
+    Raises :class:`LogFormatError` naming the column (and the first row) at fault.
+    """
+    names = table.schema.names
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise LogFormatError(f"{path}: column name(s) {', '.join(map(repr, repeated))} appear "
+                             "more than once; each column needs its own name")
+    for i, column in enumerate(table.schema):
+        if not (pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+            continue
+        try:
+            text = table.column(i).cast(pa.large_string())
+        except pa.ArrowInvalid:
+            values = table.column(i).to_pylist()
+            row = next(r for r, v in enumerate(values)
+                       if v is not None and not _is_utf8(v))
+            raise LogFormatError(f"{path} row {row}: column {column.name!r} holds bytes that "
+                                 "are not UTF-8 text") from None
+        table = table.set_column(i, pa.field(column.name, pa.large_string()), text)
+        report.note(f"{path}: column {column.name!r} is stored as binary; read as UTF-8 text")
+    try:
+        return table.to_pandas()
+    except (pa.ArrowException, ValueError, TypeError, OverflowError) as err:
+        raise LogFormatError(f"{path}: a column cannot be read into a table: {err}") from None
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _read_csv(path: Path, report: LoadReport, text_columns: tuple[str, ...]) -> pd.DataFrame:
-    data = path.read_bytes()
+    data = read_bytes(path)
     if not data.strip():
         raise LogFormatError(f"{path}: the file is empty: no rows to read")
     text = decode_text(data, path, report)
-    header = next(csv.reader(io.StringIO(text)), [])
+    first_line = text[: text.find("\n")] if "\n" in text else text
+    if "\r" in first_line.removesuffix("\r"):
+        column = first_line.index("\r") + 1
+        raise LogFormatError(f"{path}:1: the header holds a bare carriage return (\\r) at "
+                             f"column {column}; column names are one line of text")
+    try:
+        records = csv.reader(io.StringIO(text, newline=""))
+        header = next(records, [])
+    except csv.Error as err:
+        raise LogFormatError(f"{path}:1: malformed CSV header: {err}") from None
+    repeated = sorted({n for n in header if header.count(n) > 1})
+    if repeated:
+        raise LogFormatError(f"{path}:1: column name(s) {', '.join(map(repr, repeated))} appear "
+                             "more than once in the header; each column needs its own name")
     if not text.endswith("\n") and "\n" in text:
         cut = text.rfind("\n") + 1
         try:
@@ -79,10 +133,24 @@ def _read_csv(path: Path, report: LoadReport, text_columns: tuple[str, ...]) -> 
         raise LogFormatError(f"{path}: malformed CSV: {err}".strip()) from None
     except pd.errors.EmptyDataError:
         raise LogFormatError(f"{path}: the file holds no header and no rows") from None
+    except (ValueError, OverflowError, TypeError) as err:
+        raise LogFormatError(f"{path}: malformed CSV: {err}") from None
+    if not isinstance(frame.index, pd.RangeIndex):
+        # pandas makes the extra leading fields an index when rows are wider than the header
+        raise LogFormatError(f"{path}: the rows hold more fields than the {len(header)} "
+                             "columns the header names; every row needs one field per column")
     if frame.empty:
         raise LogFormatError(f"{path}: the file holds a header but no rows")
     frame.index = frame.index + 2  # line 1 is the header
     return frame
+
+
+def write_csv(frame: pd.DataFrame, path: str | Path | None = None) -> str | None:
+    """Write a table as CSV that :func:`read_table` reads back unchanged: fields holding a
+    carriage return are quoted too (pandas quotes only the delimiter, quotes and ``\n``, and a
+    bare ``\r`` would end the row for every CSV reader). Returns the text when ``path`` is None.
+    """
+    return frame.to_csv(path, index=False, lineterminator="\r\n")
 
 
 def load_table(path: str | Path, format: str, mapping: MappingSpec = None,
@@ -98,8 +166,9 @@ def load_table(path: str | Path, format: str, mapping: MappingSpec = None,
     text = tuple({*(mapping.get(c, c) for c in _TEXT_COLUMNS),
                   *(a for c in _TEXT_COLUMNS for a in ALIASES.get(c, ()))})
     frame, label = read_table(path, format, report, text)
+    found = list(frame.columns)
     frame = apply_mapping(frame, mapping, str(path), report)
-    frame = require_columns(frame, str(path), report)
+    frame = require_columns(frame, str(path), report, found)
     frame = finish_steps(frame, str(path), report, label)
     report.warn(stacklevel=4)
     return frame

@@ -14,8 +14,10 @@ import pyarrow as pa
 
 from g2po.errors import G2POError, StepTableError
 from loaders.detect import detect_format
+from loaders.errors import NoLogFoundError
 from loaders.log import Log
 from loaders.report import LoadReport, LoadWarning
+from loaders.rundir import CHECKPOINTS, stale_checkpoints
 
 __all__ = ["Validation", "validate_log"]
 
@@ -82,6 +84,8 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
         result.format = format or detect_format(path)
     except _READ_ERRORS as err:
         result.problems.extend(_problem_lines(err))
+        if isinstance(err, NoLogFoundError) and Path(path).is_dir():
+            result.problems.extend(_logs_below(Path(path)))
         return result
     try:
         log: Log = open_log(path, format, **options)
@@ -91,6 +95,7 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
     result.format = log.format
     result.manifest = log.manifest
     result.train_steps = log.train_steps()
+    result.problems.extend(log.problems())
     if quick:
         try:
             summary = log.summary()
@@ -107,6 +112,8 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
             except _READ_ERRORS as err:
                 result.problems.extend(_problem_lines(err, where))
                 continue
+            result.problems.extend(f"{where}: {p}" if where else p
+                                   for p in log.step_problems(step, steps))
             result.n_groups += steps["group_id"].nunique()
             result.n_traj += len(steps.drop_duplicates(["group_id", "traj_id"]))
             result.n_steps += len(steps)
@@ -115,4 +122,26 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
     except _READ_ERRORS as err:
         result.problems.extend(_problem_lines(err, "metrics"))
     result.report = log.report
+    if log.format == "run":
+        for folder in stale_checkpoints(log.path / CHECKPOINTS):
+            result.report.note(f"{folder}: a checkpoint left half-written by a killed save "
+                               f"({_size(folder)}); resuming the run removes it, or delete it")
     return result
+
+
+def _logs_below(folder: Path) -> list[str]:
+    """Where a folder that is no log itself holds logs further down, say which."""
+    from loaders.discover import find_logs
+
+    try:
+        logs, _ = find_logs(folder)
+    except _READ_ERRORS:
+        return []
+    names = [str(p.relative_to(folder)) for p in logs]
+    return [f"{folder} is no log itself but holds {len(names)} log(s) below it: "
+            + ", ".join(names[:10]) + (" …" if len(names) > 10 else "") + "; validate each"]
+
+
+def _size(folder: Path) -> str:
+    total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return f"{total / 1e6:,.1f} MB"

@@ -30,6 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from g2po.errors import UserPatternError
+from g2po.steps import real_numbers
+from g2po.user_regex import UserPattern, compile_user_pattern
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
 from loaders.lines import read_jsonl
@@ -108,12 +111,10 @@ def _strip_end_tokens(text: str) -> str:
         text = text[: -len(token)].rstrip()
 
 
-def extract_last(pattern: re.Pattern, text: str) -> str | None:
-    """The last match of ``pattern``: its group ``state`` if named, else group 1 if any,
-    else the whole match; None without a match."""
-    found = None
-    for found in pattern.finditer(text):  # noqa: B007 - the last one is wanted
-        pass
+def extract_last(pattern: UserPattern, text: str) -> str | None:
+    """The last match of a user ``pattern`` (run under its time limit): its group ``state`` if
+    named, else group 1 if any, else the whole match; None without a match."""
+    found = pattern.last(text)
     if found is None:
         return None
     if "state" in pattern.groupindex:
@@ -127,13 +128,26 @@ def default_action(output: str) -> str:
     return tags[-1].strip() if tags else output.strip()
 
 
-def _compile(regex: str | re.Pattern | None, name: str) -> re.Pattern | None:
-    if regex is None or isinstance(regex, re.Pattern):
+def _user_extract(pattern: UserPattern, text: str, source: str, line: int,
+                  field: str) -> str | None:
+    """:func:`extract_last`, with a runaway match reported at its file, line and field."""
+    try:
+        return extract_last(pattern, text)
+    except UserPatternError as err:
+        raise LogFormatError(f"{source}:{line}: field {field!r}: {err}") from None
+
+
+def _compile(regex: str | re.Pattern | UserPattern | None, name: str) -> UserPattern | None:
+    """A user's pattern, run with a time limit (:mod:`g2po.user_regex`); a pattern compiled
+    with ``re`` keeps its source and flags."""
+    if regex is None or isinstance(regex, UserPattern):
         return regex
     try:
-        return re.compile(regex, re.DOTALL)
-    except re.error as err:
-        raise LoaderError(f"{name}: invalid regular expression {regex!r}: {err}") from None
+        if isinstance(regex, re.Pattern):
+            return UserPattern(regex.pattern, name, regex.flags & ~re.UNICODE | re.DOTALL)
+        return compile_user_pattern(regex, name)
+    except UserPatternError as err:
+        raise LoaderError(str(err)) from None
 
 
 def verl_steps(
@@ -163,18 +177,16 @@ def verl_steps(
             if not isinstance(rec[key], str):
                 raise LogFormatError(f"{source}:{line}: field {key!r} must be text, got "
                                      f"{type(rec[key]).__name__}")
+        if "uid" in rec and (not isinstance(rec["uid"], str | int) or isinstance(rec["uid"], bool)):
+            raise LogFormatError(f"{source}:{line}: field 'uid' must be text (or a whole "
+                                 f"number), got {_json_kind(rec['uid'])}")
     frame = pd.DataFrame.from_records(records, index=lines)
     inputs = frame["input"].tolist()
     outputs = frame["output"].tolist()
-    score = pd.to_numeric(frame["score"], errors="coerce")
-    bad_score = score.isna() & frame["score"].notna()
-    if bad_score.any():
-        line = bad_score.index[bad_score.to_numpy()][0]
-        raise LogFormatError(f"{source}:{line}: field 'score' is not a number: "
-                             f"{frame.at[line, 'score']!r}")
+    score = _number_field(frame, "score", source)
 
     # Identity: group, trajectory, turn.
-    keys = frame["uid"].astype(str).tolist() if "uid" in frame.columns else None
+    keys = [str(k) for k in frame["uid"].tolist()] if "uid" in frame.columns else None
     parsed = [_KEY_FORMAT.match(k) for k in keys] if keys is not None else []
     if keys is not None and all(parsed):
         group = [m.group(1) for m in parsed]
@@ -202,7 +214,8 @@ def verl_steps(
     states: list[str] = []
     missed: list[int] = []
     for line, text in zip(frame.index, inputs, strict=True):
-        key = extract_last(state_rx, text) if state_rx is not None else last_env_message(text)
+        key = _user_extract(state_rx, text, source, line, "input") if state_rx is not None \
+            else last_env_message(text)
         if key is None:
             if state_rx is not None:
                 key = last_env_message(text)
@@ -223,7 +236,8 @@ def verl_steps(
     if action_rx is None:
         actions = [default_action(o) for o in outputs]
     else:
-        actions = [extract_last(action_rx, o) for o in outputs]
+        actions = [_user_extract(action_rx, o, source, line, "output")
+                   for line, o in zip(frame.index, outputs, strict=True)]
         n_missed = sum(a is None for a in actions)
         if n_missed:
             report.note(f"{source}: action_regex matched no action on {n_missed} line(s); "
@@ -257,7 +271,7 @@ def verl_steps(
         steps["is_action_valid"] = True
         report.note("is_action_valid absent from the dump's reward extras: every action "
                     "assumed valid")
-    step_field = pd.to_numeric(frame["step"], errors="coerce") if "step" in frame.columns \
+    step_field = _number_field(frame, "step", source, whole=True) if "step" in frame.columns \
         else None
     if train_step is not None:
         steps["train_step"] = np.int64(train_step)
@@ -274,6 +288,33 @@ def verl_steps(
         steps["verl_uid" if col == "uid" else f"verl_{col}" if col in steps.columns
               else col] = frame[col]
     return steps
+
+
+def _json_kind(value) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _number_field(frame: pd.DataFrame, field: str, source: str,
+                  whole: bool = False) -> pd.Series:
+    """A numeric field of every line (NaN where null); :class:`LogFormatError` naming the first
+    line whose value is text, complex, too large, or (``whole``) not a whole number."""
+    values, bad = real_numbers(frame[field])
+    masks = list(bad.values())
+    if whole:
+        masks.append(np.isfinite(values) & ((values != np.round(values))
+                                            | (np.abs(values) > 2.0**62)))
+    for mask in masks:
+        if mask.any():
+            line = frame.index[mask][0]
+            kind = "a whole number" if whole else "a number"
+            raise LogFormatError(f"{source}:{line}: field {field!r} is not {kind}: "
+                                 f"{_short(frame.at[line, field])}")
+    return pd.Series(values, index=frame.index)
+
+
+def _short(value, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width] + "…"
 
 
 def load_verl_file(path: str | Path, report: LoadReport | None = None, *,

@@ -66,7 +66,7 @@ def test_non_numeric_and_non_boolean_values():
     steps.loc[1, "is_action_valid"] = "maybe"
     problems = validate_steps(steps)
     assert "column 't' is not numeric in 1 row(s): 0" in problems
-    assert "column 'is_action_valid' is not boolean in 1 row(s): 1" in problems
+    assert "column 'is_action_valid' is not boolean (True/False or 1/0) in 1 row(s): 1" in problems
 
 
 def test_same_traj_id_at_two_training_steps_is_two_trajectories():

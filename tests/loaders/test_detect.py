@@ -43,8 +43,11 @@ def test_missing_path_and_unknown_content(tmp_path):
     with pytest.raises(NoLogFoundError, match="no such file"):
         load_steps(tmp_path / "nope.csv")
     (tmp_path / "x.bin").write_bytes(b"\x00\x01\x02 binary")
-    with pytest.raises(NoLogFoundError, match="unknown log format \\(pass --format\\)"):
+    with pytest.raises(NoLogFoundError, match="binary content"):
         load_steps(tmp_path / "x.bin")
+    (tmp_path / "x.txt").write_text("just some text\n")
+    with pytest.raises(NoLogFoundError, match="unknown log format \\(pass --format\\)"):
+        load_steps(tmp_path / "x.txt")
 
 
 def test_format_override(tmp_path):
