@@ -13,6 +13,7 @@ run's new steps are picked up and nothing stale is shown.
 from __future__ import annotations
 
 import atexit
+import csv
 import hashlib
 import re
 import shutil
@@ -211,7 +212,9 @@ def table_format(ref: LogRef) -> str | None:
 
 def check_rows(path: str | Path, fmt: str, max_rows: int) -> None:
     """Refuse a table of more than ``max_rows`` rows before reading it: Parquet from its
-    footer, CSV/JSONL by counting lines (1 MiB at a time, stopping past the bound)."""
+    footer, JSONL by counting lines (1 MiB at a time, stopping past the bound), CSV by lines
+    and, only when there are more lines than the bound (quoted fields may hold newlines), by
+    its records, stopping past the bound."""
     path = Path(path)
     if fmt == "parquet":
         try:
@@ -223,6 +226,15 @@ def check_rows(path: str | Path, fmt: str, max_rows: int) -> None:
         with open(path, "rb") as f:
             while rows <= max_rows and (chunk := f.read(1 << 20)):
                 rows += chunk.count(b"\n")
+        if fmt == "csv" and rows > max_rows:
+            rows = -1
+            with open(path, encoding="utf-8", errors="replace", newline="") as f:
+                try:
+                    for rows, _ in enumerate(csv.reader(f)):  # the header is 0
+                        if rows > max_rows:
+                            break
+                except csv.Error:
+                    return  # the reader reports the malformed line
     if rows > max_rows:
         raise loaders.LoaderError(
             f"{path.name}: more than {max_rows:,} rows; a table is read whole into memory, so "

@@ -7,6 +7,7 @@ import csv
 import difflib
 import io
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +30,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "t": ("step", "turn", "step_idx", "step_index", "timestep", "time_step"),
     "state_key": ("state", "obs", "observation", "anchor", "anchor_obs"),
     "action": ("act", "action_text"),
-    "episode_reward": ("reward", "return", "score", "episode_return", "outcome"),
+    "episode_reward": ("reward", "return", "ret", "score", "episode_return", "outcome"),
     "is_action_valid": ("valid", "is_valid", "action_valid", "valid_action"),
     "train_step": ("global_step", "iteration", "epoch"),
 }
@@ -64,7 +65,8 @@ def table_columns(path: str | Path, format: str) -> list[str]:
 
 def suggest_mapping(columns: Sequence[str]) -> dict[str, str]:
     """Step-table column -> the source column that most likely holds it: the same name, a
-    known alias (:data:`ALIASES`), a common name for it, else the closest name (difflib).
+    known alias (:data:`ALIASES`), a common name for it, a name holding such a word, else the
+    closest name (difflib).
     Each source column is suggested once.
 
     >>> suggest_mapping(["uid", "rollout", "turn", "obs", "act", "return"])["t"]
@@ -86,6 +88,13 @@ def suggest_mapping(columns: Sequence[str]) -> dict[str, str]:
                 out[role] = lower[name.lower()]
                 free.remove(out[role])
                 break
+    for role in REQUIRED_COLUMNS:  # a common name as a word of a column's name: obs_anchor
+        hints = {h.lower() for h in (*ALIASES.get(role, ()), *_HINTS.get(role, ()))}
+        word = next((c for c in free if hints & set(re.split(r"[^a-z0-9]+", c.lower()))),
+                    None) if role not in out else None
+        if word is not None:
+            out[role] = word
+            free.remove(word)
     for role in REQUIRED_COLUMNS:
         if role not in out and free:
             close = difflib.get_close_matches(role, free, n=1, cutoff=0.6)

@@ -158,8 +158,9 @@ def test_a_table_without_the_required_columns_gets_a_mapping_form(tmp_path):
     # prefilled with the loaders' suggestions
     assert by_role["t"].value == "turn" and by_role["traj_id"].value == "rollout"
     assert by_role["group_id"].value == "task_uid" and by_role["action"].value == "act"
+    assert by_role["observation"].value == "observation"
+    by_role["state_key"].select("observation")  # the user's choice beats the suggestion
     by_role["state_key"].select("obs_anchor")
-    by_role["episode_reward"].select("ret")
     at.button(key=f"FormSubmitter:{form[0].key.rsplit(':', 1)[0]}-Open with this mapping") \
         .click().run()
     assert not at.exception, at.exception
@@ -249,3 +250,23 @@ def test_hostile_text_is_never_markdown(hostile_run, page):
         if at.dataframe else pd.DataFrame()
     if page in ("group", "compare"):  # the payloads are shown, as text, in the tables
         assert frame.apply(lambda c: c.str.contains("<script>", regex=False)).any().any()
+
+
+def test_a_bug_in_a_page_is_a_short_message_never_a_traceback(runs_root, tmp_path, caplog):
+    """A user's estimator that raises (not a bad-input error the views expect): the page says
+    what failed, shows no traceback or server path, and the server log has the details."""
+    plugin = tmp_path / "boom_plugin.py"
+    plugin.write_text(
+        "from g2po.estimators import register_estimator\n"
+        "@register_estimator('app_test_boom', overwrite=True)\n"
+        "def boom(ix):\n"
+        "    raise RuntimeError('secret detail /srv/private/path')\n")
+    at = app_test("compare", ["--log", str(runs_root), "--plugin", str(plugin)])
+    with caplog.at_level("ERROR", logger="app"):
+        at.multiselect(key="cmp_estimators").set_value(["g2po", "app_test_boom"]).run()
+    assert not at.exception
+    (error,) = at.error
+    assert "internal error" in error.value and "server's log" in error.value.replace("\\", "")
+    assert "secret detail" not in texts(at) and "Traceback" not in texts(at)
+    assert "secret detail /srv/private/path" in caplog.text  # the details, for the operator
+    assert at.selectbox(key="active_run").value  # the sidebar still works
