@@ -1,21 +1,33 @@
 """Data access for the views: which logs a path holds, opening them, and cached reads.
 
-Small typed functions apart from rendering. Opened logs, graphs and drawn HTML are cached with
-``st.cache_resource`` (shared, never mutated: ``st.cache_data`` would pickle and copy them on
-every call); small frames (summaries, one group's rows) with ``st.cache_data``. Every cached read
+Small typed functions apart from rendering, and what the app may open: only paths under the
+folders it was started with (:func:`allowed_path`), tables up to a row bound
+(:func:`check_rows`), uploads in a per-session folder that is removed with the session.
+Opened logs live in one :class:`LogCache` bounded by memory; graphs and drawn HTML are cached
+with ``st.cache_resource`` (shared, never mutated: ``st.cache_data`` would pickle and copy them
+on every call); small frames (summaries, one group's rows) with ``st.cache_data``. Every cached read
 takes the log's ``key`` (path and format) and its ``version`` (training steps seen), so a live
 run's new steps are picked up and nothing stale is shown.
 """
 
 from __future__ import annotations
 
+import atexit
+import csv
 import hashlib
 import re
+import shutil
 import tempfile
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import streamlit as st
 
 import loaders
@@ -27,7 +39,17 @@ from g2po.graph import StateGraph, state_graph
 
 __all__ = [
     "LogRef",
+    "RefusedPathError",
+    "read_options",
+    "with_mapping",
+    "within",
+    "allowed_path",
     "find_logs",
+    "table_format",
+    "check_rows",
+    "log_bytes",
+    "LogCache",
+    "log_cache",
     "open_log",
     "log_version",
     "run_summary",
@@ -40,7 +62,10 @@ __all__ = [
     "group_graph_data",
     "graph_id",
     "merge_rates",
+    "upload_root",
+    "session_uploads",
     "save_upload",
+    "forget_uploads",
     "LOADER_ERRORS",
 ]
 
@@ -48,25 +73,85 @@ __all__ = [
 LOADER_ERRORS = (loaders.LoaderError, ValueError, KeyError, TypeError, FileNotFoundError,
                  OSError, ArithmeticError)
 _SEARCH_DEPTH = 2
+#: Keyword arguments of :func:`loaders.open_log` and the formats each applies to.
+_READ_OPTION_FORMATS = {"mapping": ("csv", "jsonl", "parquet", "pickle"),
+                        "trust_pickle": ("pickle",),
+                        "state_regex": ("verl",), "action_regex": ("verl",)}
+_TABLE_FORMATS = ("csv", "jsonl", "parquet")
+
+
+class RefusedPathError(loaders.LoaderError):
+    """A path outside the folders the app was started with. The message is the same whether
+    or not the path exists, and names nothing of what it holds."""
 
 
 @dataclass(frozen=True)
 class LogRef:
-    """A log to open: its display ``name``, ``path`` and forced ``format`` (None: detect)."""
+    """A log to open: its display ``name``, ``path``, forced ``format`` (None: detect) and
+    ``read``, the keyword arguments of :func:`loaders.open_log` (sorted (name, value) pairs;
+    a mapping as sorted pairs too, so a ref is hashable)."""
 
     name: str
     path: str
     format: str | None = None
+    read: tuple[tuple[str, object], ...] = ()
 
     @property
     def key(self) -> str:
-        return f"{self.format or 'auto'}:{self.path}"
+        key = f"{self.format or 'auto'}:{self.path}"
+        return f"{key}:{self.read!r}" if self.read else key
+
+    def open_kwargs(self) -> dict:
+        kwargs = dict(self.read)
+        if kwargs.get("mapping"):
+            kwargs["mapping"] = dict(kwargs["mapping"])
+        return kwargs
 
 
-def find_logs(path: str | Path, format: str | None = None) -> tuple[list[LogRef], list[str]]:
+def read_options(fmt: str | None, read: tuple[tuple[str, object], ...]
+                 ) -> tuple[tuple[str, object], ...]:
+    """The options of ``read`` that apply to a log of format ``fmt`` (a mapping means nothing
+    to a run directory, and the loaders refuse it there)."""
+    return tuple((k, v) for k, v in read if fmt in _READ_OPTION_FORMATS.get(k, ()))
+
+
+def with_mapping(read: tuple[tuple[str, object], ...], mapping: dict[str, str]
+                 ) -> tuple[tuple[str, object], ...]:
+    """``read`` with its mapping replaced by ``mapping`` (dropped when empty)."""
+    rest = [(k, v) for k, v in read if k != "mapping"]
+    if mapping:
+        rest.append(("mapping", tuple(sorted(mapping.items()))))
+    return tuple(sorted(rest))
+
+
+def within(path: str | Path, roots: Sequence[Path]) -> bool:
+    """Whether ``path`` (symlinks followed) is one of ``roots`` or lies under one."""
+    try:
+        resolved = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return False
+    return any(resolved == root or resolved.is_relative_to(root) for root in roots)
+
+
+def allowed_path(typed: str, roots: Sequence[Path]) -> Path:
+    """The resolved path of what a user typed, when it lies under ``roots``; else
+    :class:`RefusedPathError` with one message for every refused path (it does not even
+    repeat the path, so its length says nothing either)."""
+    if within(typed, roots):
+        return Path(typed).expanduser().resolve()
+    raise RefusedPathError(
+        "not opened: the app opens only logs under the paths it was started with (--log, "
+        "--allow-dir FOLDER) and the bundled samples")
+
+
+def find_logs(path: str | Path, format: str | None = None,
+              read: tuple[tuple[str, object], ...] = (),
+              roots: Sequence[Path] | None = None) -> tuple[list[LogRef], list[str]]:
     """The logs under ``path``: the path itself when it is a log (a run directory, a verl dump,
     a table file), else the logs among its entries, two levels deep (a folder of runs, like
-    ``sample_rollouts/``). Returns (logs, notes on entries that were not logs).
+    ``sample_rollouts/``). Returns (logs, notes on entries that were not logs). Each log gets
+    the options of ``read`` that apply to its format. With ``roots``, entries that lead
+    outside them (symbolic links) are left out, with a note.
 
     Raises :class:`loaders.NoLogFoundError` when the path does not exist or holds no log.
     """
@@ -74,10 +159,13 @@ def find_logs(path: str | Path, format: str | None = None) -> tuple[list[LogRef]
     if not root.exists():
         raise loaders.NoLogFoundError(f"{root}: no such file or directory")
     if format or root.is_file():
-        return [LogRef(root.name or str(root), str(root.resolve()), format)], []
+        fmt = format if format and format != "table" else loaders.detect_format(root)
+        return [LogRef(root.name or str(root), str(root.resolve()), format,
+                       read_options(fmt, read))], []
     try:
-        loaders.detect_format(root)
-        return [LogRef(root.resolve().name, str(root.resolve()), None)], []
+        fmt = loaders.detect_format(root)
+        return [LogRef(root.resolve().name, str(root.resolve()), None,
+                       read_options(fmt, read))], []
     except loaders.NoLogFoundError:
         pass
     found: list[LogRef] = []
@@ -89,8 +177,12 @@ def find_logs(path: str | Path, format: str | None = None) -> tuple[list[LogRef]
             for entry in sorted(folder.iterdir()):
                 if entry.name.startswith((".", "_")):
                     continue
+                name = str(entry.relative_to(root))
+                if roots is not None and not within(entry, roots):
+                    notes.append(f"{name}: leads outside the folders this app opens")
+                    continue
                 try:
-                    loaders.detect_format(entry)
+                    fmt = loaders.detect_format(entry)
                 except loaders.NoLogFoundError as err:
                     if entry.is_dir():
                         next_frontier.append(entry)
@@ -100,8 +192,7 @@ def find_logs(path: str | Path, format: str | None = None) -> tuple[list[LogRef]
                 except OSError as err:
                     notes.append(f"{entry}: {err}")
                     continue
-                name = str(entry.relative_to(root))
-                found.append(LogRef(name, str(entry.resolve()), None))
+                found.append(LogRef(name, str(entry.resolve()), None, read_options(fmt, read)))
         frontier = next_frontier
     if not found:
         raise loaders.NoLogFoundError(
@@ -110,10 +201,114 @@ def find_logs(path: str | Path, format: str | None = None) -> tuple[list[LogRef]
     return found, notes
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def open_log(ref: LogRef) -> loaders.Log:
-    """The opened log (cheap for run directories: the manifest and a listing)."""
-    return loaders.open_log(ref.path, ref.format)
+def table_format(ref: LogRef) -> str | None:
+    """csv / jsonl / parquet when ``ref`` is a table file (read whole to open), else None."""
+    path = Path(ref.path)
+    if not path.is_file():
+        return None
+    fmt = ref.format if ref.format not in (None, "table") else loaders.detect_format(path)
+    return fmt if fmt in _TABLE_FORMATS else None
+
+
+def check_rows(path: str | Path, fmt: str, max_rows: int) -> None:
+    """Refuse a table of more than ``max_rows`` rows before reading it: Parquet from its
+    footer, JSONL by counting lines (1 MiB at a time, stopping past the bound), CSV by lines
+    and, only when there are more lines than the bound (quoted fields may hold newlines), by
+    its records, stopping past the bound."""
+    path = Path(path)
+    if fmt == "parquet":
+        try:
+            rows = pq.ParquetFile(path).metadata.num_rows
+        except (pa.ArrowException, OSError):
+            return  # the reader reports a broken file, naming it
+    else:
+        rows = -1 if fmt == "csv" else 0  # a CSV's first line is its header
+        with open(path, "rb") as f:
+            while rows <= max_rows and (chunk := f.read(1 << 20)):
+                rows += chunk.count(b"\n")
+        if fmt == "csv" and rows > max_rows:
+            rows = -1
+            with open(path, encoding="utf-8", errors="replace", newline="") as f:
+                try:
+                    for rows, _ in enumerate(csv.reader(f)):  # the header is 0
+                        if rows > max_rows:
+                            break
+                except csv.Error:
+                    return  # the reader reports the malformed line
+    if rows > max_rows:
+        raise loaders.LoaderError(
+            f"{path.name}: more than {max_rows:,} rows; a table is read whole into memory, so "
+            "the app opens tables up to --max-rows rows (write big logs as a run directory, "
+            "read one group at a time, or start the app with a larger --max-rows)")
+
+
+def log_bytes(log: loaders.Log) -> int:
+    """The memory an opened log holds, roughly: its in-memory step tables (a table log holds
+    the whole file), plus a small allowance for the listing of a run directory."""
+    total = 1 << 20
+    for value in vars(log).values():
+        frames = [value] if isinstance(value, pd.DataFrame) else []
+        if isinstance(value, dict):
+            for item in value.values():
+                frames += [x for x in (item if isinstance(item, tuple) else (item,))
+                           if isinstance(x, pd.DataFrame)]
+        total += sum(int(f.memory_usage(index=True, deep=True).sum()) for f in frames)
+    return total
+
+
+class LogCache:
+    """Opened logs kept between reruns and shared by every session, bounded by memory: the
+    least recently used are dropped once the total passes the budget (the newest is always
+    kept, however big)."""
+
+    def __init__(self) -> None:
+        self._logs: OrderedDict[LogRef, tuple[loaders.Log, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, ref: LogRef, budget_bytes: float, opener) -> loaders.Log:
+        with self._lock:
+            if ref in self._logs:
+                self._logs.move_to_end(ref)
+                return self._logs[ref][0]
+        log = opener(ref)
+        size = log_bytes(log)
+        with self._lock:
+            self._logs[ref] = (log, size)
+            self._logs.move_to_end(ref)
+            while len(self._logs) > 1 and self.total() > budget_bytes:
+                self._logs.popitem(last=False)
+        return log
+
+    def drop(self, path: str) -> None:
+        """Forget every opened log of ``path`` (an upload that was removed)."""
+        with self._lock:
+            for ref in [r for r in self._logs if r.path == path]:
+                del self._logs[ref]
+
+    def total(self) -> int:
+        return sum(size for _, size in self._logs.values())
+
+    def __len__(self) -> int:
+        return len(self._logs)
+
+
+@st.cache_resource(show_spinner=False)
+def log_cache() -> LogCache:
+    """The process's :class:`LogCache` (``st.cache_resource.clear()`` empties it too)."""
+    return LogCache()
+
+
+def _open(ref: LogRef, max_rows: int) -> loaders.Log:
+    fmt = table_format(ref)
+    if fmt is not None:
+        check_rows(ref.path, fmt, max_rows)
+    return loaders.open_log(ref.path, ref.format, **ref.open_kwargs())
+
+
+def open_log(ref: LogRef, max_rows: int = 2_000_000, cache_mb: float = 2048.0) -> loaders.Log:
+    """The opened log (cheap for run directories: the manifest and a listing), from the
+    process's memory-bounded cache. Tables over ``max_rows`` rows are refused unread."""
+    return log_cache().get(ref, cache_mb * 2**20, lambda r: _open(r, max_rows))
 
 
 def log_version(log: loaders.Log) -> tuple[int, int]:
@@ -213,11 +408,37 @@ def merge_rates(_log: loaders.Log, key: str, version: tuple[int, int],
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def save_upload(name: str, data: bytes, folder: Path | None = None) -> Path:
-    """Store an uploaded log under a temporary folder (named by its content hash, so a rerun
-    reuses it) and return its path. The file name is reduced to safe characters."""
-    digest = hashlib.sha256(data).hexdigest()[:16]
-    folder = folder or Path(tempfile.gettempdir()) / "g2po-app-uploads" / digest
+@st.cache_resource(show_spinner=False)
+def upload_root() -> Path:
+    """This server process's folder of uploaded logs, removed when the process exits (each
+    session's own folder goes sooner: see :func:`session_upload_dir`)."""
+    root = Path(tempfile.mkdtemp(prefix="g2po-app-uploads-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+class _Uploads:
+    """Owns one session's upload folder: kept in the session's state, so the folder is
+    removed when Streamlit drops the session (or the process ends)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.saved: dict[str, Path] = {}  # upload id -> file
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(folder), True)
+
+
+def session_uploads(state) -> _Uploads:
+    """The session's uploads (``state``: ``st.session_state``)."""
+    uploads = state.get("_g2po_uploads")
+    if uploads is None or not uploads.folder.is_dir():
+        uploads = _Uploads(Path(tempfile.mkdtemp(prefix="s-", dir=upload_root())))
+        state["_g2po_uploads"] = uploads
+    return uploads
+
+
+def save_upload(name: str, data: bytes, folder: Path) -> Path:
+    """Store an uploaded log in ``folder`` and return its path. The file name is reduced to
+    safe characters; the same name and content reuse the file on a rerun."""
     folder.mkdir(parents=True, exist_ok=True)
     safe = _SAFE_NAME.sub("_", Path(name).name).strip("._") or "upload"
     target = folder / safe
@@ -225,3 +446,14 @@ def save_upload(name: str, data: bytes, folder: Path | None = None) -> Path:
         target.write_bytes(data)
     return target
 
+
+def forget_uploads(uploads: _Uploads, keep: set[str]) -> list[Path]:
+    """Delete the session's uploaded files whose upload is no longer in the uploader (ids in
+    ``keep`` stay) and close their opened logs; returns the deleted files."""
+    gone = []
+    for upload_id in [u for u in uploads.saved if u not in keep]:
+        path = uploads.saved.pop(upload_id)
+        shutil.rmtree(path.parent, ignore_errors=True)
+        log_cache().drop(str(path.resolve()))
+        gone.append(path)
+    return gone

@@ -34,7 +34,7 @@ if str(_ROOT) not in sys.path:  # `streamlit run app/main.py` puts app/ first, n
 
 import streamlit as st  # noqa: E402
 
-__all__ = ["warm_up", "WARM_MODULES", "browser_url"]
+__all__ = ["warm_up", "WARM_MODULES", "browser_url", "sharing_warning"]
 
 #: What the first script run imports, in dependency order: the shell and sidebar (loaders,
 #: pandas, pyarrow), the group explorer (graph, pyvis, tables and their pandas Styler), and the
@@ -98,8 +98,25 @@ def browser_url() -> str | None:
     return get_url("localhost")
 
 
+def sharing_warning() -> str | None:
+    """The warning printed at start when the server listens beyond this machine (an address
+    other than loopback given with ``--server.address``), else None. ``app/.streamlit/
+    config.toml`` makes 127.0.0.1 the default."""
+    from streamlit import config
+
+    address = config.get_option("server.address") or "0.0.0.0"  # Streamlit's own default
+    if address in ("127.0.0.1", "localhost", "::1") or address.startswith("unix://"):
+        return None
+    return (f"WARNING: the G2PO app listens on {address}: anyone who can reach this machine "
+            "can use it, with no login, and open the logs under its --log and --allow-dir "
+            "paths. Leave out --server.address to serve only this machine (127.0.0.1).")
+
+
 @contextlib.asynccontextmanager
 async def _lifespan(_app: st.App) -> AsyncIterator[None]:
+    warning = sharing_warning()
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     threading.Thread(target=warm_up, name="g2po-warm-up", daemon=True).start()
     url = browser_url()
     if url is not None:

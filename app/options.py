@@ -7,6 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from g2po.cli.logs import add_log_options, log_options
+from loaders import LoaderError
+
 __all__ = ["AppOptions", "parse_options", "SAMPLE_DIR", "OptionsError"]
 
 #: The bundled sample rollouts, opened when no log is given.
@@ -25,16 +28,34 @@ class AppOptions:
         file; empty means the bundled :data:`SAMPLE_DIR`.
     format : a loader format forced for every path (``run``, ``verl``, ``csv``, …), else
         detected per path.
+    read : the other keyword arguments of :func:`loaders.open_log` from the command line
+        (``mapping``, ``state_regex``, ``action_regex``, ``trust_pickle``), as sorted
+        (name, value) pairs; each log gets those that apply to its format.
     plugins : modules (dotted names or ``.py`` files) imported at start, for estimators
         registered with :func:`g2po.register_estimator`.
     refresh : seconds between checks for new training steps of live runs; 0 turns it off.
+    allow_dirs : folders (besides the ``--log`` paths and the samples) whose logs the path
+        box may open.
+    max_rows : the most rows a table (CSV, JSONL, Parquet; opened or uploaded) may hold: a
+        table is read whole into memory (~0.5 kB a row), run directories are not.
+    cache_mb : the memory the opened logs may keep between reruns, in MiB; the least
+        recently used are closed beyond it.
     """
 
     logs: tuple[str, ...] = ()
     format: str | None = None
+    read: tuple[tuple[str, object], ...] = ()
     plugins: tuple[str, ...] = ()
     refresh: float = 5.0
     from_sample: bool = field(default=False)
+    allow_dirs: tuple[str, ...] = ()
+    max_rows: int = 2_000_000
+    cache_mb: float = 2048.0
+
+    @property
+    def mapping(self) -> dict[str, str]:
+        """The column mapping of ``--map`` / ``--mapping`` (empty when none)."""
+        return dict(dict(self.read).get("mapping") or ())
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,12 +67,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log", action="append", default=[], metavar="PATH",
                         help="a run directory, a folder of runs/logs, or a log file "
                              "(repeat for several)")
-    parser.add_argument("--format", default=None,
-                        help="force a loader format for every --log (default: detect)")
+    add_log_options(parser)  # --format, --map, --mapping, --trust-pickle, --state-regex, …
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                         help="import a module or .py file that registers estimators")
     parser.add_argument("--refresh", type=float, default=5.0, metavar="SECONDS",
                         help="check live runs for new training steps this often (0: never)")
+    parser.add_argument("--allow-dir", action="append", default=[], metavar="FOLDER",
+                        help="let the sidebar's path box open logs under this folder too "
+                             "(besides the --log paths and the samples; repeat)")
+    parser.add_argument("--max-rows", type=int, default=AppOptions.max_rows, metavar="N",
+                        help="the most rows a CSV/JSONL/Parquet table may hold "
+                             "(default %(default)s)")
+    parser.add_argument("--cache-mb", type=float, default=AppOptions.cache_mb, metavar="MIB",
+                        help="memory kept by opened logs between reruns (default "
+                             "%(default)s MiB)")
     return parser
 
 
@@ -68,7 +97,23 @@ def parse_options(argv: Sequence[str] | None) -> AppOptions:
                            f"{parser.format_usage()}")
     if args.refresh < 0:
         raise OptionsError(f"--refresh must be >= 0 seconds, got {args.refresh}")
+    if args.max_rows < 1:
+        raise OptionsError(f"--max-rows must be >= 1, got {args.max_rows}")
+    if args.cache_mb <= 0:
+        raise OptionsError(f"--cache-mb must be > 0, got {args.cache_mb}")
+    missing = [d for d in args.allow_dir if not Path(d).expanduser().is_dir()]
+    if missing:
+        raise OptionsError(f"--allow-dir {missing[0]}: no such folder")
+    try:
+        read = log_options(args)  # the CLI's own parsing of --map / --mapping
+    except LoaderError as err:
+        raise OptionsError(str(err)) from None
+    fmt = read.pop("format")
+    if read.get("mapping"):
+        read["mapping"] = tuple(sorted(read["mapping"].items()))
     logs = tuple(args.log)
-    return AppOptions(logs=logs or (str(SAMPLE_DIR),), format=args.format,
-                      plugins=tuple(args.plugin), refresh=args.refresh,
-                      from_sample=not logs)
+    return AppOptions(logs=logs or (str(SAMPLE_DIR),), format=fmt,
+                      read=tuple(sorted((k, v) for k, v in read.items() if v)),
+                      plugins=tuple(args.plugin), refresh=args.refresh, from_sample=not logs,
+                      allow_dirs=tuple(args.allow_dir), max_rows=args.max_rows,
+                      cache_mb=args.cache_mb)

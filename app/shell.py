@@ -2,7 +2,9 @@
 sidebar (:func:`app.sidebar.build_context`) and the page navigation.
 
 Pages are declared with ``st.navigation`` in :func:`run`; the sidebar's choices reach every
-page as one :class:`app.context.AppContext` argument. The entry file is ``app/main.py``.
+page as one :class:`app.context.AppContext` argument. The entry file is ``app/main.py``. No
+page shows a traceback: bad input is a message from the view itself, and anything else a view
+or the sidebar raises is caught here, shown as a short message and logged in full.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from app.context import AppContext
 from app.options import OptionsError, parse_options
 from app.sidebar import build_context
-from app.ui import show_error
+from app.ui import show_error, show_internal_error
 
 __all__ = ["run", "PAGES", "load_plugins"]
 
@@ -35,8 +38,13 @@ PAGES = {
 }
 
 
-def _render(module: str, ctx) -> None:
-    importlib.import_module(module).render(ctx)
+def _render(module: str, title: str, ctx) -> None:
+    """One page; a bug in it is a short message on the page (the traceback goes to the
+    server's log), never a traceback page."""
+    try:
+        importlib.import_module(module).render(ctx)
+    except Exception as err:  # noqa: BLE001 - st.rerun / st.stop are BaseExceptions, not caught
+        show_internal_error(f"The page “{title}”", err)
 
 
 @functools.cache
@@ -68,10 +76,14 @@ def run(argv: Sequence[str] | None = None, start_page: str | None = None) -> Non
     except Exception as err:  # a user's plugin: show what broke instead of a traceback
         show_error("A --plugin failed to import", err)
         return
-    ctx = build_context(options)
+    try:
+        ctx = build_context(options)
+    except Exception as err:  # noqa: BLE001 - as in _render: a message, details in the log
+        show_internal_error("The sidebar", err)
+        ctx = AppContext(options=options)
     start = start_page if start_page in PAGES else "group"
     pages = {
-        name: st.Page(functools.partial(_render, module, ctx), title=title, url_path=url,
+        name: st.Page(functools.partial(_render, module, title, ctx), title=title, url_path=url,
                       default=name == start)
         for name, (module, title, url) in PAGES.items()
     }

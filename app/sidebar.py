@@ -8,114 +8,40 @@ import time
 
 import streamlit as st
 
-import loaders
-from app import data
+from app import data, open_logs
 from app.context import AppContext, OpenLog
-from app.data import LogRef
 from app.options import AppOptions
 from app.params import NORM_MODES, STATE_KEY_CHOICES, TERMINAL_RULES, SpecParams
 from app.ui import show_error
 from g2po.errors import G2POError
 
-__all__ = ["build_context", "GOTO_STEP", "EXTRA_PATHS"]
+__all__ = ["build_context", "GOTO_STEP"]
 
-#: Session keys: a training step requested by another page (overview click), paths typed in.
+#: Session key: a training step requested by another page (overview click).
 GOTO_STEP = "_g2po_goto_step"
-EXTRA_PATHS = "_g2po_extra_paths"
-UPLOAD_TYPES = ["csv", "jsonl", "ndjson", "json", "parquet", "pq"]
 
 
 def build_context(options: AppOptions) -> AppContext:
-    """Draw the sidebar and return what it selected."""
+    """Draw the sidebar and return what it selected. Opening logs (the path box, uploads)
+    sits at the sidebar's foot (:mod:`app.open_logs`), the choices above it."""
     ctx = AppContext(options=options)
     with st.sidebar:
-        refs = _log_sources(options)
-        if not refs:
-            return ctx
-        names = [r.name for r in refs]
-        chosen = st.multiselect("Runs", names, default=names, key="runs",
-                                help="Logs to show; the overview compares all chosen runs.")
-        by_name = dict(zip(names, refs, strict=True))
-        for name in chosen:
-            ref = by_name[name]
-            try:
-                log = data.open_log(ref)
-                log.refresh()  # a listing: new training steps of a live run show on any rerun
-                ctx.logs.append(OpenLog(ref, log))
-            except data.LOADER_ERRORS + (G2POError,) as err:
-                show_error(f"Cannot open {ref.path}", err)
-        if not ctx.logs:
-            st.info("Choose a run above.")
-            return ctx
-        _load_reports(ctx.logs)
-        ctx.active = _choose_active(ctx.logs)
-        _choose_group(ctx)
-        ctx.params = _parameter_controls(ctx.active)
-        _live_watcher(ctx, options)
+        choices, panel = st.container(), st.container()
+        with choices:
+            sources = open_logs.log_sources(options, panel)
+            if not sources.refs:
+                return ctx
+            chosen = open_logs.choose_runs(sources.refs, sources.fresh)
+            ctx.logs = open_logs.open_chosen(chosen, options)
+            if not ctx.logs:
+                st.info("Choose a run above.")
+                return ctx
+            open_logs.load_reports(ctx.logs)
+            ctx.active = _choose_active(ctx.logs)
+            _choose_group(ctx)
+            ctx.params = _parameter_controls(ctx.active)
+            _live_watcher(ctx, options)
     return ctx
-
-
-def _load_reports(logs: list[OpenLog]) -> None:
-    """What the loaders skipped or assumed, per log: nothing is dropped without a word."""
-    for opened in logs:
-        report = getattr(opened.log, "report", None)
-        lines = report.lines() if report is not None else []
-        if lines:
-            with st.expander(f"Load report: {opened.name} ({len(lines)})"):
-                st.code("\n".join(lines), language=None, wrap_lines=True)
-
-
-def _unique(refs: list[LogRef]) -> list[LogRef]:
-    seen: dict[str, int] = {}
-    out = []
-    paths = set()
-    for ref in refs:
-        if ref.path in paths:
-            continue
-        paths.add(ref.path)
-        n = seen.get(ref.name, 0)
-        seen[ref.name] = n + 1
-        out.append(ref if n == 0 else LogRef(f"{ref.name} ({n + 1})", ref.path, ref.format))
-    return out
-
-
-def _log_sources(options: AppOptions) -> list[LogRef]:
-    """Logs from the command line (or the bundled samples), typed paths and uploads."""
-    refs: list[LogRef] = []
-    for path in options.logs:
-        try:
-            found, notes = data.find_logs(path, options.format)
-        except (loaders.LoaderError, OSError) as err:
-            if options.from_sample:
-                st.warning("No sample rollouts found (the bundled `sample_rollouts/` folder "
-                           "is empty or missing). Open a log below, or start the app with "
-                           "`streamlit run app/main.py -- --log PATH`.")
-            else:
-                show_error(f"Cannot open --log {path}", err)
-            continue
-        refs.extend(found)
-        for note in notes:
-            st.caption(f"Skipped: {note}", help=None)
-    with st.expander("Open another log", expanded=not refs):
-        typed = st.text_input("Path to a run directory, a folder of runs, or a log file",
-                              key="path_box", placeholder="/path/to/run_dir")
-        if st.button("Open path", key="open_path") and typed.strip():
-            st.session_state.setdefault(EXTRA_PATHS, [])
-            if typed.strip() not in st.session_state[EXTRA_PATHS]:
-                st.session_state[EXTRA_PATHS].append(typed.strip())
-        for path in list(st.session_state.get(EXTRA_PATHS, [])):
-            try:
-                found, _ = data.find_logs(path)
-                refs.extend(found)
-            except (loaders.LoaderError, OSError) as err:
-                show_error(f"Cannot open {path}", err)
-                st.session_state[EXTRA_PATHS].remove(path)
-        uploads = st.file_uploader("Or upload step tables", type=UPLOAD_TYPES,
-                                   accept_multiple_files=True, key="uploads")
-        for upload in uploads or []:
-            saved = data.save_upload(upload.name, upload.getvalue())
-            refs.append(LogRef(f"upload: {upload.name}", str(saved), None))
-    return _unique(refs)
 
 
 def _choose_active(logs: list[OpenLog]) -> OpenLog:

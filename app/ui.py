@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from app import data
-from app.safe import escape_markdown
+from app.safe import escape_markdown, truncate
 from g2po.errors import G2POError
 
 if TYPE_CHECKING:
     from app.context import AppContext
     from g2po.graph import StateGraph
 
-__all__ = ["show_error", "md", "no_group_message", "group_page", "chosen_graph"]
+__all__ = ["show_error", "show_short_error", "show_internal_error", "md", "no_group_message",
+           "group_page", "chosen_graph"]
 
 
 def show_error(title: str, err: BaseException | str) -> None:
@@ -25,6 +27,26 @@ def show_error(title: str, err: BaseException | str) -> None:
     st.error(f"{escape_markdown(title)}: {escape_markdown(first)}")
     if rest.strip():
         st.code(rest, language=None)
+
+
+def show_short_error(title: str, err: BaseException | str, limit: int = 240) -> None:
+    """``title`` and the first line of the error (cut at ``limit`` characters), escaped, for a
+    message beside the input that caused it; the whole text under "Details"."""
+    detail = str(err) if isinstance(err, str) else str(err) or type(err).__name__
+    first = detail.partition("\n")[0]
+    st.error(f"{escape_markdown(title)}: {escape_markdown(truncate(first, limit))}")
+    if detail.strip() != truncate(first, limit):
+        with st.expander("Details"):
+            st.code(detail, language=None, wrap_lines=True)
+
+
+def show_internal_error(what: str, err: BaseException) -> None:
+    """A bug, not bad input: a plain message on the page (no traceback, no server paths, no
+    links), the traceback in the server's log."""
+    logging.getLogger("app").error("%s failed", what, exc_info=err)
+    st.error(f"{escape_markdown(what)} failed with an internal error "
+             f"({escape_markdown(type(err).__name__)}). The details are in the server's log; "
+             "other pages and choices still work.")
 
 
 def md(template: str, *values: object) -> None:

@@ -1,9 +1,25 @@
+import shutil
 from pathlib import Path
 
 import pytest
 
 import loaders
-from app.data import LogRef, find_logs, save_upload
+from app.data import (
+    LogCache,
+    LogRef,
+    RefusedPathError,
+    allowed_path,
+    check_rows,
+    find_logs,
+    forget_uploads,
+    log_bytes,
+    log_cache,
+    open_log,
+    save_upload,
+    session_uploads,
+    upload_root,
+    with_mapping,
+)
 from tests.app.builders import group_steps
 
 
@@ -44,3 +60,95 @@ def test_uploads_get_safe_names_and_are_reused(tmp_path):
     assert path.parent == tmp_path and path.name == "evil_.csv"
     assert save_upload("../../etc/<evil>.csv", b"a,b\n1,2\n", tmp_path) == path
     assert Path(path).read_bytes() == b"a,b\n1,2\n"
+
+
+def test_only_paths_under_the_roots_are_allowed(runs_root, tmp_path):
+    roots = [runs_root.resolve()]
+    assert allowed_path(str(runs_root / "run_a"), roots) == (runs_root / "run_a").resolve()
+    assert allowed_path(str(runs_root), roots) == runs_root.resolve()
+    refused = set()
+    for path in (tmp_path, runs_root / ".." / "x", "/etc/passwd", tmp_path / "missing",
+                 f"{runs_root}_evil"):  # a sibling sharing the root's name as a prefix
+        with pytest.raises(RefusedPathError) as err:
+            allowed_path(str(path), roots)
+        refused.add(str(err.value))
+    assert len(refused) == 1  # one message for all: it tells nothing about the path
+
+
+def test_entries_linking_out_of_the_roots_are_left_out(runs_root, tmp_path):
+    (tmp_path / "link").symlink_to(runs_root / "run_b")
+    shutil.copytree(runs_root / "run_a", tmp_path / "run_a")
+    refs, notes = find_logs(tmp_path, roots=[tmp_path.resolve()])
+    assert [r.name for r in refs] == ["run_a"]
+    assert notes == ["link: leads outside the folders this app opens"]
+    refs, _ = find_logs(tmp_path, roots=[tmp_path.resolve(), runs_root.resolve()])
+    assert [r.name for r in refs] == ["link", "run_a"]
+
+
+def test_read_options_go_only_to_formats_they_apply_to(runs_root, tmp_path):
+    table = tmp_path / "t.csv"
+    group_steps(rows=100).to_csv(table, index=False)
+    read = (("mapping", (("group_id", "group_id"),)), ("state_regex", "x"))
+    (ref,), _ = find_logs(table, read=read)
+    assert ref.read == (("mapping", (("group_id", "group_id"),)),)
+    assert ref.open_kwargs() == {"mapping": {"group_id": "group_id"}}
+    (run,), _ = find_logs(runs_root / "run_a", read=read)
+    assert run.read == () and run.key == f"auto:{(runs_root / 'run_a').resolve()}"
+    assert with_mapping(ref.read, {"t": "step"}) == (("mapping", (("t", "step"),)),)
+    assert with_mapping(ref.read, {}) == ()
+
+
+def test_tables_over_the_row_bound_are_refused_unread(tmp_path):
+    frame = group_steps(rows=120)
+    for fmt, write in (("csv", lambda p: frame.to_csv(p, index=False)),
+                       ("jsonl", lambda p: frame.to_json(p, orient="records", lines=True)),
+                       ("parquet", frame.to_parquet)):
+        path = tmp_path / f"t.{fmt}"
+        write(path)
+        check_rows(path, fmt, len(frame))  # exactly at the bound: fine
+        with pytest.raises(loaders.LoaderError, match=f"more than {len(frame) - 1:,} rows"):
+            check_rows(path, fmt, len(frame) - 1)
+        with pytest.raises(loaders.LoaderError, match="--max-rows"):
+            open_log(LogRef(path.name, str(path)), max_rows=10)
+        assert len(open_log(LogRef(path.name, str(path)), max_rows=1000).steps) == len(frame)
+
+
+def test_the_log_cache_is_bounded_by_memory_not_count(tmp_path):
+    paths = []
+    for i in range(4):
+        path = tmp_path / f"t{i}.parquet"
+        group_steps(seed=i, rows=2000).to_parquet(path)
+        paths.append(path)
+    first = open_log(LogRef("t0", str(paths[0])))
+    size = log_bytes(first)
+    assert size > first.steps.memory_usage(deep=True).sum() > 100_000
+    budget_mb = 2.5 * size / 2**20  # room for two of these logs
+    for path in paths:
+        open_log(LogRef(path.name, str(path)), cache_mb=budget_mb)
+    cache = log_cache()
+    assert len(cache) == 2 and cache.total() <= budget_mb * 2**20
+    # the newest stay; the least recently used went
+    assert open_log(LogRef("t3.parquet", str(paths[3])), cache_mb=budget_mb) is \
+        open_log(LogRef("t3.parquet", str(paths[3])), cache_mb=budget_mb)
+    one = LogCache()
+    huge = one.get(LogRef("t0", str(paths[0])), 1, lambda r: loaders.open_log(r.path))
+    assert len(one) == 1 and huge.train_steps() == [0]  # one log over the budget still opens
+    one.drop(str(paths[0]))
+    assert len(one) == 0
+
+
+def test_a_sessions_uploads_are_removed_with_it(tmp_path):
+    import gc
+
+    state: dict = {}
+    uploads = session_uploads(state)
+    saved = save_upload("a.csv", b"a,b\n1,2\n", uploads.folder / "id1")
+    uploads.saved["id1"] = saved
+    assert forget_uploads(uploads, {"id1"}) == [] and saved.exists()
+    assert forget_uploads(uploads, set()) == [saved] and not saved.exists()
+    folder = uploads.folder
+    assert folder.is_dir() and folder.parent == upload_root()
+    del uploads
+    state.clear()  # the session is gone
+    gc.collect()
+    assert not folder.exists()

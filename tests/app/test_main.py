@@ -1,10 +1,17 @@
 import json
+import socket
 import subprocess
 import sys
+import time
+import tomllib
+import urllib.request
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.web.server.app_discovery import discover_asgi_app
+
+from tests.app.browser import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = ROOT / "app" / "main.py"
@@ -75,3 +82,98 @@ def test_the_users_browser_opens_on_the_app_unless_headless():
     finally:
         for key, value in saved.items():
             config.set_option(key, value)
+
+
+def _listening(port: int) -> list[str]:
+    """The local addresses (hex, as the kernel writes them) listening on ``port``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, hex_port = fields[1].split(":")
+            if fields[3] == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.append(address)
+    return found
+
+
+def _start(tmp_path, *flags: str):
+    """``streamlit run app/main.py`` as a user starts it (no --server.address), from another
+    working directory; returns the process and its port once it answers on 127.0.0.1."""
+    port = free_port()
+    log = open(tmp_path / f"server-{port}.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(MAIN), "--server.headless", "true",
+         "--server.port", str(port), "--server.fileWatcherType", "none", *flags],
+        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                return proc, port, tmp_path / f"server-{port}.log"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise TimeoutError("streamlit did not answer")
+
+
+def _stop(proc) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_server_listens_on_loopback_only_unless_told_and_then_warns(tmp_path):
+    proc, port, log = _start(tmp_path)
+    try:
+        listening = _listening(port)
+        assert listening == ["0100007F"], listening  # 127.0.0.1 and nothing else
+        other = _non_loopback_address()
+        if other is not None:  # another interface of this machine cannot reach it
+            with pytest.raises(OSError):
+                socket.create_connection((other, port), timeout=2).close()
+    finally:
+        _stop(proc)
+    assert "WARNING" not in log.read_text()
+    proc, port, log = _start(tmp_path, "--server.address", "0.0.0.0")
+    try:
+        assert _listening(port) == ["00000000"]
+    finally:
+        _stop(proc)
+    assert "WARNING: the G2PO app listens on 0.0.0.0" in log.read_text()
+
+
+def _non_loopback_address() -> str | None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks an interface
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_sharing_warning_names_the_address():
+    from streamlit import config
+
+    from app.main import sharing_warning
+
+    saved = config.get_option("server.address")
+    try:
+        for address in ("127.0.0.1", "localhost", "::1"):
+            config.set_option("server.address", address)
+            assert sharing_warning() is None
+        config.set_option("server.address", "10.1.2.3")
+        assert "10.1.2.3" in sharing_warning() and "no login" in sharing_warning()
+    finally:
+        config.set_option("server.address", saved)
+
+
+def test_the_script_level_config_hides_tracebacks_and_error_links():
+    settings = tomllib.loads((ROOT / "app" / ".streamlit" / "config.toml").read_text())
+    assert settings["client"]["showErrorDetails"] == "none"
+    assert settings["client"]["showErrorLinks"] == "false"
+    assert settings["server"]["address"] == "127.0.0.1"
+    assert 0 < settings["server"]["maxUploadSize"] <= 500

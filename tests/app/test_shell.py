@@ -1,5 +1,6 @@
 import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,8 +11,9 @@ from tests.app.builders import app_test, group_steps, texts
 
 
 def plain(at) -> str:
-    """The app's texts with markdown escapes removed, for matching messages."""
-    return texts(at).replace("\\", "")
+    """The app's texts (and success messages) with markdown escapes removed, for matching
+    messages."""
+    return "\n".join([texts(at), *(str(e.value) for e in at.success)]).replace("\\", "")
 
 
 def test_every_page_renders_without_exception(runs_root):
@@ -82,16 +84,121 @@ def test_an_empty_run_and_a_table_without_training_steps(tmp_path):
         assert not at.exception and not at.error, page
 
 
-def test_a_typed_path_and_an_upload_are_opened(runs_root, tmp_path):
-    at = app_test("group", ["--log", str(runs_root / "run_a")])
+def test_the_path_box_opens_logs_under_its_roots_and_chooses_them(runs_root, tmp_path):
+    at = app_test("group", ["--log", str(runs_root / "run_a"), "--allow-dir", str(runs_root)])
     at.text_input(key="path_box").input(str(runs_root / "run_b")).run()
     at.button(key="open_path").click().run()
-    assert not at.exception
-    assert at.multiselect(key="runs").options == ["run_a", "run_b"]
+    assert not at.exception and not at.error
+    assert at.multiselect(key="runs").value == ["run_a", "run_b"]
+    assert at.selectbox(key="active_run").value == "run_b"  # chosen and shown at once
+    assert "Opened run_b" in plain(at) and "Run **run_b**" in texts(at).replace("\\_", "_")
     csv = group_steps(rows=150).to_csv(index=False).encode()
     at.file_uploader(key="uploads").set_value(("mine.csv", csv, "text/csv")).run()
     assert not at.exception
-    assert "upload: mine.csv" in at.multiselect(key="runs").options
+    assert "upload: mine.csv" in at.multiselect(key="runs").value
+    assert at.selectbox(key="active_run").value == "upload: mine.csv"
+    assert "Opened upload: mine.csv" in plain(at)
+    assert len(at.get("component_instance")) == 1  # its graph is drawn
+
+
+def _secrets(folder: Path) -> list[Path]:
+    folder.mkdir()
+    (folder / "users.csv").write_text("user,password,card\nroot,hunter2,4111\n")
+    (folder / "conf.json").write_text('{"api_token": "s3cr3t", "db_password": "x"}\n')
+    (folder / "bad.jsonl").write_text('{"ok": 1}\n{"private_key": "BEGIN RSA PRIV\n')
+    (folder / "sub").mkdir()
+    return [folder / "users.csv", folder / "conf.json", folder / "bad.jsonl", folder / "sub",
+            folder, folder / "nope.csv", folder / "sub" / ".." / "users.csv"]
+
+
+def test_a_path_outside_the_roots_is_refused_revealing_nothing(runs_root, tmp_path):
+    secrets = _secrets(tmp_path / "secrets")
+    at = app_test("group", ["--log", str(runs_root / "run_a")])
+    messages = set()
+    for path in [*secrets, runs_root / "run_b", Path("/etc"), Path("/etc/passwd")]:
+        at.text_input(key="path_box").input(str(path)).run()
+        at.button(key="open_path").click().run()
+        assert not at.exception
+        (error,) = at.error
+        messages.add(error.value)
+        shown = texts(at)
+        for secret in ("password", "hunter2", "api_token", "private_key", "BEGIN", "card",
+                       "It holds", "Columns found", "no such file"):
+            assert secret not in shown, (path, secret)
+        assert at.multiselect(key="runs").options == ["run_a"]
+    # the same words for a file, a folder, a missing path and /etc: nothing tells them apart
+    assert len(messages) == 1, messages
+    assert "--allow-dir" in messages.pop().replace("\\", "")
+
+
+def test_a_symlink_out_of_a_root_is_refused(runs_root, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    secrets = _secrets(tmp_path / "secrets")
+    (root / "link").symlink_to(secrets[0].parent)
+    shutil.copytree(runs_root / "run_b", root / "run_b")
+    at = app_test("group", ["--log", str(root / "run_b"), "--allow-dir", str(root)])
+    at.text_input(key="path_box").input(str(root / "link")).run()
+    at.button(key="open_path").click().run()
+    assert not at.exception and "not opened" in plain(at) and "password" not in texts(at)
+
+
+def test_a_table_without_the_required_columns_gets_a_mapping_form(tmp_path):
+    steps = group_steps(rows=150)
+    custom = steps.rename(columns={"group_id": "task_uid", "traj_id": "rollout", "t": "turn",
+                                   "state_key": "obs_anchor", "action": "act",
+                                   "episode_reward": "ret"})
+    upload = custom.to_csv(index=False).encode()
+    at = app_test("group", ["--log", str(tmp_path / "none"), "--allow-dir", str(tmp_path)])
+    at.file_uploader(key="uploads").set_value(("custom.csv", upload, "text/csv")).run()
+    assert not at.exception
+    assert "has no column for" in plain(at) and "upload: custom.csv" not in texts(at)
+    form = [s for s in at.selectbox if str(s.key).startswith("map:upload:")]
+    by_role = {s.key.rsplit(":", 1)[1]: s for s in form}
+    # prefilled with the loaders' suggestions
+    assert by_role["t"].value == "turn" and by_role["traj_id"].value == "rollout"
+    assert by_role["group_id"].value == "task_uid" and by_role["action"].value == "act"
+    assert by_role["observation"].value == "observation"
+    by_role["state_key"].select("observation")  # the user's choice beats the suggestion
+    by_role["state_key"].select("obs_anchor")
+    at.button(key=f"FormSubmitter:{form[0].key.rsplit(':', 1)[0]}-Open with this mapping") \
+        .click().run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="runs").value == ["upload: custom.csv"]
+    assert len(at.get("component_instance")) == 1
+    assert "Opened upload: custom.csv" in plain(at)
+
+
+def test_map_and_mapping_options_open_a_table_with_other_column_names(tmp_path):
+    table = tmp_path / "custom.csv"
+    group_steps(rows=150).rename(columns={"group_id": "task_uid", "t": "turn"}) \
+        .to_csv(table, index=False)
+    at = app_test("group", ["--log", str(table), "--map", "group_id=task_uid", "--map",
+                            "t=turn"])
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(at.get("component_instance")) == 1
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text("columns:\n  group_id: task_uid\n  t: turn\n")
+    at = app_test("group", ["--log", str(table), "--mapping", str(mapping)])
+    assert not at.exception and not at.error
+    assert len(at.get("component_instance")) == 1
+    at = app_test("group", ["--log", str(table), "--map", "group_id=nope"])
+    assert not at.exception and "'nope'" in plain(at)
+
+
+def test_uploads_are_bounded_and_removed(tmp_path):
+    csv = group_steps(rows=150).to_csv(index=False).encode()
+    at = app_test("group", ["--log", str(tmp_path / "none"), "--max-rows", "100"])
+    at.file_uploader(key="uploads").set_value(("big.csv", csv, "text/csv")).run()
+    assert not at.exception
+    assert "more than 100 rows" in plain(at) and "--max-rows" in plain(at)
+    at = app_test("group", ["--log", str(tmp_path / "none")])
+    at.file_uploader(key="uploads").set_value(("mine.csv", csv, "text/csv")).run()
+    (saved,) = at.session_state["_g2po_uploads"].saved.values()
+    assert saved.read_bytes() == csv
+    at.file_uploader(key="uploads").set_value([]).run()
+    assert not at.exception and not saved.exists()
+    assert "upload: mine.csv" not in texts(at)
 
 
 def test_a_live_run_shows_new_training_steps(tmp_path, runs_root):
@@ -143,3 +250,23 @@ def test_hostile_text_is_never_markdown(hostile_run, page):
         if at.dataframe else pd.DataFrame()
     if page in ("group", "compare"):  # the payloads are shown, as text, in the tables
         assert frame.apply(lambda c: c.str.contains("<script>", regex=False)).any().any()
+
+
+def test_a_bug_in_a_page_is_a_short_message_never_a_traceback(runs_root, tmp_path, caplog):
+    """A user's estimator that raises (not a bad-input error the views expect): the page says
+    what failed, shows no traceback or server path, and the server log has the details."""
+    plugin = tmp_path / "boom_plugin.py"
+    plugin.write_text(
+        "from g2po.estimators import register_estimator\n"
+        "@register_estimator('app_test_boom', overwrite=True)\n"
+        "def boom(ix):\n"
+        "    raise RuntimeError('secret detail /srv/private/path')\n")
+    at = app_test("compare", ["--log", str(runs_root), "--plugin", str(plugin)])
+    with caplog.at_level("ERROR", logger="app"):
+        at.multiselect(key="cmp_estimators").set_value(["g2po", "app_test_boom"]).run()
+    assert not at.exception
+    (error,) = at.error
+    assert "internal error" in error.value and "server's log" in error.value.replace("\\", "")
+    assert "secret detail" not in texts(at) and "Traceback" not in texts(at)
+    assert "secret detail /srv/private/path" in caplog.text  # the details, for the operator
+    assert at.selectbox(key="active_run").value  # the sidebar still works

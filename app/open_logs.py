@@ -1,0 +1,332 @@
+"""The sidebar's log opening: the logs of the command line, the path box and the uploads.
+
+What may be opened: the ``--log`` paths (and the logs found under them), the bundled samples,
+any ``--allow-dir`` folder, and this session's uploads (:func:`roots`); anything else typed in
+the path box is refused with one message that reveals nothing of it. A table that lacks
+required columns gets a column-mapping form (prefilled with the loaders' suggestions). A log
+opened from the path box or an upload is chosen and made the run in view at once, with its
+load report beside the input; errors are short and stand beside the input that caused them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+import loaders
+from app import data
+from app.context import OpenLog
+from app.data import LogRef
+from app.options import SAMPLE_DIR, AppOptions
+from app.safe import escape_markdown
+from app.ui import show_short_error
+from g2po.errors import G2POError
+from g2po.steps import REQUIRED_COLUMNS
+from loaders.columns import missing_columns, suggest_mapping, table_columns
+
+__all__ = ["log_sources", "choose_runs", "open_chosen", "load_reports", "roots", "Sources",
+           "EXTRA_PATHS", "UPLOAD_TYPES", "MAPPING_ROLES"]
+
+#: Session keys: paths opened from the path box, mappings chosen in the forms, the log opened
+#: last from the path box or an upload (its report stays beside the input), upload ids seen.
+EXTRA_PATHS = "_g2po_extra_paths"
+MAPPINGS = "_g2po_mappings"
+LAST_OPENED = "_g2po_last_opened"
+SEEN_UPLOADS = "_g2po_seen_uploads"
+PENDING_PATH = "_g2po_pending_path"
+KNOWN_RUNS = "_g2po_known_runs"
+UPLOAD_TYPES = ["csv", "jsonl", "ndjson", "json", "parquet", "pq"]
+#: The roles of the mapping form: the required columns, then optional ones worth naming.
+MAPPING_ROLES = (*REQUIRED_COLUMNS, "train_step", "observation")
+_NONE = "(none)"
+_ERRORS = data.LOADER_ERRORS + (G2POError,)
+
+
+@dataclass
+class Sources:
+    """The logs the sidebar offers, and the one opened just now (to choose and show)."""
+
+    refs: list[LogRef]
+    fresh: LogRef | None = None
+
+
+def roots(options: AppOptions, command_line: list[LogRef]) -> list[Path]:
+    """The folders and files whose logs may be opened: the ``--log`` paths and the logs found
+    under them (symbolic links followed), the samples, ``--allow-dir`` folders, uploads."""
+    paths = [*options.logs, *(r.path for r in command_line), str(SAMPLE_DIR),
+             *options.allow_dirs, str(data.upload_root())]
+    out = []
+    for p in paths:
+        try:
+            out.append(Path(p).expanduser().resolve())
+        except (OSError, RuntimeError):
+            continue
+    return out
+
+
+def log_sources(options: AppOptions, panel) -> Sources:
+    """Logs from the command line (or the bundled samples), then the path box and uploads,
+    drawn in ``panel`` (a container at the foot of the sidebar)."""
+    refs: list[LogRef] = []
+    for path in options.logs:
+        try:
+            found, notes = data.find_logs(path, options.format, options.read)
+        except _ERRORS as err:
+            if options.from_sample:
+                st.warning("No sample rollouts found (the bundled `sample\\_rollouts/` folder "
+                           "is empty or missing). Open a log below, or start the app with "
+                           "`streamlit run app/main.py -- --log PATH`.")
+            else:
+                show_short_error(f"Cannot open --log {path}", err)
+            continue
+        refs.extend(found)
+        for note in notes:
+            st.caption(f"Skipped: {escape_markdown(note)}")
+    allowed = roots(options, refs)
+    with panel:
+        st.markdown("**Open another log**")
+        fresh = _path_box(options, allowed, refs)
+        fresh = _uploads(options, refs) or fresh
+        _last_report(options)
+    return Sources(_unique(refs), fresh)
+
+
+def _path_box(options: AppOptions, allowed: list[Path], refs: list[LogRef]) -> LogRef | None:
+    state = st.session_state
+    typed = st.text_input("Path to a run directory, a folder of runs, or a log file",
+                          key="path_box", placeholder="/path/to/run_dir")
+    if st.button("Open path", key="open_path") and typed.strip():
+        state[PENDING_PATH] = typed.strip()
+    fresh = None
+    pending = state.get(PENDING_PATH)
+    if pending:
+        fresh = _open_typed(pending, options, allowed)
+    for path in list(state.get(EXTRA_PATHS, [])):
+        try:
+            found, _ = _find_typed(path, options, allowed)
+        except _ERRORS:
+            state[EXTRA_PATHS].remove(path)  # gone since it was opened
+            continue
+        refs.extend(found)
+    return fresh
+
+
+def _find_typed(typed: str, options: AppOptions, allowed: list[Path]
+                ) -> tuple[list[LogRef], list[str]]:
+    path = data.allowed_path(typed, allowed)
+    found, notes = data.find_logs(path, None, options.read, allowed)
+    mappings = st.session_state.get(MAPPINGS, {})
+    found = [LogRef(r.name, r.path, r.format, data.with_mapping(r.read, mappings[r.path]))
+             if r.path in mappings else r for r in found]
+    return found, notes
+
+
+def _open_typed(typed: str, options: AppOptions, allowed: list[Path]) -> LogRef | None:
+    """Open what the path box holds: a short error beside it, the mapping form for a table
+    that needs one, or the log added (and returned, to be chosen)."""
+    state = st.session_state
+    try:
+        found, _ = _find_typed(typed, options, allowed)
+    except _ERRORS as err:
+        show_short_error("Cannot open the path", err)
+        state.pop(PENDING_PATH, None)
+        return None
+    if len(found) == 1 and not _ready(found[0], f"map:path:{found[0].path}"):
+        return None  # the form is on screen until it is filled in
+    opened = None
+    for ref in found:
+        try:
+            data.open_log(ref, options.max_rows, options.cache_mb)
+        except _ERRORS as err:
+            show_short_error(f"Cannot open {ref.name}", err)
+            continue
+        opened = opened or ref
+    state.pop(PENDING_PATH, None)
+    if opened is None:
+        return None
+    extra = state.setdefault(EXTRA_PATHS, [])
+    if typed not in extra:
+        extra.append(typed)
+    state[LAST_OPENED] = opened
+    return opened
+
+
+def _uploads(options: AppOptions, refs: list[LogRef]) -> LogRef | None:
+    state = st.session_state
+    uploads = st.file_uploader("Or upload step tables", type=UPLOAD_TYPES,
+                               accept_multiple_files=True, key="uploads",
+                               help="A CSV, JSONL or Parquet step table (up to the server's "
+                                    "upload size and --max-rows rows).") or []
+    store = data.session_uploads(state)
+    data.forget_uploads(store, {u.file_id for u in uploads})
+    seen = state.setdefault(SEEN_UPLOADS, set())
+    fresh = None
+    for upload in uploads:
+        path = store.saved.get(upload.file_id)
+        if path is None:
+            path = data.save_upload(upload.name, upload.getvalue(),
+                                    store.folder / upload.file_id)
+            store.saved[upload.file_id] = path
+        path = path.resolve()
+        mapping = state.get(MAPPINGS, {}).get(str(path), {})
+        read = data.with_mapping(data.read_options(_table_format(path), options.read), mapping) \
+            if mapping else data.read_options(_table_format(path), options.read)
+        ref = LogRef(f"upload: {upload.name}", str(path), None, read)
+        if not _ready(ref, f"map:upload:{upload.file_id}"):
+            continue
+        try:
+            data.open_log(ref, options.max_rows, options.cache_mb)
+        except _ERRORS as err:
+            show_short_error(f"Cannot open {upload.name}", err)
+            continue
+        refs.append(ref)
+        if upload.file_id not in seen:
+            seen.add(upload.file_id)
+            state[LAST_OPENED] = fresh = ref
+    return fresh
+
+
+def _table_format(path: Path) -> str | None:
+    try:
+        return data.table_format(LogRef(path.name, str(path)))
+    except _ERRORS:
+        return None
+
+
+def _ready(ref: LogRef, form_key: str) -> bool:
+    """True when ``ref`` can be opened as it is; else draw the mapping form (a table lacking
+    required columns) and return False until it is filled in (its choice reruns the app)."""
+    try:
+        fmt = data.table_format(ref)
+    except _ERRORS:
+        return True  # the loader names the problem when it opens
+    if fmt is None:
+        return True
+    mapping = dict(dict(ref.read).get("mapping") or ())
+    try:
+        columns = table_columns(ref.path, fmt)
+    except _ERRORS as err:
+        show_short_error(f"Cannot read the columns of {ref.name}", err)
+        return False
+    missing = missing_columns(columns, mapping)
+    if not missing:
+        return True
+    chosen = _mapping_form(form_key, ref.name, columns, missing, mapping)
+    if chosen is not None:
+        st.session_state.setdefault(MAPPINGS, {})[ref.path] = chosen
+        st.rerun()
+    return False
+
+
+def _mapping_form(key: str, name: str, columns: list[str], missing: list[str],
+                  current: dict[str, str]) -> dict[str, str] | None:
+    """A column for each role, prefilled with the current mapping or the loaders'
+    suggestions; returns the mapping once submitted with every required role filled."""
+    st.warning(f"{escape_markdown(name)} has no column for "
+               f"{escape_markdown(', '.join(missing))}: choose one for each role.")
+    suggested = {**suggest_mapping(columns), **current}
+    options = [_NONE, *columns]
+    with st.form(key, border=True):
+        picked = {}
+        for role in MAPPING_ROLES:
+            default = suggested.get(role)
+            picked[role] = st.selectbox(
+                escape_markdown(role + ("" if role in REQUIRED_COLUMNS else " (optional)")),
+                options, index=options.index(default) if default in options else 0,
+                key=f"{key}:{role}")
+        submitted = st.form_submit_button("Open with this mapping")
+    if not submitted:
+        return None
+    unset = [r for r in REQUIRED_COLUMNS if r != "is_action_valid" and picked[r] == _NONE]
+    if unset:
+        st.error(f"Choose a column for {escape_markdown(', '.join(unset))}.")
+        return None
+    return {role: col for role, col in picked.items() if col != _NONE}
+
+
+def _last_report(options: AppOptions) -> None:
+    """Beside the inputs: the log opened last from them, with its load report."""
+    ref = st.session_state.get(LAST_OPENED)
+    if ref is None:
+        return
+    try:
+        log = data.open_log(ref, options.max_rows, options.cache_mb)
+    except _ERRORS:
+        return
+    steps = log.train_steps()
+    st.success(f"Opened {escape_markdown(ref.name)}: {len(steps)} training step(s).")
+    _report(ref.name, log, expanded=True)
+
+
+def _unique(refs: list[LogRef]) -> list[LogRef]:
+    seen: dict[str, int] = {}
+    out = []
+    paths = set()
+    for ref in refs:
+        if (ref.path, ref.read) in paths:
+            continue
+        paths.add((ref.path, ref.read))
+        n = seen.get(ref.name, 0)
+        seen[ref.name] = n + 1
+        out.append(ref if n == 0 else LogRef(f"{ref.name} ({n + 1})", ref.path, ref.format,
+                                             ref.read))
+    return out
+
+
+def choose_runs(refs: list[LogRef], fresh: LogRef | None) -> list[LogRef]:
+    """The runs multiselect: every log chosen at first, each one added later (a live
+    folder's new run, an opened path or upload) chosen too; the one opened just now becomes
+    the run in view."""
+    state = st.session_state
+    names = [r.name for r in refs]
+    known = state.get(KNOWN_RUNS)
+    if known is None or "runs" not in state:
+        chosen = list(names)
+    else:
+        chosen = [n for n in state["runs"] if n in names]
+        chosen += [n for n in names if n not in known and n not in chosen]
+    if state.get("runs") != chosen:
+        state["runs"] = chosen
+    state[KNOWN_RUNS] = list(names)
+    fresh_name = next((r.name for r in refs if fresh is not None and r.path == fresh.path
+                       and r.read == fresh.read), None)
+    if fresh_name is not None:
+        state["active_run"] = fresh_name
+    picked = st.multiselect("Runs", names, key="runs",
+                            help="Logs to show; the overview compares all chosen runs.")
+    by_name = dict(zip(names, refs, strict=True))
+    return [by_name[n] for n in picked]
+
+
+def open_chosen(refs: list[LogRef], options: AppOptions) -> list[OpenLog]:
+    """Open the chosen logs; a short error, naming the log, for each that fails."""
+    logs = []
+    for ref in refs:
+        try:
+            log = data.open_log(ref, options.max_rows, options.cache_mb)
+            log.refresh()  # a listing: new training steps of a live run show on any rerun
+            logs.append(OpenLog(ref, log))
+        except _ERRORS as err:
+            show_short_error(f"Cannot open {ref.name}", err)
+    return logs
+
+
+def load_reports(logs: list[OpenLog]) -> None:
+    """What the loaders skipped or assumed, per log: nothing is dropped without a word (the
+    log opened last from the path box or an upload shows its report beside the input)."""
+    last = st.session_state.get(LAST_OPENED)
+    for opened in logs:
+        if last is not None and opened.ref.path == last.path:
+            continue
+        _report(opened.name, opened.log)
+
+
+def _report(name: str, log: loaders.Log, expanded: bool = False) -> None:
+    report = getattr(log, "report", None)
+    lines = report.lines() if report is not None else []
+    if lines:
+        with st.expander(f"Load report: {escape_markdown(name)} ({len(lines)})",
+                         expanded=expanded):
+            st.code("\n".join(lines), language=None, wrap_lines=True)
