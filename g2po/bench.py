@@ -20,11 +20,11 @@ from g2po.synthetic import synthetic_steps
 __all__ = ["run_benchmark"]
 
 
-def _best_median(fn, repeats: int) -> tuple[float, float]:
+def _best_median(fn, repeats: int, *args, **kwargs) -> tuple[float, float]:
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        fn()
+        fn(*args, **kwargs)
         times.append(time.perf_counter() - start)
     times.sort()
     return times[0], times[len(times) // 2]
@@ -46,8 +46,8 @@ def run_benchmark(sizes: Sequence[int] = (30_000, 1_000_000), repeats: int = 5,
         ix = index_steps(coerce_steps(steps))
         index_s = time.perf_counter() - start
         for name in names:
-            best, median = _best_median(lambda: compute_advantages(steps, name), repeats)
-            alone, _ = _best_median(lambda: get_estimator(name)(ix), repeats)
+            best, median = _best_median(compute_advantages, repeats, steps, name)
+            alone, _ = _best_median(get_estimator(name), repeats, ix)
             results.append({"estimator": name, "rows": len(steps), "best_s": best,
                             "median_s": median, "estimator_s": alone, "index_s": index_s})
             print(f"{name:<16}{len(steps):>11,}{n_groups:>8,}{best:>9.3f}{median:>10.3f}"
