@@ -17,10 +17,11 @@ from g2po.index import StepIndex
 
 if TYPE_CHECKING:
     import networkx as nx
-from g2po.segments import segment_mean
+from g2po.segments import segment_mean, segment_var
 
 __all__ = [
     "Terminal",
+    "transition_targets",
     "GraphValues",
     "graph_values",
     "terminal_values",
@@ -33,12 +34,21 @@ Terminal = Literal["binary", "reward"]
 SUCCESS, FAILURE = "success", "failure"
 
 
-def check_gamma(gamma: float, *, strict: bool = False) -> float:
+def check_gamma(gamma: float, *, strict: bool = False, name: str = "gamma") -> float:
     upper_ok = gamma < 1.0 if strict else gamma <= 1.0
     if not (0.0 < gamma and upper_ok):
         bound = "(0, 1)" if strict else "(0, 1]"
-        raise ValueError(f"gamma must be in {bound}, got {gamma}")
+        raise ValueError(f"{name} must be in {bound}, got {gamma}")
     return float(gamma)
+
+
+def check_success_reward(success_reward: float) -> float:
+    from g2po.index import MAX_ABS_REWARD
+
+    if not abs(success_reward) <= MAX_ABS_REWARD:
+        raise ValueError(f"success_reward must be at most {MAX_ABS_REWARD:g} in magnitude, "
+                         f"got {success_reward}")
+    return float(success_reward)
 
 
 def check_terminal(terminal: str) -> str:
@@ -53,12 +63,27 @@ def terminal_values(
     """Per step: did its trajectory succeed (n_steps,) bool, and the value of its terminal node
     (n_steps,) float64: the success reward or 0 (``binary``), or R_i itself (``reward``)."""
     check_terminal(terminal)
+    check_success_reward(success_reward)
     success = np.isclose(ix.reward, success_reward, rtol=0.0, atol=1e-9)
     if terminal == "binary":
         value = np.where(success, float(success_reward), 0.0)
     else:
         value = ix.reward.copy()
     return success, value
+
+
+def transition_targets(ix: StepIndex, success: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each step's transition leads, in the block-diagonal graph of all groups at once.
+
+    Vertices 0 … n_nodes-1 are the state nodes; ``n_nodes + g`` is group g's ``success`` vertex
+    and ``n_nodes + n_groups + g`` its ``failure`` vertex (groups never share a vertex). Returns
+    (target (n_steps,) int64: the next step's node, or the terminal vertex on the last step;
+    vertex_group (n_vertices,) int64)."""
+    target = np.where(success, ix.n_nodes + ix.group, ix.n_nodes + ix.n_groups + ix.group)
+    has_next = ix.next_row >= 0
+    target[has_next] = ix.node[ix.next_row[has_next]]
+    groups = np.arange(ix.n_groups, dtype=np.int64)
+    return target.astype(np.int64), np.concatenate([ix.node_group, groups, groups])
 
 
 @dataclass(frozen=True)
@@ -92,9 +117,8 @@ def graph_values(
     """Steps 1–3 of the G2PO spec and the TD error of step 5 (before normalisation)."""
     check_gamma(gamma)
     step_value = np.power(gamma, (ix.length - ix.t).astype(np.float64)) * ix.reward
-    node_value, visits = segment_mean(step_value, ix.node, ix.n_nodes)
-    dev = step_value - node_value[ix.node]
-    node_var = np.bincount(ix.node, weights=dev * dev, minlength=ix.n_nodes) / np.maximum(visits, 1)
+    node_value, visits = segment_mean(step_value, ix.node, ix.n_nodes, ix.order)
+    node_var = segment_var(step_value, ix.node, ix.n_nodes, ix.order)
     success, term_value = terminal_values(ix, success_reward, terminal)
     has_next = ix.next_row >= 0
     next_value = term_value.copy()

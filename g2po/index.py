@@ -3,6 +3,11 @@
 Estimators never look at strings: they see group, trajectory and node codes and the row of the
 next step. Building these is the only part that touches the text columns, so it is done once per
 ``compute_advantages`` call.
+
+Every code is canonical, that is independent of the input's row order: groups and trajectories
+are numbered in the sorted order of their ids, nodes in the order they first appear when the rows
+are read trajectory by trajectory (:attr:`StepIndex.order`). Estimators add up terms in that
+order, so shuffling a table never changes a number.
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ from g2po.errors import StepTableError
 from g2po.state_keys import StateKeyFn, exact
 from g2po.steps import trajectory_problems
 
-__all__ = ["StepIndex", "index_steps"]
+__all__ = ["StepIndex", "index_steps", "MAX_ABS_REWARD"]
+
+#: Largest |reward| an estimator accepts. Chosen so that every output column stays finite: the
+#: G2PO node-value variance is a square of rewards (≤ 1e300 here); above it a clear error.
+MAX_ABS_REWARD = 1e150
 
 
 @dataclass(frozen=True)
@@ -28,7 +37,10 @@ class StepIndex:
     group : int64, group code (0 … n_groups-1). With a ``train_step`` column, a group is one
         (train_step, group_id) pair: the same task at two training steps is two groups.
     traj : int64, trajectory code, global over groups.
-    node : int64, state node code, global over groups (nodes never merge across groups).
+    node : int64, state node code, global over groups (nodes never merge across groups), after
+        the state-key strategy.
+    exact_node : int64, node code of the raw ``state_key`` (the same array as ``node`` under the
+        ``exact`` strategy); GraphGPO's anchor groups stay exact when its graph merges states.
     t : int64, step index inside the trajectory.
     length : int64, T_i of the row's trajectory.
     next_row : int64, row of step t+1 of the same trajectory, -1 on the last step.
@@ -38,12 +50,14 @@ class StepIndex:
     traj_group : (n_traj,) int64, group code of each trajectory.
     traj_reward : (n_traj,) float64, R_i of each trajectory.
     canonical_key : (n_steps,) str Series, the state key after the state-key strategy.
-    order : (n_steps,) int64, rows sorted by trajectory, then step index.
+    order : (n_steps,) int64, rows sorted by trajectory code, then step index: the canonical
+        order every sum runs in.
     """
 
     group: np.ndarray
     traj: np.ndarray
     node: np.ndarray
+    exact_node: np.ndarray
     t: np.ndarray
     length: np.ndarray
     next_row: np.ndarray
@@ -66,15 +80,38 @@ class StepIndex:
     def is_last(self) -> np.ndarray:
         return self.next_row < 0
 
+    @property
+    def remaining(self) -> np.ndarray:
+        """(n_steps,) int64, steps after this one in its trajectory (T_i - 1 - t)."""
+        return self.length - 1 - self.t
 
-def _codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
-    codes, uniques = pd.factorize(values, sort=False)
+
+def _codes(values: pd.Series | np.ndarray, *, sort: bool = True) -> tuple[np.ndarray, int]:
+    codes, uniques = pd.factorize(values, sort=sort)
     return codes.astype(np.int64, copy=False), len(uniques)
 
 
-def _combine(outer: np.ndarray, inner: np.ndarray, n_inner: int) -> tuple[np.ndarray, int]:
-    """Code of each (outer, inner) pair, in order of first appearance."""
-    return _codes(outer * np.int64(n_inner) + inner)
+def _combine(outer: np.ndarray, inner: np.ndarray, n_inner: int, *,
+             sort: bool = True) -> tuple[np.ndarray, int]:
+    """Code of each (outer, inner) pair, in the sorted order of the pairs (or first seen)."""
+    return _codes(outer * np.int64(n_inner) + inner, sort=sort)
+
+
+def _canonical_nodes(raw: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
+    """Renumber node codes by first appearance in the canonical row order."""
+    first, _ = pd.factorize(raw[order], sort=False)
+    mapping = np.empty(n, dtype=np.int64)
+    mapping[raw[order]] = first
+    return mapping[raw]
+
+
+def _reward_problems(values: np.ndarray, column: str, labels: pd.Index) -> list[str]:
+    big = np.abs(values) > MAX_ABS_REWARD
+    if not big.any():
+        return []
+    rows = ", ".join(str(label) for label in labels[big][:8])
+    return [f"column {column!r} exceeds the supported magnitude {MAX_ABS_REWARD:g} in "
+            f"{int(big.sum())} row(s): {rows}"]
 
 
 def _traj_desc(steps: pd.DataFrame) -> str:
@@ -84,7 +121,13 @@ def _traj_desc(steps: pd.DataFrame) -> str:
 def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex:
     """Build the :class:`StepIndex` of a step table whose columns passed
     :func:`g2po.steps.column_problems`; raises :class:`StepTableError` when a trajectory's step
-    indices skip or repeat or its episode reward changes."""
+    indices skip or repeat, its episode reward changes, or a reward exceeds
+    :data:`MAX_ABS_REWARD`.
+
+    The state-key strategy sees the rows in the canonical order (trajectory by trajectory, each in
+    step order), so a strategy that depends on the order it meets keys (the similarity rule's
+    representatives) gives the same result for any row order of the input.
+    """
     group, n_groups = _codes(steps["group_id"])
     if "train_step" in steps.columns:
         ts, n_ts = _codes(steps["train_step"])
@@ -92,19 +135,28 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex
     tid, n_tid = _codes(steps["traj_id"])
     traj, n_traj = _combine(group, tid, n_tid)
 
-    keys = steps["state_key"]
-    canonical = keys
-    if state_key is not exact:
-        canonical = pd.Series(state_key(keys, group), index=keys.index)
-    kid, n_kid = _codes(canonical)
-    node, n_nodes = _combine(group, kid, n_kid)
-
     t = steps["t"].to_numpy(dtype=np.int64)
     reward = steps["episode_reward"].to_numpy(dtype=np.float64)
     order = np.lexsort((t, traj))
     problems = trajectory_problems(traj, t, reward, steps.index, _traj_desc(steps), order)
+    problems += _reward_problems(reward, "episode_reward", steps.index)
     if problems:
         raise StepTableError(problems)
+
+    keys = steps["state_key"]
+    kid, n_kid = _codes(keys, sort=False)
+    raw, n_exact = _combine(group, kid, n_kid, sort=False)
+    exact_node = _canonical_nodes(raw, order, n_exact)
+    canonical = keys
+    node, n_nodes = exact_node, n_exact
+    if state_key is not exact:
+        merged = np.empty(len(keys), dtype=object)
+        merged[order] = np.asarray(state_key(keys.iloc[order], group[order]), dtype=object)
+        canonical = pd.Series(merged, index=keys.index)
+        kid, n_kid = _codes(canonical, sort=False)
+        raw, n_nodes = _combine(group, kid, n_kid, sort=False)
+        node = _canonical_nodes(raw, order, n_nodes)
+
     next_row = np.full(len(t), -1, dtype=np.int64)
     if len(t) > 1:
         same = traj[order[1:]] == traj[order[:-1]]
@@ -120,8 +172,9 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex
     traj_reward = np.zeros(n_traj, dtype=np.float64)
     traj_reward[traj] = reward
     return StepIndex(
-        group=group, traj=traj, node=node, t=t, length=length, next_row=next_row,
-        reward=reward, invalid=invalid, node_group=node_group, traj_group=traj_group,
+        group=group, traj=traj, node=node, exact_node=exact_node, t=t, length=length,
+        next_row=next_row, reward=reward, invalid=invalid, node_group=node_group,
+        traj_group=traj_group,
         traj_reward=traj_reward, canonical_key=canonical, order=order,
         n_groups=n_groups, n_traj=n_traj, n_nodes=n_nodes,
     )

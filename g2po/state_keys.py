@@ -71,11 +71,14 @@ def regex(pattern: str) -> StateKeyFn:
     return extract
 
 
-def similarity(threshold: float = 0.9) -> StateKeyFn:
-    """Merge keys whose difflib ratio with a group's earlier representative is ≥ ``threshold``.
+def similarity(threshold: float = 0.95) -> StateKeyFn:
+    """GiGPO's similarity grouping, verl-agent's ``are_similar`` rule: a key joins the first
+    representative ``rep`` of its group with ``SequenceMatcher(None, key, rep).ratio() >=
+    threshold`` (difflib's default autojunk), else it becomes a representative itself.
 
-    GiGPO's optional similarity grouping. Greedy, in order of first appearance inside each group,
-    so it is deterministic; quadratic in the distinct keys of a group, meant for small groups.
+    Keys are met in the order the strategy receives them; :func:`g2po.index.index_steps` passes
+    them trajectory by trajectory, each in step order, so the result does not depend on the
+    table's row order. Quadratic in the distinct keys of a group: meant for rollout groups.
     """
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"similarity threshold must be in (0, 1], got {threshold}")
@@ -84,19 +87,21 @@ def similarity(threshold: float = 0.9) -> StateKeyFn:
         pairs = pd.DataFrame({"g": np.asarray(groups), "k": keys.to_numpy(dtype=object)})
         canonical: dict[tuple[int, str], str] = {}
         for g, sub in pairs.drop_duplicates().groupby("g", sort=False):
-            reps: list[str] = []
+            # One matcher per representative: difflib caches the analysis of its second
+            # sequence (the representative, as in are_similar(obs, rep)).
+            reps: list[tuple[str, difflib.SequenceMatcher]] = []
             for key in sub["k"]:
-                matcher = difflib.SequenceMatcher(None, "", key, autojunk=False)
                 found = key
-                for rep in reps:
-                    matcher.set_seq1(rep)
+                for rep, matcher in reps:
+                    matcher.set_seq1(key)
+                    # real_quick_ratio and quick_ratio are upper bounds of ratio: exact filters.
                     if (matcher.real_quick_ratio() >= threshold
                             and matcher.quick_ratio() >= threshold
                             and matcher.ratio() >= threshold):
                         found = rep
                         break
                 else:
-                    reps.append(key)
+                    reps.append((key, difflib.SequenceMatcher(None, "", key)))
                 canonical[(g, key)] = found
         lookup = pd.Series(canonical, dtype=object)
         return lookup.reindex(pd.MultiIndex.from_frame(pairs)).to_numpy(dtype=object)
@@ -112,8 +117,8 @@ STATE_KEY_STRATEGIES: dict[str, Callable[..., StateKeyFn] | StateKeyFn] = {
 
 
 def resolve_state_key(spec: str | StateKeyFn | None) -> StateKeyFn:
-    """Turn ``"exact"``, ``"normalized"``, ``"regex:PATTERN"``, ``"similarity:0.9"`` or a function
-    into a strategy function."""
+    """Turn ``"exact"``, ``"normalized"``, ``"regex:PATTERN"``, ``"similarity[:0.95]"`` or a
+    function into a strategy function."""
     if spec is None:
         return exact
     if callable(spec):
@@ -126,7 +131,12 @@ def resolve_state_key(spec: str | StateKeyFn | None) -> StateKeyFn:
             )
         return regex(arg)
     if name == "similarity":
-        return similarity(float(arg) if arg else 0.9)
+        try:
+            threshold = float(arg) if arg else 0.95
+        except ValueError:
+            raise ValueError(f"similarity threshold must be a number in (0, 1], got {arg!r}"
+                             ) from None
+        return similarity(threshold)
     if name in STATE_KEY_STRATEGIES and not arg:
         return STATE_KEY_STRATEGIES[name]  # type: ignore[return-value]
     known = ", ".join([*STATE_KEY_STRATEGIES, "regex:PATTERN", "similarity[:THRESHOLD]"])

@@ -8,13 +8,16 @@ columns of shape (n_steps,), always including ``adv``. Callers never special-cas
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
+import typing
 from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 from g2po.errors import StepTableError, UnknownEstimatorError
-from g2po.index import StepIndex, index_steps
+from g2po.index import MAX_ABS_REWARD, StepIndex, index_steps
 from g2po.state_keys import StateKeyFn, resolve_state_key
 from g2po.steps import coerce_steps, column_problems
 
@@ -77,7 +80,47 @@ def estimator_params(name: str) -> dict[str, object]:
     }
 
 
-def _bind(name: str, fn: Estimator, params: dict) -> None:
+def _choices(fn: Estimator) -> dict[str, tuple]:
+    """The allowed values of each ``Literal[...]``-annotated parameter of ``fn``."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # a user's annotations that do not resolve: no choices to check
+        return {}
+    return {k: typing.get_args(h) for k, h in hints.items()
+            if typing.get_origin(h) is typing.Literal}
+
+
+def _check_value(name: str, key: str, value: object, default: object,
+                 choices: tuple | None) -> object:
+    """``value`` checked against the parameter's default type; returns it in that type."""
+    where = f"estimator {name!r}: parameter {key!r}"
+    is_number = isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
+    if isinstance(default, bool):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{where} must be true or false, got {value!r}")
+        return bool(value)
+    if isinstance(default, numbers.Real) or (default is None and is_number):
+        if not is_number or not isinstance(value, numbers.Real):
+            raise ValueError(f"{where} must be a real number, got {value!r}")
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{where} must be finite, got {value!r}")
+        if isinstance(default, numbers.Integral):
+            if float(value) != int(value):
+                raise ValueError(f"{where} must be a whole number, got {value!r}")
+            return int(value)
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ValueError(f"{where} must be a string, got {value!r}")
+        if choices and value not in choices:
+            raise ValueError(f"{where} must be one of {', '.join(map(repr, choices))}, "
+                             f"got {value!r}")
+    return value
+
+
+def _bind(name: str, fn: Estimator, params: dict) -> dict:
+    """The parameters checked (names, types, finiteness, choices) and converted to the types of
+    their defaults, for every registered estimator alike."""
     accepted = estimator_params(name)
     unknown = [k for k in params if k not in accepted]
     if unknown and not any(
@@ -87,6 +130,32 @@ def _bind(name: str, fn: Estimator, params: dict) -> None:
             f"estimator {name!r} takes no parameter(s) {', '.join(map(repr, unknown))}; "
             f"it takes: {', '.join(accepted) or 'none'}"
         )
+    choices = _choices(fn)
+    bound = {}
+    for key, value in params.items():
+        default = accepted.get(key, inspect.Parameter.empty)
+        if default is inspect.Parameter.empty:
+            default = None
+        bound[key] = _check_value(name, key, value, default, choices.get(key))
+    return bound
+
+
+def _check_columns(name: str, columns: dict, n_steps: int) -> None:
+    if "adv" not in columns:
+        raise ValueError(f"estimator {name!r} returned no 'adv' column")
+    for col, values in columns.items():
+        if np.shape(values) != (n_steps,):
+            raise ValueError(
+                f"estimator {name!r} returned column {col!r} of shape {np.shape(values)}, "
+                f"expected ({n_steps},)"
+            )
+        values = np.asarray(values)
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            raise ValueError(
+                f"estimator {name!r} produced non-finite values in column {col!r}: rewards or "
+                "parameters too large for float64 (rewards are supported up to "
+                f"{MAX_ABS_REWARD:g} in magnitude)"
+            )
 
 
 def estimate(
@@ -99,25 +168,20 @@ def estimate(
     """Run one estimator; returns its columns (each (n_steps,), in row order) and the index.
 
     Raises :class:`g2po.errors.StepTableError` (every problem at once) on a bad table,
-    :class:`g2po.errors.UnknownEstimatorError` on an unknown name and ``TypeError`` on a
-    parameter the estimator does not take.
+    :class:`g2po.errors.UnknownEstimatorError` on an unknown name, ``TypeError`` on a
+    parameter the estimator does not take and ``ValueError`` naming the parameter on a value of
+    the wrong type, a non-finite number or a choice not offered. Every column an estimator
+    returns is checked to be finite.
     """
     fn = get_estimator(estimator)
-    _bind(estimator, fn, params)
+    params = _bind(estimator, fn, params)
     problems = column_problems(steps)
     if problems:
         raise StepTableError(problems)
     steps = coerce_steps(steps)
     ix = index_steps(steps, resolve_state_key(state_key))
     columns = fn(ix, **params)
-    if "adv" not in columns:
-        raise ValueError(f"estimator {estimator!r} returned no 'adv' column")
-    for col, values in columns.items():
-        if np.shape(values) != (ix.n_steps,):
-            raise ValueError(
-                f"estimator {estimator!r} returned column {col!r} of shape {np.shape(values)}, "
-                f"expected ({ix.n_steps},)"
-            )
+    _check_columns(estimator, columns, ix.n_steps)
     return columns, ix
 
 
@@ -148,5 +212,7 @@ def compute_advantages(
 # Importing the modules registers the built-in estimators.
 from g2po.estimators import g2po as _g2po  # noqa: E402,F401
 from g2po.estimators import gigpo as _gigpo  # noqa: E402,F401
+from g2po.estimators import graphgpo as _graphgpo  # noqa: E402,F401
+from g2po.estimators import graphhca as _graphhca  # noqa: E402,F401
 from g2po.estimators import outcome as _outcome  # noqa: E402,F401
 from g2po.estimators import value_iteration as _value_iteration  # noqa: E402,F401

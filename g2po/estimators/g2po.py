@@ -1,8 +1,9 @@
 """G2PO: node-centric, edge-centric and episode advantages over the group's state graph.
 
-Follows ``shared/spec/estimators.md`` step by step; the defaults reproduce the authors' public
-implementation (gamma 0.95, w 1.0, ``mean_std_norm``, penalty 0.1, success reward 10, binary
-terminals).
+Follows ``docs/estimators.md`` step by step; the defaults reproduce the authors' public
+implementation, ``g2po/core_g2po.py`` in github.com/Nala-YN/G2PO (gamma 0.95, w 1.0,
+``mean_std_norm``, penalty 0.1, success reward 10, binary terminals), except that a group of one
+step row gets a finite episode term where the original returns NaN.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def episode_advantage(ix: StepIndex, penalty: float, mode: NormMode) -> np.ndarr
     """A^EP (n_steps,): R_i - p * invalid, normalised over the group's step rows; a group of one
     step row uses mean 0 and std 1. GiGPO's episode term is the same."""
     score = ix.reward - penalty * ix.invalid
-    return segment_norm(score, ix.group, ix.n_groups, mode, singleton="unit")
+    return segment_norm(score, ix.group, ix.n_groups, mode, singleton="unit", order=ix.order)
 
 
 @register_estimator("g2po")
@@ -38,8 +39,9 @@ def g2po(
     components, ``step_value`` v, ``node_value`` V(node), ``node_value_var``, ``next_value`` V',
     ``td_error`` V' - V(node), and ``success`` (bool)."""
     gv = graph_values(ix, gamma, success_reward, terminal)
-    adv_nc = segment_norm(gv.next_value - penalty * ix.invalid, ix.node, ix.n_nodes, mode)
-    adv_ec = segment_norm(gv.td_error, ix.group, ix.n_groups, mode)
+    adv_nc = segment_norm(gv.next_value - penalty * ix.invalid, ix.node, ix.n_nodes, mode,
+                          order=ix.order)
+    adv_ec = segment_norm(gv.td_error, ix.group, ix.n_groups, mode, order=ix.order)
     adv_ep = episode_advantage(ix, penalty, mode)
     return {
         "adv": adv_ep + w * (adv_nc + adv_ec),

@@ -1,4 +1,11 @@
-"""GiGPO (Feng et al. 2025): discounted step returns normalised within anchor-state groups."""
+"""GiGPO (Feng et al. 2025) as verl-agent computes it: discounted step returns normalised within
+anchor-state groups, plus the episode term.
+
+Original: verl-agent ``gigpo/core_gigpo.py`` (``compute_gigpo_outcome_advantage``), fed by its
+``verl/trainer/ppo/ray_trainer.py``, which discounts the environment rewards first
+(``compute_step_discounted_returns``) and only then subtracts the invalid-action penalty from each
+step's return and from the episode score (``apply_invalid_action_penalty``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ from g2po.estimators import register_estimator
 from g2po.estimators.g2po import episode_advantage
 from g2po.graph import check_gamma
 from g2po.index import StepIndex
-from g2po.segments import NormMode, segment_norm
+from g2po.segments import NormMode, discounted_suffix_sum, segment_norm
 
 __all__ = ["gigpo", "discounted_returns"]
 
@@ -16,28 +23,9 @@ __all__ = ["gigpo", "discounted_returns"]
 def discounted_returns(ix: StepIndex, rewards: np.ndarray, gamma: float) -> np.ndarray:
     """G_{i,t} = r_{i,t} + gamma * G_{i,t+1} inside each trajectory, (n_steps,) float64.
 
-    One linear filter runs over all trajectories laid end to end (backwards); what leaks from one
-    trajectory into the next is gamma^(k+1) times the last filter output before it, subtracted
-    exactly, so there is no Python loop over trajectories or steps.
-    """
-    from scipy.signal import lfilter  # ~1 s to import: deferred so the app starts fast
-
-    rev = ix.order[::-1]
-    r = rewards[rev]
-    y = lfilter([1.0], [1.0, -gamma], r)
-    n = len(r)
-    if n == 0:
-        return np.zeros(0)
-    traj = ix.traj[rev]
-    start = np.ones(n, dtype=bool)
-    start[1:] = traj[1:] != traj[:-1]
-    seg_start = np.maximum.accumulate(np.where(start, np.arange(n), 0))
-    carry = np.where(seg_start > 0, y[np.maximum(seg_start - 1, 0)], 0.0)
-    k = np.arange(n) - seg_start
-    returns_rev = y - np.power(gamma, k + 1.0) * carry
-    out = np.empty(n)
-    out[rev] = returns_rev
-    return out
+    Computed per trajectory (:func:`g2po.segments.discounted_suffix_sum`): no term ever crosses
+    a trajectory's boundary."""
+    return discounted_suffix_sum(rewards, ix.order, ix.remaining, gamma)
 
 
 @register_estimator("gigpo")
@@ -47,13 +35,24 @@ def gigpo(
     omega: float = 1.0,
     mode: NormMode = "mean_norm",
     penalty: float = 0.1,
+    penalty_in_return: bool = False,
 ) -> dict[str, np.ndarray]:
     """Columns (n_steps,): ``adv`` = adv_ep + omega * adv_step, ``adv_ep`` (G2PO's episode term),
-    ``adv_step`` (norm of the return over the anchor-state group, singletons 0), ``return`` G."""
+    ``adv_step`` (norm of the penalised return over the anchor-state group, singletons 0),
+    ``return`` the penalised step return G'.
+
+    The environment reward is R_i on a trajectory's last step and 0 before it, so
+    G_{i,t} = gamma^(T_i-1-t) * R_i and G' = G - penalty * invalid (verl-agent's order). With
+    ``penalty_in_return`` the penalty enters the discounted sum instead (r = R_i·last -
+    penalty·invalid), so an invalid action also lowers every earlier step's return."""
     check_gamma(gamma)
-    step_reward = np.where(ix.next_row < 0, ix.reward, 0.0) - penalty * ix.invalid
-    returns = discounted_returns(ix, step_reward, gamma)
-    adv_step = segment_norm(returns, ix.node, ix.n_nodes, mode)
+    if penalty_in_return:
+        step_reward = np.where(ix.next_row < 0, ix.reward, 0.0) - penalty * ix.invalid
+        returns = discounted_returns(ix, step_reward, gamma)
+    else:
+        returns = np.power(gamma, ix.remaining.astype(np.float64)) * ix.reward
+        returns = returns - penalty * ix.invalid
+    adv_step = segment_norm(returns, ix.node, ix.n_nodes, mode, order=ix.order)
     adv_ep = episode_advantage(ix, penalty, mode)
     return {"adv": adv_ep + omega * adv_step, "adv_ep": adv_ep, "adv_step": adv_step,
             "return": returns}

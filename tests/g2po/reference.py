@@ -1,13 +1,21 @@
-"""A loop-by-loop transcription of shared/spec/estimators.md, written for reading, not speed.
+"""Loop-by-loop transcriptions, written for reading, not speed.
 
-The vectorised estimators must agree with it on any input (see test_invariants.py).
+Two kinds: transcriptions of docs/estimators.md (``g2po``, ``grpo``, ``rloo``,
+``value_iteration``, ``graph_gae``, ``graphhca``), and transcriptions of the originals' published
+formulas, fed the way their trainers feed them (one row per agent step, trajectory by trajectory,
+each in step order, ``uid`` = group, ``traj_uid`` = trajectory, ``anchor_obs`` = state key):
+``g2po_original`` (Nala-YN/G2PO ``g2po/core_g2po.py``), ``gigpo_original`` (verl-agent
+``gigpo/core_gigpo.py`` with its ``ray_trainer.py``), ``graphgpo_original`` (verl-agent
+``recipe/GraphGPO/core_graph.py`` with ``graphgpo_ray_trainer.py``). All in float64.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import defaultdict, deque
+from difflib import SequenceMatcher
 
+import numpy as np
 import pandas as pd
 
 EPS = 1e-6
@@ -93,34 +101,6 @@ def rloo(steps):
     return pd.Series(out).loc[steps.index]
 
 
-def gigpo(steps, gamma=0.95, omega=1.0, mode="mean_norm", penalty=0.1):
-    out = {}
-    for trajs in _groups(steps):
-        rows = []  # (index, state, G, invalid, R)
-        for traj in trajs.values():
-            items = list(traj.itertuples())
-            G = 0.0
-            back = []
-            for t in reversed(range(len(items))):
-                row = items[t]
-                r = (row.episode_reward if t == len(items) - 1 else 0.0)
-                r -= penalty * (0.0 if row.is_action_valid else 1.0)
-                G = r + gamma * G
-                back.append((row.Index, row.state_key, G,
-                             0.0 if row.is_action_valid else 1.0, row.episode_reward))
-            rows.extend(reversed(back))
-        step = {}
-        for state in {r[1] for r in rows}:
-            mine = [r for r in rows if r[1] == state]
-            for r, a in zip(mine, norm([r[2] for r in mine], mode)):
-                step[r[0]] = a
-        ep = dict(zip([r[0] for r in rows],
-                      norm([r[4] - penalty * r[3] for r in rows], mode, singleton="unit")))
-        for r in rows:
-            out[r[0]] = {"adv": ep[r[0]] + omega * step[r[0]], "return": r[2]}
-    return pd.DataFrame.from_dict(out, orient="index").loc[steps.index]
-
-
 def value_iteration(steps, gamma=0.95, mode="mean_std_norm", success_reward=10.0,
                     terminal="binary", sweeps=5000):
     out = {}
@@ -146,3 +126,270 @@ def value_iteration(steps, gamma=0.95, mode="mean_std_norm", success_reward=10.0
         for r, a, d in zip(rows, norm(td, mode), td):
             out[r[0]] = {"adv": a, "node_value": V[r[1]], "td_error": d}
     return pd.DataFrame.from_dict(out, orient="index").loc[steps.index]
+
+
+def graph_gae(steps, gamma=0.95, lam=0.95, mode="mean_std_norm", success_reward=10.0,
+              terminal="binary"):
+    vi = value_iteration(steps, gamma=gamma, success_reward=success_reward, terminal=terminal)
+    out = {}
+    for trajs in _groups(steps):
+        rows = []
+        for traj in trajs.values():
+            acc, back = 0.0, []
+            for idx in reversed(list(traj.index)):
+                acc = vi.loc[idx, "td_error"] + gamma * lam * acc
+                back.append((idx, acc))
+            rows.extend(reversed(back))
+        for (idx, g), a in zip(rows, norm([g for _, g in rows], mode)):
+            out[idx] = {"adv": a, "gae": g}
+    return pd.DataFrame.from_dict(out, orient="index").loc[steps.index]
+
+
+def graphhca(steps, gamma=0.95, w=1.0, mode="mean_std_norm", success_reward=10.0,
+             floor=1e-3, sweeps=5000):
+    p = value_iteration(steps.assign(episode_reward=(steps["episode_reward"] == success_reward)
+                                     .astype(float)),
+                        gamma=gamma, success_reward=1.0, sweeps=sweeps)
+    traj_adv = grpo(steps, mode)
+    out = {}
+    for trajs in _groups(steps):
+        rows = []
+        for traj in trajs.values():
+            idx = list(traj.index)
+            for t, i in enumerate(idx):
+                here = p.loc[i, "node_value"]
+                if t + 1 < len(idx):
+                    nxt = p.loc[idx[t + 1], "node_value"]
+                else:
+                    nxt = 1.0 if traj["episode_reward"].iloc[0] == success_reward else 0.0
+                credit = (math.log((nxt + floor) / (1 + floor))
+                          - math.log((here + floor) / (1 + floor)))
+                rows.append((i, credit))
+        for (i, c), a in zip(rows, norm([c for _, c in rows], mode)):
+            out[i] = {"adv": traj_adv[i] + w * a, "credit": c}
+    return pd.DataFrame.from_dict(out, orient="index").loc[steps.index]
+
+
+# ------------------------------------------------------------------------------------------ #
+# The originals, as their trainers feed them.                                                 #
+# ------------------------------------------------------------------------------------------ #
+
+def trainer_batch(steps, penalty=0.1):
+    """The rows as verl-agent's trainers hold them: trajectory-major, each in step order, with
+    the environment reward (R on the last step), and the token-level score after
+    ``apply_invalid_action_penalty`` (R - p·invalid on every step row)."""
+    rows = steps.sort_values(["group_id", "traj_id", "t"])
+    last = rows.groupby(["group_id", "traj_id"])["t"].transform("max") == rows["t"]
+    invalid = (~rows["is_action_valid"].astype(bool)).astype(float)
+    return {
+        "row": list(rows.index),
+        "uid": rows["group_id"].to_numpy(),
+        "traj_uid": (rows["group_id"] + "\x00" + rows["traj_id"]).to_numpy(),
+        "anchor_obs": rows["state_key"].to_numpy(dtype=object),
+        "episode_rewards": rows["episode_reward"].to_numpy(dtype=float),
+        "rewards": np.where(last, rows["episode_reward"], 0.0),
+        "invalid": invalid.to_numpy(),
+        "score": (rows["episode_reward"] - penalty * invalid).to_numpy(dtype=float),
+    }
+
+
+def _std(values):
+    """torch.std: unbiased; NaN for a single value."""
+    if len(values) < 2:
+        return float("nan")
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def _episode_norm(b, remove_std, eps=1e-6):
+    """verl-agent's episode_norm_reward with compute_mean_std_cross_steps=True."""
+    by = defaultdict(list)
+    for i, u in enumerate(b["uid"]):
+        by[u].append(b["score"][i])
+    out = []
+    for i, u in enumerate(b["uid"]):
+        vals = by[u]
+        mean, std = (0.0, 1.0) if len(vals) == 1 else (sum(vals) / len(vals), _std(vals))
+        x = b["score"][i]
+        out.append(x - mean if remove_std else (x - mean) / (std + eps))
+    return out
+
+
+def _step_norm(values, step_group, remove_std, eps=1e-6):
+    """verl-agent's step_norm_reward: a singleton has mean = itself, std 1 (so 0)."""
+    by = defaultdict(list)
+    for v, g in zip(values, step_group):
+        by[g].append(v)
+    out = []
+    for v, g in zip(values, step_group):
+        vals = by[g]
+        mean = sum(vals) / len(vals)
+        std = 1.0 if len(vals) == 1 else _std(vals)
+        out.append(v - mean if remove_std else (v - mean) / (std + eps))
+    return out
+
+
+def _step_groups(b, similarity=None):
+    """build_step_group: exact anchors, or are_similar clusters in row order."""
+    groups = []
+    clusters = defaultdict(list)  # uid -> [rep, ...]
+    for u, obs in zip(b["uid"], b["anchor_obs"]):
+        if similarity is None:
+            groups.append((u, obs))
+            continue
+        for k, rep in enumerate(clusters[u]):
+            if SequenceMatcher(None, obs, rep).ratio() >= similarity:
+                groups.append((u, k))
+                break
+        else:
+            clusters[u].append(obs)
+            groups.append((u, len(clusters[u]) - 1))
+    return groups
+
+
+def _out(b, values):
+    return pd.Series(dict(zip(b["row"], values)))
+
+
+def gigpo_original(steps, gamma=0.95, omega=1.0, mode="mean_norm", penalty=0.1,
+                   similarity=None):
+    """verl-agent: compute_step_discounted_returns per trajectory, then
+    apply_invalid_action_penalty (step_rewards -= p·invalid), then
+    compute_gigpo_outcome_advantage."""
+    b = trainer_batch(steps, penalty)
+    returns = [0.0] * len(b["row"])
+    for tu in dict.fromkeys(b["traj_uid"]):
+        idx = [i for i, x in enumerate(b["traj_uid"]) if x == tu]
+        running = 0.0
+        for i in reversed(idx):
+            running = b["rewards"][i] + gamma * running
+            returns[i] = running
+    step_rewards = [r - penalty * v for r, v in zip(returns, b["invalid"])]
+    remove_std = mode == "mean_norm"
+    episode = _episode_norm(b, remove_std)
+    step = _step_norm(step_rewards, _step_groups(b, similarity), remove_std)
+    return _out(b, [e + omega * s for e, s in zip(episode, step)])
+
+
+SUCCESS, FAILURE = ("<terminal>", "success"), ("<terminal>", "failure")
+
+
+def graphgpo_original(steps, gamma=0.1, omega_e=1.0, omega_s=1.0, penalty=0.1,
+                      mode="mean_std_norm", normalize_distance=False, success_reward=10.0):
+    """core_graph: ComplexGraph.from_data (edges anchor_obs -> next_obs, next_obs of the last
+    step 'success' or 'failure'), all_to_target_shortest_paths (Dijkstra on the reversed graph,
+    unreachable: largest finite distance + 1), compute_graph_path_returns (10·γ^d), then the
+    trainer's penalty, then compute_graphgpo_outcome_advantage."""
+    b = trainer_batch(steps, penalty)
+    n = len(b["row"])
+    next_obs = [None] * n
+    for i in range(n):
+        if i + 1 < n and b["traj_uid"][i + 1] == b["traj_uid"][i]:
+            next_obs[i] = b["anchor_obs"][i + 1]
+        else:
+            next_obs[i] = SUCCESS if b["episode_rewards"][i] == success_reward else FAILURE
+    dist_by_uid = {}
+    for u in dict.fromkeys(b["uid"]):
+        idx = [i for i in range(n) if b["uid"][i] == u]
+        nodes = {b["anchor_obs"][i] for i in idx} | {next_obs[i] for i in idx}
+        reverse = defaultdict(list)
+        for i in idx:
+            reverse[next_obs[i]].append(b["anchor_obs"][i])
+        dist = {x: math.inf for x in nodes}
+        dist[SUCCESS] = 0
+        queue = deque([SUCCESS])  # unit weights: Dijkstra is a breadth-first search
+        while queue:
+            x = queue.popleft()
+            for y in reverse[x]:
+                if dist[y] == math.inf:
+                    dist[y] = dist[x] + 1
+                    queue.append(y)
+        far = max((d for d in dist.values() if d != math.inf), default=0)
+        dist_by_uid[u] = {x: (far + 1 if d == math.inf else d) for x, d in dist.items()}
+    returns = []
+    for i in range(n):
+        d = dist_by_uid[b["uid"][i]]
+        if normalize_distance:
+            g = success_reward * gamma ** (d[next_obs[i]] - d[b["anchor_obs"][i]] + 1)
+        else:
+            g = success_reward * gamma ** d[next_obs[i]]
+        returns.append(g - penalty * b["invalid"][i])
+    remove_std = mode == "mean_norm"
+    step = _step_norm(returns, _step_groups(b), remove_std)
+    episode = _episode_norm(b, remove_std)
+    return _out(b, [omega_s * s + omega_e * e for s, e in zip(step, episode)])
+
+
+def g2po_original(steps, w=1.0, mode="mean_std_norm", penalty=0.1, success_reward=10.0):
+    """Nala-YN/G2PO core_g2po: compute_group_aggregation_values (γ 0.95 fixed), then
+    compute_g2po_outcome_advantage; NaN where a prompt has a single step row."""
+    b = trainer_batch(steps, penalty)
+    n = len(b["row"])
+    group_idx, next_group_idx, group_score = [0] * n, [0] * n, {}
+    for u in dict.fromkeys(b["uid"]):
+        idx = [i for i in range(n) if b["uid"][i] == u]
+        obs2idx, members, total = {}, defaultdict(list), defaultdict(float)
+        trajs = defaultdict(list)
+        for i in idx:
+            trajs[b["traj_uid"][i]].append(i)
+        for rows in trajs.values():
+            for i in rows:
+                g = obs2idx.setdefault(b["anchor_obs"][i], len(obs2idx))
+                group_idx[i] = (u, g)
+                members[g].append(i)
+        for rows in trajs.values():
+            for k, i in enumerate(rows):
+                if k + 1 < len(rows):
+                    next_group_idx[i] = group_idx[rows[k + 1]]
+                else:
+                    next_group_idx[i] = (u, -1 if b["episode_rewards"][i] == success_reward
+                                         else -2)
+                total[group_idx[i]] += 0.95 ** (len(rows) - k) * b["episode_rewards"][i]
+        for g, rows in members.items():
+            group_score[(u, g)] = total[(u, g)] / len(rows)
+        group_score[(u, -2)], group_score[(u, -1)] = 0.0, success_reward
+    eps = 1e-6
+    step = [0.0] * n
+    for u in dict.fromkeys(b["uid"]):
+        idx = [i for i in range(n) if b["uid"][i] == u]
+        by_group = defaultdict(list)
+        for i in idx:
+            by_group[group_idx[i]].append(i)
+        for rows in by_group.values():
+            vals = [group_score[next_group_idx[i]] - b["invalid"][i] * penalty for i in rows]
+            if len(vals) > 1:
+                mean, std = sum(vals) / len(vals), _std(vals)
+                for i, v in zip(rows, vals):
+                    step[i] = (v - mean) / (std + eps) if mode == "mean_std_norm" else v - mean
+        gains = [group_score[next_group_idx[i]] - group_score[group_idx[i]] for i in idx]
+        mean, std = sum(gains) / len(gains), _std(gains)
+        for i, v in zip(idx, gains):
+            step[i] += (v - mean) / (std + eps) if mode == "mean_std_norm" else v - mean
+    episode = _episode_norm(b, mode == "mean_norm")
+    return _out(b, [e + w * s for e, s in zip(episode, step)])
+
+
+def random_steps(seed: int, *, max_groups: int = 3, max_traj: int = 8, max_len: int = 8,
+                 n_states: int = 5, long_keys: bool = False) -> pd.DataFrame:
+    """A random step table as a trainer logs it: groups of rollouts over a few shared states
+    (self-loops and cycles happen), rewards 0 or 10, about 20 % invalid actions. With
+    ``long_keys`` the keys are ~250-character observations differing in a few words, so that
+    difflib's autojunk and the similarity threshold matter."""
+    rng = np.random.default_rng(seed)
+    words = ["apple", "mug", "desk", "shelf", "lamp", "key", "box", "book"]
+    rows = []
+    for g in range(rng.integers(1, max_groups + 1)):
+        for i in range(rng.integers(1, max_traj + 1)):
+            reward = float(rng.choice([0.0, 10.0]))
+            for t in range(rng.integers(1, max_len + 1)):
+                s = int(rng.integers(n_states))
+                if long_keys:
+                    picked = " ".join(rng.choice(words, size=2))
+                    key = (f"You are in room {s}. " + "You see a cabinet, a drawer. " * 8
+                           + f"On the table: {picked}.")
+                else:
+                    key = f"s{s}"
+                rows.append({"group_id": f"g{g}", "traj_id": f"r{i}", "t": t, "state_key": key,
+                             "action": f"a{rng.integers(3)}", "episode_reward": reward,
+                             "is_action_valid": bool(rng.random() > 0.2)})
+    return pd.DataFrame(rows)

@@ -165,3 +165,24 @@ def test_success_reward_changes_the_terminal():
 def test_bad_parameters_are_refused(bad):
     with pytest.raises(ValueError):
         compute_advantages(trajectories(TWO), **bad)
+
+
+@pytest.mark.parametrize("mode", ["mean_std_norm", "mean_norm"])
+def test_equals_the_authors_implementation(mode):
+    """Nala-YN/G2PO's core_g2po.py on random tables, w from 0 to 2; where it returns NaN (a group
+    of one step row) we return the finite value of the spec."""
+    from tests.g2po import reference
+
+    nan_seen = 0
+    for seed in range(16):
+        steps = reference.random_steps(seed)
+        for w in (0.0, 0.8, 2.0):
+            got = compute_advantages(steps, mode=mode, w=w)["adv"]
+            want = reference.g2po_original(steps, w=w, mode=mode).loc[steps.index]
+            nan = want.isna().to_numpy()
+            nan_seen += int(nan.sum())
+            np.testing.assert_allclose(got[~nan], want[~nan], rtol=1e-9, atol=5e-8)
+            assert np.isfinite(got).all()
+    single = trajectories({"a": (10, [("s0", "x", True)])})
+    assert reference.g2po_original(single).isna().all()
+    assert compute_advantages(single)["adv"].tolist() == [pytest.approx(10 / (1 + EPS))]

@@ -39,3 +39,21 @@ def test_rloo():
     assert out["adv"].tolist() == [10, 10, -5, -5, -5, -5, -5, -5]
     lone = compute_advantages(trajectories({"a": TWO["a"]}), "rloo")
     assert lone["adv"].tolist() == [0, 0]
+
+
+def test_grpo_steps_is_verl_agents_multi_turn_baseline():
+    """One row per step, score R - p·invalid over all step rows: long trajectories weigh more."""
+    out = compute_advantages(trajectories(THREE), "grpo_steps")  # a0 a1 c0 c1 c2 b0 b1 b2
+    scores = [10, 10, -0.1, 0, 0, 0, 0, 0]
+    mean = sum(scores) / 8
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / 7)
+    assert out["adv"].tolist() == pytest.approx([(s - mean) / (std + 1e-6) for s in scores])
+    ep = compute_advantages(trajectories(THREE), "g2po_ep")["adv"]
+    assert out["adv"].tolist() == ep.tolist()
+
+
+def test_grpo_steps_single_row_and_mean_norm():
+    one = compute_advantages(trajectories({"a": (10, [("s0", "x", True)])}), "grpo_steps")
+    assert one["adv"].tolist() == [pytest.approx(10 / (1 + 1e-6), rel=1e-12)]  # as verl: R/(1+ε)
+    out = compute_advantages(trajectories(TWO), "grpo_steps", mode="mean_norm", penalty=0.0)
+    assert out["adv"].tolist() == pytest.approx([6, 6, -4, -4, -4])

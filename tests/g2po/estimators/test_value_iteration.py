@@ -40,3 +40,35 @@ def test_cycle_converges_to_the_fixed_point():
 def test_gamma_one_is_refused():
     with pytest.raises(ValueError, match="gamma"):
         compute_advantages(trajectories(CYCLE), "value_iteration", gamma=1.0)
+
+
+def test_graph_gae_by_hand():
+    lam = 0.5
+    out = compute_advantages(trajectories(TWO), "graph_gae", lam=lam)  # rows a0 a1 b0 b1 b2
+    d = out["td_error"].tolist()
+    k = G * lam
+    gae = [d[0] + k * d[1], d[1], d[2] + k * d[3] + k * k * d[4], d[3] + k * d[4], d[4]]
+    assert out["gae"].tolist() == pytest.approx(gae)
+    assert out["adv"].tolist() == pytest.approx(z(gae))
+    vi = compute_advantages(trajectories(TWO), "value_iteration")
+    assert d == pytest.approx(vi["td_error"].tolist())
+
+
+def test_graph_gae_lambda_zero_is_the_one_step_td():
+    steps = trajectories(CYCLE)
+    zero = compute_advantages(steps, "graph_gae", lam=0.0)
+    vi = compute_advantages(steps, "value_iteration")
+    assert zero["adv"].tolist() == pytest.approx(vi["adv"].tolist(), abs=1e-12)
+
+
+def test_graph_gae_one_step_and_one_trajectory():
+    one = compute_advantages(trajectories({"a": (10, [("s0", "x", True)])}), "graph_gae")
+    assert one["gae"].tolist() == pytest.approx([G * 10 - G * 10])  # V(s0) = γ·10: δ = 0
+    assert one["adv"].tolist() == [0.0]
+    lone = compute_advantages(trajectories({"a": TWO["a"]}), "graph_gae", lam=1.0)
+    assert lone["gae"].tolist() == pytest.approx([0.0, 0.0], abs=1e-12)  # V is exact there
+
+
+def test_graph_gae_lambda_is_checked():
+    with pytest.raises(ValueError, match="lam"):
+        compute_advantages(trajectories(TWO), "graph_gae", lam=1.5)
