@@ -30,7 +30,9 @@ class StepDiff:
         absent), ``value_change`` (B − A, kept states only); sorted by status, then by the size
         of the value change.
     transitions : one row per (source key, action, target key): ``source``, ``action``,
-        ``target``, ``status``, ``count_a``, ``count_b``, ``td_error_a``, ``td_error_b``.
+        ``target`` (keys), ``status``, ``count_a``, ``count_b``, ``td_error_a``,
+        ``td_error_b``, and the edge's node ids in each graph (``from_node_a``, ``to_node_a``,
+        ``from_node_b``, ``to_node_b``; -1 when absent).
     success_a, success_b : success rate of the group's trajectories at each step.
     """
 
@@ -125,6 +127,8 @@ def step_diff(graph_a: StateGraph, graph_b: StateGraph) -> StepDiff:
                              "action": edges["action"].astype(str).to_numpy(),
                              "target": key_of.loc[edges["target"]].to_numpy(),
                              "count": edges["count"].to_numpy(dtype=np.int64),
+                             "from_node": edges["source"].to_numpy(dtype=np.int64),
+                             "to_node": edges["target"].to_numpy(dtype=np.int64),
                              "td_error": edges["td_error"].to_numpy(dtype=np.float64)})
 
     ea, eb = keyed_edges(graph_a, a), keyed_edges(graph_b, b)
@@ -138,6 +142,10 @@ def step_diff(graph_a: StateGraph, graph_b: StateGraph) -> StepDiff:
         "count_b": edges["count_b"].fillna(0).to_numpy(dtype=np.int64),
         "td_error_a": edges["td_error_a"].to_numpy(dtype=np.float64),
         "td_error_b": edges["td_error_b"].to_numpy(dtype=np.float64),
+        "from_node_a": edges["from_node_a"].fillna(-1).to_numpy(dtype=np.int64),
+        "to_node_a": edges["to_node_a"].fillna(-1).to_numpy(dtype=np.int64),
+        "from_node_b": edges["from_node_b"].fillna(-1).to_numpy(dtype=np.int64),
+        "to_node_b": edges["to_node_b"].fillna(-1).to_numpy(dtype=np.int64),
     })
     transitions = transitions.assign(_o=transitions["status"].map(order)).sort_values(
         ["_o", "source", "action", "target"]).drop(columns="_o")
