@@ -149,7 +149,8 @@ def render(ctx: AppContext) -> None:
         st.session_state["sh_state"] = keys[0]
     key = state_col.selectbox(
         "State", keys, key="sh_state",
-        format_func=lambda k: f"visits {info[k][0]} · V {info[k][1]:.3g} · {truncate(info[k][2], 80)}")
+        format_func=lambda k: f"visits {info[k][0]} · V {info[k][1]:.3g} · "
+                              f"{truncate(info[k][2], 80)}")
 
     pairs = tuple(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
                       strict=True))
