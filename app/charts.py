@@ -142,16 +142,26 @@ def history_figure(history: pd.DataFrame, columns: Mapping[str, str], title: str
 
 
 def advantage_lines(table: pd.DataFrame, estimators: list[str], traj_ids: list[str],
-                    cols: int = 2) -> go.Figure:
-    """Per trajectory (one panel each), the per-step advantage of every estimator."""
+                    cols: int = 2, highlight: str | None = None,
+                    y_title: str = "advantage") -> go.Figure:
+    """Per trajectory (one panel each), the per-step advantage of every estimator; the
+    ``highlight`` estimator drawn thick on top, the others thin and faded."""
     data = table[table["traj_id"].isin(traj_ids)]
     long = data.melt(id_vars=["traj_id", "t", "action"], value_vars=estimators,
-                     var_name="estimator", value_name="advantage")
+                     var_name="estimator", value_name=y_title)
     long["action"] = long["action"].map(lambda s: escape_html(truncate(s, 60)))
     long["traj_id"] = long["traj_id"].map(escape_html)
-    fig = px.line(long, x="t", y="advantage", color="estimator", facet_col="traj_id",
+    long["estimator"] = long["estimator"].map(escape_html)
+    fig = px.line(long, x="t", y=y_title, color="estimator", facet_col="traj_id",
                   facet_col_wrap=cols, markers=True, hover_data={"action": True},
                   facet_row_spacing=0.06 if len(traj_ids) <= 8 else 0.02)
+    if highlight is not None:
+        mark = escape_html(highlight)
+        fig.for_each_trace(lambda tr: tr.update(line={"width": 4}, opacity=1.0,
+                                                marker={"size": 8})
+                           if tr.name == mark else
+                           tr.update(line={"width": 1}, opacity=0.35, marker={"size": 4}))
+        fig.data = tuple(sorted(fig.data, key=lambda tr: tr.name == mark))  # on top
     rows = max(1, -(-len(traj_ids) // cols))
     fig.update_layout(height=max(260, 200 * rows), margin={"l": 40, "r": 10, "t": 40, "b": 30})
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
