@@ -40,3 +40,13 @@ def training_runs(tmp_path_factory) -> Path:
     write_training_run(root / "train_a", seed=0)
     write_training_run(root / "train_b", train_steps=3, seed=5)
     return root
+
+
+def assert_no_markup_from_logs(at) -> None:
+    """Log text reaches markdown only escaped: no link, image, tag or formula forms."""
+    import re
+
+    assert not at.exception
+    for element in (*at.markdown, *at.caption, *at.error, *at.warning, *at.info,
+                    *at.subheader):
+        assert not re.search(r"(?<!\\)(<|\]\(|\$x)", element.value), element.value

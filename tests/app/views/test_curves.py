@@ -1,6 +1,7 @@
 from app.charts import RUN_PALETTE
 from app.views.curves import default_metrics
 from tests.app.builders import app_test, texts
+from tests.app.views.conftest import assert_no_markup_from_logs
 
 
 def charts(at):
@@ -48,3 +49,9 @@ def test_no_metrics_logged_says_so(runs_root, training_runs):
     at.multiselect(key="cv_metrics").set_value([]).run()
     assert not at.exception and "at least one metric" in texts(at)
     assert default_metrics(["b/x", "a/y", "a/z"]) == ["b/x", "a/y"]
+
+
+def test_hostile_run_names_and_text_stay_text(hostile_run):
+    at = app_test("curves", ["--log", str(hostile_run)])
+    assert_no_markup_from_logs(at)
+    assert charts(at)

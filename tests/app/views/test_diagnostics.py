@@ -38,3 +38,12 @@ def test_the_differing_characters_are_marked_and_log_text_is_escaped():
     assert html_lib.unescape(ours) == f"A {XSS_SCRIPT} aB {XSS_IMG} a"
     long = diff_html("x" * 500 + "A" + "y" * 500, "x" * 500 + "B" + "y" * 500, context=20)
     assert "…" in long and len(long) < 1200
+
+
+def test_hostile_keys_are_drawn_as_text(hostile_run):
+    at = app_test("diagnostics", ["--log", str(hostile_run)])
+    at.slider(key="diag_threshold").set_value(0.5).run()
+    assert not at.exception
+    drawn = [h.proto.body for h in at.get("html")]
+    assert drawn and any("&lt;" in body for body in drawn)
+    assert not any(tag in body for body in drawn for tag in ("<script", "<img", "<a "))

@@ -5,6 +5,7 @@ import loaders
 from app.params import SpecParams
 from g2po.graph import state_graph
 from tests.app.builders import app_test, texts
+from tests.app.views.conftest import assert_no_markup_from_logs
 
 
 def history_table(at):
@@ -74,3 +75,9 @@ def test_open_state_history_opens_the_page_on_a_state(training_runs):
     assert at.selectbox(key="sh_from").value == 3
     assert at.selectbox(key="sh_state").value == key
     assert history_table(at)["train_step"].tolist() == [1, 2, 3, 4]
+
+
+def test_hostile_text_stays_text(hostile_run):
+    at = app_test("state_history", ["--log", str(hostile_run)])
+    assert_no_markup_from_logs(at)
+    assert len(at.get("plotly_chart")) == 4

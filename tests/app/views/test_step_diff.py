@@ -4,6 +4,7 @@ from app.views.step_diff import changed_highlight
 from g2po.graph import state_graph
 from g2po.stepdiff import step_diff
 from tests.app.builders import app_test, texts
+from tests.app.views.conftest import assert_no_markup_from_logs
 
 
 def test_two_steps_of_a_task_side_by_side_with_their_diff(training_runs):
@@ -59,3 +60,9 @@ def test_a_run_without_repeated_tasks_says_so(tmp_path):
     at = app_test("step_diff", ["--log", str(tmp_path / "once")])
     assert not at.exception
     assert "occurs at two training steps" in texts(at)
+
+
+def test_hostile_text_stays_text(hostile_run):
+    at = app_test("step_diff", ["--log", str(hostile_run)])
+    assert_no_markup_from_logs(at)
+    assert len(at.get("component_instance")) == 2  # the two graphs
