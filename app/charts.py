@@ -4,18 +4,25 @@ characters they stand for."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
 from app.colors import DIVERGING_SCALE
 from app.safe import escape_html, truncate
 
 __all__ = [
     "OVERVIEW_METRICS",
+    "RUN_PALETTE",
+    "assign_run_colors",
     "overview_figure",
     "overview_runs",
+    "metric_figure",
+    "history_figure",
     "advantage_lines",
     "correlation_heatmap",
     "histogram",
@@ -31,20 +38,42 @@ OVERVIEW_METRICS = {
 }
 
 
+#: Run colours, one per run in the order runs were first shown (then cycling).
+RUN_PALETTE = tuple(qualitative.Plotly) + tuple(qualitative.D3[1::2])
+
+
+def assign_run_colors(runs: list[str], assigned: Mapping[str, str]) -> dict[str, str]:
+    """``assigned`` (run → colour, kept as it is) plus a colour for each new run in ``runs``:
+    the first palette colour no assigned run holds (cycling once all are taken). A run keeps
+    its colour when other runs are added or removed."""
+    out = dict(assigned)
+    for run in runs:
+        if run in out:
+            continue
+        used = set(out.values())
+        free = [c for c in RUN_PALETTE if c not in used]
+        out[run] = free[0] if free else RUN_PALETTE[len(out) % len(RUN_PALETTE)]
+    return out
+
+
 def overview_runs(summary: pd.DataFrame, metric: str) -> list[str]:
     """The runs of :func:`overview_figure`'s traces, in trace order (a click names a trace)."""
     return sorted(summary.dropna(subset=[metric])["run"].unique().tolist())
 
 
-def overview_figure(summary: pd.DataFrame, metric: str, title: str | None = None) -> go.Figure:
+def overview_figure(summary: pd.DataFrame, metric: str, title: str | None = None,
+                    colors: Mapping[str, str] | None = None) -> go.Figure:
     """One metric per training step, one line per run (``summary`` has ``run``,
-    ``train_step`` and ``metric``). Points are selectable: a click picks the training step."""
+    ``train_step`` and ``metric``), coloured by ``colors`` (run → colour; plotly's order
+    otherwise). Points are selectable: a click picks the training step."""
     data = summary.dropna(subset=[metric])
     fig = go.Figure()
     for run in overview_runs(summary, metric):
         part = data[data["run"] == run].sort_values("train_step")
+        color = (colors or {}).get(run)
         fig.add_trace(go.Scatter(
             x=part["train_step"], y=part[metric], mode="lines+markers", name=escape_html(run),
+            line={"color": color} if color else None,
             hovertemplate="training step %{x}<br>%{y:.4g}<extra>%{fullData.name}</extra>",
         ))
     fig.update_layout(
@@ -55,17 +84,84 @@ def overview_figure(summary: pd.DataFrame, metric: str, title: str | None = None
     return fig
 
 
+def metric_figure(series: pd.DataFrame, metric: str, colors: Mapping[str, str],
+                  smoothed: bool = False) -> tuple[go.Figure, list[str]]:
+    """One training metric, one line per run (``series`` from :func:`g2po.history.metric_series`:
+    run, metric, train_step, value, smoothed). With ``smoothed``, the smoothed line is drawn
+    over the raw values (faded, same colour). Returns the figure and the run of each trace, in
+    trace order, so that a clicked point names its run and training step."""
+    data = series[series["metric"] == metric]
+    fig = go.Figure()
+    trace_runs: list[str] = []
+    for run in sorted(data["run"].unique().tolist()):
+        part = data[data["run"] == run]
+        name = escape_html(run)
+        color = colors.get(run)
+        if smoothed:
+            fig.add_trace(go.Scatter(
+                x=part["train_step"], y=part["value"], mode="lines", name=name,
+                line={"color": color, "width": 1}, opacity=0.3, showlegend=False,
+                hovertemplate="%{y:.4g} (raw)<extra>%{fullData.name}</extra>"))
+            trace_runs.append(run)
+        fig.add_trace(go.Scatter(
+            x=part["train_step"], y=part["smoothed" if smoothed else "value"],
+            mode="lines+markers", name=name, marker={"size": 4},
+            line={"color": color, "width": 2},
+            hovertemplate="%{y:.4g}" + (" (smoothed)" if smoothed else "") +
+                          "<extra>%{fullData.name}</extra>"))
+        trace_runs.append(run)
+    fig.update_layout(
+        title=escape_html(metric), height=280, margin={"l": 40, "r": 10, "t": 40, "b": 30},
+        xaxis_title="training step", hovermode="x unified", clickmode="event+select",
+        showlegend=len(trace_runs) > (2 if smoothed else 1),
+    )
+    return fig, trace_runs
+
+
+def history_figure(history: pd.DataFrame, columns: Mapping[str, str], title: str,
+                   kind: str = "lines") -> go.Figure:
+    """A state's numbers over training steps (``history`` from
+    :func:`g2po.history.state_history`): one trace per column (column → legend name), as
+    ``lines`` or ``bars``. Missing values (the state not reached that step) leave gaps.
+    Points are selectable: a click picks the training step."""
+    fig = go.Figure()
+    for column, name in columns.items():
+        if kind == "bars":
+            fig.add_trace(go.Bar(x=history["train_step"], y=history[column], name=name,
+                                 hovertemplate="training step %{x}<br>%{y:.4g}<extra>"
+                                               f"{escape_html(name)}</extra>"))
+        else:
+            fig.add_trace(go.Scatter(x=history["train_step"], y=history[column],
+                                     mode="lines+markers", name=name, connectgaps=False,
+                                     hovertemplate="training step %{x}<br>%{y:.4g}<extra>"
+                                                   f"{escape_html(name)}</extra>"))
+    fig.update_layout(title=title, height=260, margin={"l": 40, "r": 10, "t": 40, "b": 30},
+                      xaxis_title="training step", clickmode="event+select",
+                      showlegend=len(columns) > 1)
+    return fig
+
+
 def advantage_lines(table: pd.DataFrame, estimators: list[str], traj_ids: list[str],
-                    cols: int = 2) -> go.Figure:
-    """Per trajectory (one panel each), the per-step advantage of every estimator."""
+                    cols: int = 2, highlight: str | None = None,
+                    y_title: str = "advantage") -> go.Figure:
+    """Per trajectory (one panel each), the per-step advantage of every estimator; the
+    ``highlight`` estimator drawn thick on top, the others thin and faded."""
     data = table[table["traj_id"].isin(traj_ids)]
     long = data.melt(id_vars=["traj_id", "t", "action"], value_vars=estimators,
-                     var_name="estimator", value_name="advantage")
+                     var_name="estimator", value_name=y_title)
     long["action"] = long["action"].map(lambda s: escape_html(truncate(s, 60)))
     long["traj_id"] = long["traj_id"].map(escape_html)
-    fig = px.line(long, x="t", y="advantage", color="estimator", facet_col="traj_id",
+    long["estimator"] = long["estimator"].map(escape_html)
+    fig = px.line(long, x="t", y=y_title, color="estimator", facet_col="traj_id",
                   facet_col_wrap=cols, markers=True, hover_data={"action": True},
                   facet_row_spacing=0.06 if len(traj_ids) <= 8 else 0.02)
+    if highlight is not None:
+        mark = escape_html(highlight)
+        fig.for_each_trace(lambda tr: tr.update(line={"width": 4}, opacity=1.0,
+                                                marker={"size": 8})
+                           if tr.name == mark else
+                           tr.update(line={"width": 1}, opacity=0.35, marker={"size": 4}))
+        fig.data = tuple(sorted(fig.data, key=lambda tr: tr.name == mark))  # on top
     rows = max(1, -(-len(traj_ids) // cols))
     fig.update_layout(height=max(260, 200 * rows), margin={"l": 40, "r": 10, "t": 40, "b": 30})
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))

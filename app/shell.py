@@ -32,6 +32,9 @@ __all__ = ["run", "PAGES", "load_plugins"]
 PAGES = {
     "group": ("app.views.group", "Group explorer", "group"),
     "overview": ("app.views.overview", "Run overview", "overview"),
+    "curves": ("app.views.curves", "Training curves", "curves"),
+    "state_history": ("app.views.state_history", "State over training", "state-history"),
+    "step_diff": ("app.views.step_diff", "Step diff", "step-diff"),
     "compare": ("app.views.compare", "Estimator comparison", "compare"),
     "diagnostics": ("app.views.diagnostics", "State-merge diagnostics", "diagnostics"),
     "export": ("app.views.export", "Export", "export"),

@@ -8,7 +8,7 @@ are candidates for a looser state-key strategy; the per-node value variance is t
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import scipy.sparse
 
 __all__ = ["batch_metrics", "merge_stats", "near_duplicate_keys", "node_variances",
-           "step_node_variances"]
+           "step_node_variances", "char_diff", "elide_equal"]
 
 _NGRAM_BUCKETS = 1 << 18
 
@@ -71,6 +71,7 @@ def near_duplicate_keys(
     max_pairs: int = 100,
     max_chars: int = 1000,
     max_checks: int = 600,
+    progress: Callable[[float], None] | None = None,
 ) -> pd.DataFrame:
     """Pairs of state nodes whose keys are similar (difflib ratio ≥ ``threshold``) but did not
     merge, most similar first, at most ``max_pairs``.
@@ -79,7 +80,8 @@ def near_duplicate_keys(
     fast for thousands of nodes); the ``max_checks`` most similar candidates are confirmed with
     difflib's ratio on their first ``max_chars`` characters, the measure the ``similarity``
     state-key strategy merges by. Columns: node_a, node_b, similarity,
-    visits_a, visits_b, key_a, key_b.
+    visits_a, visits_b, key_a, key_b (whole keys). ``progress`` is called with the share of
+    the work done (0 … 1) as the confirmations run, for a progress bar.
     """
     states = graph.nodes[graph.nodes["kind"] == "state"]
     columns = ["node_a", "node_b", "similarity", "visits_a", "visits_b", "key_a", "key_b"]
@@ -96,7 +98,10 @@ def near_duplicate_keys(
     rows, cols, cos = sim.row[keep], sim.col[keep], sim.data[keep]
     order = np.lexsort((cols, rows, -cos))[:max_checks]
     found = []
-    for i, j in zip(rows[order].tolist(), cols[order].tolist(), strict=True):
+    every = max(1, len(order) // 50)
+    for n, (i, j) in enumerate(zip(rows[order].tolist(), cols[order].tolist(), strict=True)):
+        if progress is not None and n % every == 0:
+            progress(n / len(order))
         a, b = keys[i][:max_chars], keys[j][:max_chars]
         matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
         if matcher.real_quick_ratio() < threshold or matcher.quick_ratio() < threshold:
@@ -105,9 +110,47 @@ def near_duplicate_keys(
         if ratio >= threshold:
             found.append((int(ids[i]), int(ids[j]), ratio, int(visits[i]), int(visits[j]),
                           keys[i], keys[j]))
+    if progress is not None:
+        progress(1.0)
     out = pd.DataFrame(found, columns=columns)
     return out.sort_values(["similarity", "node_a", "node_b"], ascending=[False, True, True]
                            ).head(max_pairs).reset_index(drop=True)
+
+
+def char_diff(a: str, b: str, max_chars: int = 5000) -> list[tuple[str, str, str]]:
+    """Where two state keys differ, character by character: difflib's opcodes as
+    (tag, text of a, text of b), tag ``equal`` | ``replace`` | ``delete`` | ``insert``
+    (``delete`` has no text of b, ``insert`` none of a). Joining the a-texts gives ``a``, the
+    b-texts ``b`` (each cut at ``max_chars``; the cut tail is one last ``replace``).
+
+    >>> char_diff("go north", "go south")
+    [('equal', 'go ', 'go '), ('replace', 'n', 's'), ('equal', 'o', 'o'), ('replace', 'r', 'u'), \
+('equal', 'th', 'th')]
+    """
+    head_a, head_b = a[:max_chars], b[:max_chars]
+    matcher = difflib.SequenceMatcher(None, head_a, head_b, autojunk=False)
+    ops = [(tag, head_a[i1:i2], head_b[j1:j2])
+           for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
+    if len(a) > max_chars or len(b) > max_chars:
+        ops.append(("replace", a[max_chars:], b[max_chars:]))
+    return ops
+
+
+def elide_equal(ops: list[tuple[str, str, str]], context: int = 40,
+                marker: str = "…") -> list[tuple[str, str, str]]:
+    """``ops`` from :func:`char_diff` with long equal runs cut to ``context`` characters on
+    each side of a difference (``marker`` in the middle), so a long observation's small
+    difference fits on screen."""
+    out = []
+    for k, (tag, x, y) in enumerate(ops):
+        if tag != "equal" or len(x) <= 2 * context + len(marker):
+            out.append((tag, x, y))
+            continue
+        left = x[:context] if k > 0 else ""
+        right = x[-context:] if k < len(ops) - 1 else ""
+        text = f"{left}{marker}{right}"
+        out.append((tag, text, text))
+    return out
 
 
 def node_variances(graph: StateGraph, min_visits: int = 2) -> pd.DataFrame:

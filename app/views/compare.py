@@ -1,5 +1,8 @@
-"""Estimator comparison on one group: per-step advantages side by side, per-trajectory charts,
-rank correlations, and the steps where two estimators disagree in sign."""
+"""Estimator comparison on one group: per-step advantages side by side, per-trajectory charts
+(one estimator highlighted), rank correlations, and the steps where two estimators disagree in
+sign. Every registered estimator (built-in, a helper's, or a ``--plugin``'s) is offered, with
+one input per parameter: a choice for those taking one of a few values. An optional display
+normalisation z-scores each estimator over the group, so that shapes compare."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import streamlit as st
 from app import data
 from app.charts import advantage_lines, correlation_heatmap
 from app.context import AppContext
-from app.params import SpecParams
+from app.params import STATE_KEY_CHOICES, SpecParams
 from app.safe import truncate
 from app.tables import style_diverging
 from app.ui import group_page, show_error
@@ -19,13 +22,18 @@ from g2po.compare import (
     DEFAULT_ESTIMATORS,
     Comparison,
     compare_estimators,
+    parameter_choices,
     rank_correlation,
     sign_disagreements,
+    zscore,
 )
 from g2po.errors import G2POError
 from g2po.estimators import estimator_params, list_estimators
 
-__all__ = ["render", "estimator_defaults"]
+__all__ = ["render", "estimator_defaults", "state_key_options", "NORMALISE"]
+
+#: Display choices: the estimators' own values, or each z-scored over the group.
+NORMALISE = ("raw values", "z-scored over the group")
 
 
 def estimator_defaults(name: str, params: SpecParams) -> dict[str, object]:
@@ -40,9 +48,17 @@ def _comparison(_log, key: str, train_step: int, group_id: str, names: tuple[str
                 params_json: str, state_key: str) -> Comparison:
     steps = data.load_group(_log, key, train_step, group_id)
     result = compare_estimators(steps, list(names), json.loads(params_json), state_key)
-    shown = result.table.assign(action=result.table["action"].map(_short),
-                                state=result.table["state"].map(_short))
+    text = result.text_column
+    shown = result.table.assign(**{"action": result.table["action"].map(_short),
+                                   text: result.table[text].map(_short)})
     return replace(result, table=shown)
+
+
+def state_key_options(sidebar: str) -> list[str]:
+    """The state-key strategies offered: the sidebar's, then the built-in ones without an
+    argument and the similarity strategy at two thresholds."""
+    builtin = [c for c in STATE_KEY_CHOICES if c not in ("regex", "similarity")]
+    return list(dict.fromkeys([sidebar, *builtin, "similarity:0.9", "similarity:0.8"]))
 
 
 def _short(text: object) -> str:
@@ -50,15 +66,22 @@ def _short(text: object) -> str:
 
 
 def _param_inputs(name: str, defaults: dict[str, object]) -> dict[str, object]:
-    """One input per parameter, typed by its default."""
+    """One input per parameter: a choice where the estimator names its allowed values, else
+    typed by its default (a whole number stays whole)."""
     chosen: dict[str, object] = {}
+    choices = parameter_choices(name)
     for param, value in defaults.items():
         key = f"cmp_{name}_{param}"
-        if isinstance(value, bool):
+        if param in choices:
+            options = list(choices[param])
+            index = options.index(value) if value in options else 0
+            chosen[param] = st.selectbox(param, options, index=index, key=key)
+        elif isinstance(value, bool):
             chosen[param] = st.checkbox(param, value=value, key=key)
-        elif isinstance(value, int | float):
-            chosen[param] = st.number_input(param, value=float(value), key=key,
-                                            format="%.4g")
+        elif isinstance(value, int):
+            chosen[param] = int(st.number_input(param, value=value, step=1, key=key))
+        elif isinstance(value, float):
+            chosen[param] = st.number_input(param, value=value, key=key, format="%.4g")
         else:
             chosen[param] = st.text_input(param, value=str(value), key=key)
     return chosen
@@ -75,6 +98,17 @@ def render(ctx: AppContext) -> None:
     if not names:
         st.info("Choose at least one estimator.")
         return
+    keys = state_key_options(ctx.params.state_key)
+    key_col, norm_col = st.columns(2)
+    state_key = key_col.selectbox("State key (how observations merge into nodes)", keys,
+                                  key="cmp_state_key",
+                                  help="The first is the sidebar's; the others try a looser "
+                                       "merge on this page only.")
+    normalise = norm_col.radio("Show", NORMALISE, horizontal=True, key="cmp_norm",
+                               help="z-scored: each estimator's advantages minus their mean "
+                                    "over the group, divided by their standard deviation, so "
+                                    "estimators on very different scales compare by shape. "
+                                    "Signs and rank correlations use the raw values.")
     params: dict[str, dict] = {}
     with st.expander("Estimator parameters (shared ones follow the sidebar)"):
         cols = st.columns(min(len(names), 4))
@@ -84,8 +118,7 @@ def render(ctx: AppContext) -> None:
                 params[name] = _param_inputs(name, estimator_defaults(name, ctx.params))
     try:
         result = _comparison(opened.log, opened.key, ctx.train_step, ctx.group_id,
-                             tuple(names), json.dumps(params, sort_keys=True),
-                             ctx.params.state_key)
+                             tuple(names), json.dumps(params, sort_keys=True), state_key)
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error(f"Cannot load group {ctx.group_id}", err)
         return
@@ -95,15 +128,28 @@ def render(ctx: AppContext) -> None:
     if not ran:
         return
     table = result.table
+    z = normalise == NORMALISE[1]
+    shown_table = zscore(table, ran) if z else table
 
-    st.subheader("Per-step advantages")
-    st.dataframe(style_diverging(table, ran), hide_index=True, height=360)
+    st.subheader("Per-step advantages" + (" (z-scored over the group)" if z else ""))
+    st.caption(f"`{result.text_column}`: "
+               + ("what the policy saw at the step (the log's observation)."
+                  if result.text_column == "observation" else
+                  "the state key the step merged by (the log has no observation column)."))
+    st.dataframe(style_diverging(shown_table, ran), hide_index=True, height=360)
 
     st.subheader("Per trajectory")
     trajs = sorted(table["traj_id"].astype(str).unique().tolist())
-    shown = st.multiselect("Trajectories", trajs, default=trajs[:4], key="cmp_trajs")
+    pick_col, mark_col = st.columns([3, 1])
+    shown = pick_col.multiselect("Trajectories", trajs, default=trajs[:4], key="cmp_trajs")
+    if st.session_state.get("cmp_highlight") not in (None, *ran):
+        st.session_state["cmp_highlight"] = None
+    highlight = mark_col.selectbox("Highlight", [None, *ran], key="cmp_highlight",
+                                   format_func=lambda n: "none" if n is None else n)
     if shown:
-        st.plotly_chart(advantage_lines(table, ran, shown), key="cmp_lines")
+        st.plotly_chart(advantage_lines(shown_table, ran, shown, highlight=highlight,
+                                        y_title="z-score" if z else "advantage"),
+                        key="cmp_lines")
 
     if len(ran) >= 2:
         st.subheader("Rank correlation")

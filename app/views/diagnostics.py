@@ -1,26 +1,83 @@
-"""State-merge diagnostics: singleton nodes, near-duplicate keys that did not merge, and the
-per-node value variance distribution (the paper's state-value variance analysis)."""
+"""State-merge diagnostics: singleton nodes, near-duplicate keys that did not merge (with the
+characters that differ highlighted), and the per-node value variance distribution (the paper's
+state-value variance analysis).
+
+Work that takes more than a moment (comparing keys, reading a whole training step) first clears
+its section and shows a progress bar or spinner there, so what is on screen is never an earlier
+answer passed off as the current one.
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
+import pandas as pd
 import streamlit as st
 
 from app import data
 from app.charts import histogram
 from app.context import AppContext
 from app.params import SpecParams
-from app.safe import truncate
+from app.safe import escape_html
 from app.ui import chosen_graph, group_page, show_error
-from g2po.diagnostics import merge_stats, near_duplicate_keys, node_variances, step_node_variances
+from g2po.diagnostics import (
+    char_diff,
+    elide_equal,
+    merge_stats,
+    near_duplicate_keys,
+    node_variances,
+    step_node_variances,
+)
 from g2po.errors import G2POError
+from g2po.graph import StateGraph
 
-__all__ = ["render"]
+__all__ = ["render", "diff_html", "PAIRS_SHOWN"]
+
+#: Near-duplicate pairs drawn with their differences; the table lists them all.
+PAIRS_SHOWN = 10
+_CONTEXT = 60
+#: (graph id, threshold) → pairs; kept here (not st.cache_data) so the progress bar is drawn
+#: live by the computation, never replayed from a cache.
+_PAIRS: OrderedDict[tuple[str, float], pd.DataFrame] = OrderedDict()
+_PAIRS_MAX = 32
+_STYLE = {
+    "a": "background:#fddede;color:#8b0000;text-decoration:line-through",
+    "b": "background:#d9f5dd;color:#00561b;font-weight:600",
+}
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _near_duplicates(_graph, key: str, train_step: int, group_id: str, params: SpecParams,
-                     threshold: float):
-    return near_duplicate_keys(_graph, threshold)
+def diff_html(key_a: str, key_b: str, context: int = _CONTEXT) -> str:
+    """Two keys one above the other, the characters only one of them has marked (red, struck
+    through in A; green in B), long equal stretches shortened. Every piece of log text is
+    HTML-escaped; only our own tags and styles are markup."""
+    ops = elide_equal(char_diff(key_a, key_b), context)
+    lines = []
+    for side, index in (("a", 1), ("b", 2)):
+        parts = []
+        for op in ops:
+            text = op[index]
+            if not text:
+                continue
+            if op[0] == "equal":
+                parts.append(escape_html(text))
+            else:
+                parts.append(f'<span style="{_STYLE[side]}">{escape_html(text)}</span>')
+        lines.append(f'<div style="white-space:pre-wrap;font-family:monospace;font-size:0.85em;'
+                     f'margin:2px 0"><b>{side.upper()}</b> {"".join(parts)}</div>')
+    return "".join(lines)
+
+
+def _near_duplicates(graph: StateGraph, graph_key: str, threshold: float, bar) -> pd.DataFrame:
+    key = (graph_key, threshold)
+    if key in _PAIRS:
+        _PAIRS.move_to_end(key)
+        return _PAIRS[key]
+    pairs = near_duplicate_keys(graph, threshold, progress=lambda f: bar.progress(
+        min(max(f, 0.0), 1.0), text=f"Comparing state keys… {f:.0%}"))
+    _PAIRS[key] = pairs
+    while len(_PAIRS) > _PAIRS_MAX:
+        _PAIRS.popitem(last=False)
+    return pairs
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -48,16 +105,28 @@ def render(ctx: AppContext) -> None:
     st.subheader("Near-duplicate state keys that did not merge")
     threshold = st.slider("similarity (difflib ratio) at least", 0.5, 1.0, 0.9, 0.01,
                           key="diag_threshold")
-    with st.spinner("Comparing state keys…"):
-        pairs = _near_duplicates(graph, opened.key, ctx.train_step, ctx.group_id, ctx.params,
-                                 threshold)
-    if pairs.empty:
-        st.caption("No pair of distinct nodes is that similar.")
-    else:
-        st.caption(f"{len(pairs)} pair(s), most similar first. Try the `normalized`, `regex` or "
-                   "`similarity` state key in the sidebar to merge them.")
-        shown = pairs.assign(key_a=pairs["key_a"].map(truncate), key_b=pairs["key_b"].map(truncate))
-        st.dataframe(shown, hide_index=True)
+    section = st.empty()  # replaced at once: the old pairs never stand in for the new ones
+    with section.container():
+        bar = st.progress(0.0, text="Comparing state keys…")
+        graph_key = data.graph_id(opened.key, ctx.train_step, ctx.group_id, ctx.params)
+        pairs = _near_duplicates(graph, graph_key, threshold, bar)
+    with section.container():
+        if pairs.empty:
+            st.caption("No pair of distinct nodes is that similar.")
+        else:
+            st.caption(f"{len(pairs)} pair(s), most similar first; the characters only one key "
+                       "has are marked (A struck through in red, B in green). Try the "
+                       "`normalized`, `regex` or `similarity` state key in the sidebar to merge "
+                       "them.")
+            for row in pairs.head(PAIRS_SHOWN).itertuples():
+                st.markdown(f"**node {row.node_a}** ({row.visits_a} visits) vs **node "
+                            f"{row.node_b}** ({row.visits_b} visits) · similarity "
+                            f"{row.similarity:.3f}")
+                st.html(diff_html(str(row.key_a), str(row.key_b)))
+            if len(pairs) > PAIRS_SHOWN:
+                st.caption(f"The first {PAIRS_SHOWN} are drawn; the table lists all "
+                           f"{len(pairs)}.")
+            st.dataframe(pairs, hide_index=True)
 
     st.subheader("Per-node value variance")
     variances = node_variances(graph)
@@ -68,13 +137,18 @@ def render(ctx: AppContext) -> None:
                                   "(visits ≥ 2)", "value variance"), key="diag_var_group")
         st.dataframe(variances.sort_values("value_var", ascending=False), hide_index=True,
                      height=240)
-    if st.checkbox(f"Over every group of training step {ctx.train_step} (reads the whole step)",
-                   key="diag_whole_step"):
+    if not st.checkbox(f"Over every group of training step {ctx.train_step} (reads the whole "
+                       "step)", key="diag_whole_step"):
+        return
+    step_section = st.empty()
+    with step_section.container(), st.spinner(f"Reading every group of training step "
+                                              f"{ctx.train_step}…"):
         try:
             whole = _step_variances(opened.log, opened.key, ctx.train_step, ctx.params)
         except data.LOADER_ERRORS + (G2POError,) as err:
             show_error(f"Cannot read training step {ctx.train_step}", err)
             return
+    with step_section.container():
         if whole.empty:
             st.caption("No node is visited twice in this training step.")
         else:

@@ -1,5 +1,7 @@
 """Export: the per-step advantage table (CSV / Parquet) of the group or of its whole training
-step, and the group's graph as a standalone HTML file that opens offline."""
+step, with each step's node and next-node ids (as the graph numbers them) and a record of how
+it was computed (Parquet metadata; a JSON sidecar for CSV), and the group's graph as a
+standalone HTML file that opens offline."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ import streamlit as st
 
 from app import data
 from app.context import AppContext
-from app.export import EXPORT_FORMATS, table_bytes
+from app.export import EXPORT_FORMATS, export_metadata, metadata_bytes, table_bytes
 from app.graph_html import graph_html
 from app.ui import group_page, show_error
 from g2po.errors import G2POError
-from g2po.estimators import compute_advantages, list_estimators
+from g2po.estimators import compute_advantages, estimate, list_estimators
+from g2po.node_ids import step_node_ids
 
-__all__ = ["render", "export_table", "file_stem"]
+__all__ = ["render", "export_table", "table_metadata", "file_stem"]
 
 
 def file_stem(*parts: object) -> str:
@@ -27,13 +30,29 @@ def file_stem(*parts: object) -> str:
 
 
 def export_table(steps: pd.DataFrame, ctx: AppContext, extra: list[str]) -> pd.DataFrame:
-    """The step rows with G2PO's columns, plus ``<name>_adv`` for each extra estimator."""
-    table = compute_advantages(steps, "g2po", **ctx.params.g2po_kwargs())
+    """The step rows with ``node`` and ``next_node`` (the ids the group's graph shows) and
+    G2PO's columns, plus ``<name>_adv`` for each extra estimator."""
+    kwargs = ctx.params.g2po_kwargs()
+    columns, ix = estimate(steps, "g2po", state_key=kwargs.pop("state_key"), **kwargs)
+    node, next_node = step_node_ids(ix, columns["success"])
+    table = steps.assign(node=node, next_node=next_node, **columns)
     for name in extra:
         out = compute_advantages(steps, name, state_key=ctx.params.state_key,
                                  prefix=f"{name}_", **ctx.params.for_estimator(name))
         table[f"{name}_adv"] = out[f"{name}_adv"].to_numpy()
     return table
+
+
+def table_metadata(ctx: AppContext, extra: list[str], source: dict,
+                   added: list[str]) -> dict:
+    """What :func:`export_table` ran, with every parameter (see
+    :func:`app.export.export_metadata`); ``added``: the columns it added to the step rows."""
+    g2po_params = {k: v for k, v in ctx.params.g2po_kwargs().items() if k != "state_key"}
+    others = {n: [f"{n}_adv"] for n in extra}
+    taken = {c for cols in others.values() for c in cols}
+    estimators = {"g2po": g2po_params, **{n: ctx.params.for_estimator(n) for n in extra}}
+    columns = {"g2po": [c for c in added if c not in taken], **others}
+    return export_metadata(estimators, columns, ctx.params.state_key, source)
 
 
 def render(ctx: AppContext) -> None:
@@ -55,24 +74,39 @@ def render(ctx: AppContext) -> None:
                      "all-groups" if whole else ctx.group_id)
 
     try:
-        if whole:
-            steps = data.load_train_step(opened.log, opened.key, ctx.train_step)
-        else:
-            steps = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
-        preview = None if whole else export_table(steps, ctx, extra)
+        group = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
+        preview = export_table(group, ctx, extra)
+        steps = data.load_train_step(opened.log, opened.key, ctx.train_step) if whole else group
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error("Cannot compute the table", err)
         return
-    st.caption(f"{len(steps):,} step rows" + ("" if preview is None else
-                                             f" × {preview.shape[1]} columns"))
+    st.caption(f"{len(steps):,} step rows × {preview.shape[1]} columns")
+
+    source = {"run": opened.name, "path": opened.ref.path, "format": opened.log.format,
+              "train_step": ctx.train_step, "group_id": None if whole else ctx.group_id,
+              "rows": len(steps)}
+    metadata = table_metadata(ctx, extra, source,
+                              [c for c in preview.columns if c not in group.columns])
 
     def make_bytes() -> bytes:
-        return table_bytes(export_table(steps, ctx, extra), fmt, guard=guard)
+        return table_bytes(export_table(steps, ctx, extra), fmt, guard=guard,
+                           metadata=metadata)
 
     st.download_button(f"Download the advantage table ({fmt})", make_bytes,
                        file_name=f"{stem}.{fmt}", mime=EXPORT_FORMATS[fmt], key="exp_table",
                        on_click="ignore", type="primary")
-    if preview is not None:
+    if fmt == "csv":
+        st.download_button("Download how it was computed (JSON sidecar)",
+                           metadata_bytes(metadata), file_name=f"{stem}.csv.json",
+                           mime="application/json", key="exp_sidecar", on_click="ignore")
+        st.caption("The sidecar names the estimators and every parameter, the state key and "
+                   "the source; keep it next to the CSV.")
+    else:
+        st.caption("The estimators, every parameter, the state key and the source are stored "
+                   "in the file's metadata (key `g2po.export`).")
+    with st.expander("How the table is computed"):
+        st.json(metadata)
+    if not whole:
         st.dataframe(preview.head(200), hide_index=True, height=260)
 
     st.subheader("The graph as a standalone HTML file")

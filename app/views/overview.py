@@ -1,6 +1,7 @@
 """Run overview: per training step, reward, success rate, episode length, invalid-action rate
 and state-merge rate of every chosen run; click a point (or pick a step) to open that training
-step in the group explorer."""
+step in the group explorer. Each run keeps one colour on every chart of the session
+(:func:`run_colors`), whichever runs are added or removed."""
 
 from __future__ import annotations
 
@@ -8,16 +9,27 @@ import pandas as pd
 import streamlit as st
 
 from app import data
-from app.charts import OVERVIEW_METRICS, overview_figure, overview_runs
+from app.charts import OVERVIEW_METRICS, assign_run_colors, overview_figure, overview_runs
 from app.context import AppContext, OpenLog
 from app.sidebar import GOTO_STEP
 from app.ui import show_error
 from g2po.errors import G2POError
 
-__all__ = ["render", "AUTO_MERGE_RATE_ROWS", "merge_rate_column"]
+__all__ = ["render", "AUTO_MERGE_RATE_ROWS", "merge_rate_column", "run_colors", "goto_step",
+           "RUN_COLORS"]
 
 #: Runs with at most this many step rows get their merge rate computed without asking.
 AUTO_MERGE_RATE_ROWS = 300_000
+#: Session key: run key → colour, filled as runs are first shown.
+RUN_COLORS = "_g2po_run_colors"
+
+
+def run_colors(logs: list[OpenLog]) -> dict[str, str]:
+    """Run name → colour for ``logs``: a run keeps the colour it got when first shown in this
+    session (keyed by its path, so a renamed duplicate keeps its own)."""
+    by_key = assign_run_colors([o.key for o in logs], st.session_state.get(RUN_COLORS, {}))
+    st.session_state[RUN_COLORS] = by_key
+    return {o.name: by_key[o.key] for o in logs}
 
 
 def merge_rate_column(metrics: pd.DataFrame) -> str | None:
@@ -79,12 +91,14 @@ def render(ctx: AppContext) -> None:
                     f"{', '.join(pending)})", key="ov_compute_merge")
 
     clicked = None
+    colors = run_colors(ctx.logs)
     cols = st.columns(2)
     for i, (metric, title) in enumerate(OVERVIEW_METRICS.items()):
         if summary[metric].isna().all():
             continue
         with cols[i % 2]:
-            event = st.plotly_chart(overview_figure(summary, metric, title), key=f"ov_{metric}",
+            event = st.plotly_chart(overview_figure(summary, metric, title, colors),
+                                    key=f"ov_{metric}",
                                     on_select="rerun", selection_mode="points")
             points = (event.selection or {}).get("points", []) if event else []
             if points:
@@ -102,15 +116,19 @@ def render(ctx: AppContext) -> None:
         go = st.button("Open in the group explorer", key="ov_go", type="primary")
         if clicked is not None:
             target = next((o for o in ctx.logs if o.name == clicked[0]), active)
-            _goto(ctx, target, clicked[1])
+            goto_step(ctx, target, clicked[1])
         if go:
-            _goto(ctx, active, int(choice))
+            goto_step(ctx, active, int(choice))
     st.subheader("Per training step")
     st.dataframe(summary, hide_index=True)
 
 
-def _goto(ctx: AppContext, opened: OpenLog, train_step: int) -> None:
-    """Open ``train_step`` of ``opened`` in the group explorer."""
+def goto_step(ctx: AppContext, opened: OpenLog, train_step: int,
+              group_id: str | None = None) -> None:
+    """Open ``train_step`` of ``opened`` (and ``group_id``, if given) in the group explorer."""
+    if group_id is not None:  # the sidebar falls back to the last group when none is chosen
+        st.session_state.pop(f"group:{opened.key}:{train_step}", None)
+        st.session_state["_g2po_last_group"] = str(group_id)
     st.session_state[GOTO_STEP] = (opened.key, train_step)
     page = ctx.pages.get("group")
     if page is not None:

@@ -34,3 +34,32 @@ def test_hover_text_from_logs_is_escaped():
                                             "mean_reward": [1.0]}), "mean_reward")
     assert run_fig.data[0].name.startswith("&lt;img")
     assert histogram(pd.Series([1.0, 2.0]), "t", "x").data
+
+
+def test_run_colours_stay_when_runs_come_and_go():
+    from app.charts import RUN_PALETTE, assign_run_colors
+
+    first = assign_run_colors(["b"], {})
+    assert first == {"b": RUN_PALETTE[0]}
+    both = assign_run_colors(["a", "b"], first)
+    assert both["b"] == RUN_PALETTE[0] and both["a"] == RUN_PALETTE[1]
+    many = assign_run_colors([f"r{i}" for i in range(len(RUN_PALETTE) + 3)], {})
+    assert len(set(list(many.values())[:len(RUN_PALETTE)])) == len(RUN_PALETTE)
+
+
+def test_metric_figure_names_each_traces_run_and_escapes():
+    from app.charts import history_figure, metric_figure
+    from g2po.history import metric_series
+
+    frames = {XSS_IMG: pd.DataFrame({"train_step": [1, 2], "m": [1.0, 2.0]}),
+              "b": pd.DataFrame({"train_step": [1, 2], "m": [3.0, 4.0]})}
+    series = metric_series(frames, ["m"], 0.5)
+    colors = {XSS_IMG: "#000001", "b": "#000002"}
+    fig, runs = metric_figure(series, "m", colors, smoothed=True)
+    assert runs == [XSS_IMG, XSS_IMG, "b", "b"]  # raw then smoothed, per run ("<" < "b")
+    assert [t.line.color for t in fig.data] == ["#000001", "#000001", "#000002", "#000002"]
+    assert XSS_IMG not in fig.to_json()
+    raw, runs = metric_figure(series, "m", colors)
+    assert runs == [XSS_IMG, "b"] and list(raw.data[1].y) == [3.0, 4.0]
+    history = pd.DataFrame({"train_step": [1, 2], "visits": [3, 0], "value": [1.0, None]})
+    assert len(history_figure(history, {"visits": "visits"}, "t", "bars").data) == 1

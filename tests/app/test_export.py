@@ -45,3 +45,18 @@ def test_the_guard_leaves_the_callers_frame_alone_and_quotes_risky_headers():
     assert list(guarded.columns) == ["'=x", "ok"]
     assert guarded.iloc[0].tolist() == ["'=1", "'-y"]
     assert frame.iloc[0].tolist() == ["=1", "-y"] and list(frame.columns) == ["=x", "ok"]
+
+
+def test_metadata_travels_in_parquet_and_the_csv_sidecar():
+    import json
+
+    from app.export import export_metadata, metadata_bytes, read_parquet_metadata
+
+    meta = export_metadata({"grpo": {}}, {"grpo": ["adv"]}, "exact", {"run": "<b>r</b>"})
+    assert meta["estimators"] == [{"name": "grpo", "params": {"mode": "mean_std_norm"},
+                                   "columns": ["adv"]}]
+    frame = pd.DataFrame({"adv": [0.5]})
+    assert read_parquet_metadata(table_bytes(frame, "parquet", metadata=meta)) == meta
+    assert read_parquet_metadata(table_bytes(frame, "parquet")) is None
+    assert json.loads(metadata_bytes(meta)) == meta
+    assert table_bytes(frame, "csv", metadata=meta) == table_bytes(frame, "csv")

@@ -45,3 +45,30 @@ def test_node_variances_of_a_group_and_of_a_whole_step_agree():
     assert set(whole["group_id"]) == set(steps["group_id"])
     mine = whole[whole["group_id"] == "task-0"].sort_values("value_var")["value_var"]
     np.testing.assert_allclose(np.sort(per_group["value_var"].to_numpy()), mine.to_numpy())
+
+
+def test_char_diff_rebuilds_both_keys_and_marks_only_differences():
+    from g2po.diagnostics import char_diff, elide_equal
+
+    a, b = "You are in the kitchen. A fridge.", "You are in the pantry. A fridge!"
+    ops = char_diff(a, b)
+    assert "".join(x for _, x, _ in ops) == a and "".join(y for _, _, y in ops) == b
+    assert all(x == y for tag, x, y in ops if tag == "equal")
+    assert all(x != y for tag, x, y in ops if tag != "equal")
+    cut = char_diff("ab" * 10, "ab" * 10 + "c", max_chars=5)
+    assert "".join(y for _, _, y in cut) == "ab" * 10 + "c"
+    short = elide_equal(char_diff("x" * 200 + "1", "x" * 200 + "2"), context=10)
+    assert short[0] == ("equal", "…" + "x" * 10, "…" + "x" * 10) and short[1][0] == "replace"
+
+
+def test_near_duplicates_report_progress_to_the_end():
+    from g2po.diagnostics import near_duplicate_keys
+    from g2po.graph import state_graph
+    from tests.app.builders import group_steps
+
+    steps = group_steps(rows=400)
+    graph = state_graph(steps[steps["group_id"] == "task-0"])
+    seen = []
+    pairs = near_duplicate_keys(graph, 0.5, progress=seen.append)
+    assert seen and seen[-1] == 1.0 and seen == sorted(seen)
+    assert pairs.equals(near_duplicate_keys(graph, 0.5))

@@ -1,5 +1,9 @@
-import numpy as np
+from typing import Literal
 
+import numpy as np
+import pytest
+
+from g2po.compare import parameter_choices, zscore
 from tests.app.builders import app_test, texts
 
 
@@ -42,3 +46,60 @@ def test_no_estimator_chosen(runs_root):
     at = app_test("compare", ["--log", str(runs_root)])
     at.multiselect(key="cmp_estimators").set_value([]).run()
     assert not at.exception and "at least one" in texts(at)
+
+
+@pytest.fixture
+def literal_estimator():
+    """A registered estimator with a Literal choice, a whole-number and a required parameter,
+    as a helper's or a plugin's would be; unregistered afterwards."""
+    from g2po import estimators
+
+    @estimators.register_estimator("test_choice_est", overwrite=True)
+    def test_choice_est(ix, side: Literal["up", "down"] = "up", repeat: int = 2,
+                        mode: str = "mean_norm"):
+        assert isinstance(repeat, int)
+        sign = 1.0 if side == "up" else -1.0
+        return {"adv": sign * repeat * (ix.reward - ix.reward.mean())}
+
+    yield "test_choice_est"
+    estimators._REGISTRY.pop("test_choice_est", None)
+
+
+def test_choices_not_free_text_and_registered_estimators_work(runs_root, literal_estimator):
+    at = app_test("compare", ["--log", str(runs_root)])
+    at.multiselect(key="cmp_estimators").set_value(["g2po", "gigpo", literal_estimator]).run()
+    assert not at.exception
+    assert at.selectbox(key="cmp_g2po_mode").options == ["mean_std_norm", "mean_norm"]
+    assert at.selectbox(key="cmp_g2po_terminal").options == ["binary", "reward"]
+    assert at.selectbox(key="cmp_gigpo_mode").value == "mean_norm"
+    assert at.selectbox(key="cmp_test_choice_est_side").options == ["up", "down"]
+    assert at.selectbox(key="cmp_test_choice_est_mode").options == ["mean_std_norm",
+                                                                     "mean_norm"]
+    assert not [t for t in at.text_input if t.key and t.key.startswith("cmp_")]
+    up = at.dataframe[0].value[literal_estimator].to_numpy()
+    at.selectbox(key="cmp_test_choice_est_side").set_value("down").run()
+    at.number_input(key="cmp_test_choice_est_repeat").set_value(3).run()
+    assert not at.exception
+    np.testing.assert_allclose(at.dataframe[0].value[literal_estimator], -1.5 * up)
+    assert parameter_choices(literal_estimator) == {"side": ("up", "down"),
+                                                    "mode": ("mean_std_norm", "mean_norm")}
+
+
+def test_normalisation_highlight_text_column_and_state_key(runs_root):
+    at = app_test("compare", ["--log", str(runs_root)])
+    raw = at.dataframe[0].value
+    assert "observation" in raw.columns and "state" not in raw.columns
+    assert "what the policy saw" in texts(at)
+    at.radio(key="cmp_norm").set_value("z-scored over the group").run()
+    assert not at.exception
+    z = at.dataframe[0].value
+    for name in ("g2po", "grpo", "gigpo"):
+        values = z[name].to_numpy()
+        assert abs(values.mean()) < 1e-9 and abs(values.std() - 1.0) < 1e-9
+        np.testing.assert_allclose(values, zscore(raw, [name])[name])
+    at.selectbox(key="cmp_highlight").set_value("grpo").run()
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert '"width":4' in spec and '"opacity":0.35' in spec
+    assert at.selectbox(key="cmp_state_key").options[:2] == ["exact", "normalized"]
+    at.selectbox(key="cmp_state_key").set_value("similarity:0.8").run()
+    assert not at.exception

@@ -1,4 +1,5 @@
 import io
+import json
 
 import pandas as pd
 
@@ -39,3 +40,48 @@ def test_export_table_adds_other_estimators(runs_root):
 def test_file_names_never_carry_log_text():
     stem = file_stem("run", "step1", XSS_IMG + "/../x")
     assert stem and all(c.isalnum() or c in ".-" for c in stem)
+
+
+def test_node_ids_match_the_graph_and_the_record_names_every_parameter(runs_root):
+    from app.export import read_parquet_metadata, table_bytes
+    from app.views.export import table_metadata
+    from g2po.graph import state_graph
+
+    log = loaders.open_log(runs_root / "run_a")
+    group = log.groups(2)[1]
+    steps = log.load_group(2, group)
+    ctx = AppContext(options=AppOptions(), params=SpecParams(gamma=0.9, state_key="normalized"))
+    table = export_table(steps, ctx, ["gigpo"])
+    graph = state_graph(steps, **ctx.params.g2po_kwargs())
+    assert table["node"].tolist() == graph.steps["node"].tolist()
+    assert table["next_node"].tolist() == graph.steps["next_node"].tolist()
+    added = [c for c in table.columns if c not in steps.columns]
+    meta = table_metadata(ctx, ["gigpo"], {"run": "run_a", "train_step": 2}, added)
+    by_name = {e["name"]: e for e in meta["estimators"]}
+    assert by_name["g2po"]["params"] == {"gamma": 0.9, "w": 1.0, "mode": "mean_std_norm",
+                                         "penalty": 0.1, "success_reward": 10.0,
+                                         "terminal": "binary"}
+    assert {"node", "next_node", "adv", "td_error"} <= set(by_name["g2po"]["columns"])
+    assert by_name["gigpo"]["params"]["omega"] == 1.0  # its own default, recorded too
+    assert by_name["gigpo"]["params"]["gamma"] == 0.9  # the shared one from the sidebar
+    assert by_name["gigpo"]["columns"] == ["gigpo_adv"]
+    assert meta["state_key"] == "normalized" and meta["source"]["train_step"] == 2
+    data = table_bytes(table, "parquet", metadata=meta)
+    assert read_parquet_metadata(data) == meta
+    assert pd.read_parquet(io.BytesIO(data))["node"].tolist() == table["node"].tolist()
+
+
+def test_the_page_shows_the_record_and_offers_the_csv_sidecar(runs_root):
+    at = app_test("export", ["--log", str(runs_root)])
+    assert not at.exception
+    assert {"node", "next_node"} <= set(at.dataframe[0].value.columns)
+    labels = [b.label for b in at.get("download_button")]
+    assert any("JSON sidecar" in label for label in labels)
+    record = at.json[0].value
+    record = json.loads(record) if isinstance(record, str) else record
+    assert record["estimators"][0]["name"] == "g2po"
+    assert record["source"]["group_id"] == at.selectbox(
+        key=next(s.key for s in at.selectbox if s.key and s.key.startswith("group:"))).value
+    at.radio(key="exp_fmt").set_value("parquet").run()
+    assert not any("JSON sidecar" in b.label for b in at.get("download_button"))
+    assert "g2po.export" in "\n".join(c.value for c in at.caption)

@@ -43,3 +43,15 @@ def test_logged_merge_rate_wins_and_big_runs_ask_first():
     assert merge_rate_column(metrics) == "g2po/merge_rate"
     assert merge_rate_column(pd.DataFrame({"train_step": [1]})) is None
     assert AUTO_MERGE_RATE_ROWS >= 100_000
+
+
+def test_a_run_keeps_its_colour_when_another_is_added(runs_root):
+    at = app_test("overview", ["--log", str(runs_root)])
+    at.multiselect(key="runs").set_value(["run_b"]).run()
+    alone = at.get("plotly_chart")[0].proto.spec
+    at.multiselect(key="runs").set_value(["run_a", "run_b"]).run()
+    both = at.get("plotly_chart")[0].proto.spec
+    colour_b = at.session_state["_g2po_run_colors"][f"auto:{(runs_root / 'run_b').resolve()}"]
+    assert f'"{colour_b}"' in alone and f'"{colour_b}"' in both
+    colour_a = at.session_state["_g2po_run_colors"][f"auto:{(runs_root / 'run_a').resolve()}"]
+    assert colour_a != colour_b and f'"{colour_a}"' in both and f'"{colour_a}"' not in alone

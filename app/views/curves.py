@@ -1,0 +1,107 @@
+"""Training curves: every scalar the trainer logged in ``metrics.jsonl`` (losses, KL, grad norm,
+advantage statistics, |TD|, validation scores, timings …), grouped by namespace, for every
+chosen run on one chart per metric, each run in its own colour; optional smoothing; click a
+point to open that training step in the group explorer."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import data
+from app.charts import metric_figure
+from app.context import AppContext, OpenLog
+from app.safe import escape_markdown
+from app.ui import show_error
+from app.views.overview import goto_step, run_colors
+from g2po.errors import G2POError
+from g2po.history import metric_namespaces, metric_series, namespace_of
+
+__all__ = ["render", "DEFAULT_METRICS", "default_metrics"]
+
+#: Shown first when a run logged them (in this order); else the first metric of each namespace.
+DEFAULT_METRICS = ("rollout/success_rate", "actor/pg_loss", "actor/kl_loss", "actor/grad_norm",
+                   "adv/std", "g2po/td_error_abs_mean", "g2po/merge_rate")
+_MAX_DEFAULT = 4
+
+
+def default_metrics(names: list[str]) -> list[str]:
+    """The metrics chosen before the user picks: the known useful ones present, else the first
+    metric of each namespace; at most four."""
+    known = [n for n in DEFAULT_METRICS if n in names]
+    if not known:
+        seen: dict[str, str] = {}
+        for name in names:
+            seen.setdefault(namespace_of(name), name)
+        known = list(seen.values())
+    return known[:_MAX_DEFAULT]
+
+
+def _metrics_of(logs: list[OpenLog]) -> dict[str, pd.DataFrame]:
+    frames = {}
+    for opened in logs:
+        try:
+            frame = data.run_metrics(opened.log, opened.key, data.log_version(opened.log))
+        except data.LOADER_ERRORS + (G2POError,) as err:
+            show_error(f"Cannot read the metrics of {opened.name}", err)
+            continue
+        if len(frame.columns) > 1:
+            frames[opened.name] = frame
+    return frames
+
+
+def render(ctx: AppContext) -> None:
+    st.title("Training curves")
+    if not ctx.logs:
+        st.info("No run open: choose or open one in the sidebar.")
+        return
+    frames = _metrics_of(ctx.logs)
+    if not frames:
+        st.info("None of the chosen runs logged training metrics (run directories record them "
+                "in metrics.jsonl).")
+        return
+    groups: dict[str, set[str]] = {}
+    for frame in frames.values():
+        for ns, names in metric_namespaces(frame).items():
+            groups.setdefault(ns, set()).update(names)
+    options = [name for ns in sorted(groups, key=lambda n: (n.startswith("("), n))
+               for name in sorted(groups[ns])]
+    st.caption(f"{len(options)} metrics in {len(groups)} namespaces: " + escape_markdown(
+        ", ".join(f"{ns} ({len(names)})" for ns, names in groups.items())))
+    default = default_metrics(options)
+    if "cv_metrics" in st.session_state:  # keep the choice; drop what a rerun no longer has
+        st.session_state["cv_metrics"] = [m for m in st.session_state["cv_metrics"]
+                                          if m in options]
+        default = None
+    chosen = st.multiselect("Metrics (type to search, e.g. actor/ or kl)", options,
+                            default=default, key="cv_metrics")
+    smoothing = st.slider("Smoothing (exponential moving average weight; 0 = raw)", 0.0, 0.99,
+                          0.0, 0.01, key="cv_smooth")
+    if not chosen:
+        st.info("Choose at least one metric.")
+        return
+    colors = run_colors([o for o in ctx.logs if o.name in frames])
+    series = metric_series(frames, chosen, smoothing)
+    by_ns: dict[str, list[str]] = {}
+    for name in chosen:
+        by_ns.setdefault(namespace_of(name), []).append(name)
+    clicked = None
+    for ns, names in by_ns.items():
+        st.subheader(escape_markdown(ns))
+        cols = st.columns(2)
+        for i, name in enumerate(names):
+            fig, trace_runs = metric_figure(series, name, colors, smoothed=smoothing > 0)
+            with cols[i % 2]:
+                event = st.plotly_chart(fig, key=f"cv_chart:{name}", on_select="rerun",
+                                        selection_mode="points")
+            points = (event.selection or {}).get("points", []) if event else []
+            if points:
+                curve = int(points[0].get("curve_number", 0))
+                if curve < len(trace_runs):
+                    clicked = (trace_runs[curve], int(points[0]["x"]))
+    if clicked is not None:
+        target = next((o for o in ctx.logs if o.name == clicked[0]), None)
+        if target is not None and clicked[1] in target.log.train_steps():
+            goto_step(ctx, target, clicked[1])
+    with st.expander("The values"):
+        st.dataframe(series, hide_index=True)

@@ -1,0 +1,193 @@
+"""State over training: one state of one task across every training step where the task occurs,
+its visits, value V, value variance and mean advantages, as charts. Tasks are matched across
+training steps by the log's ``task`` column (or by group id, where a run keeps group ids
+stable) from the step files' footers, and one group per training step is read.
+
+Other pages open it on a state with :func:`open_state_history`.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import data
+from app.charts import history_figure
+from app.context import AppContext, OpenLog
+from app.params import SpecParams
+from app.safe import truncate
+from app.ui import md, show_error
+from app.views.overview import goto_step
+from g2po.errors import G2POError
+from g2po.history import state_history
+from loaders.across_steps import TaskIndex, load_groups, task_column, task_index
+
+__all__ = ["render", "open_state_history", "REQUEST", "task_label", "cached_task_index",
+           "match_by"]
+
+#: Session key: the state another page asked this page to show.
+REQUEST = "_g2po_state_history_request"
+_CHARTS = (
+    ({"visits": "visits"}, "Visits (steps taken at the state)", "bars"),
+    ({"value": "V"}, "Value V(state)", "lines"),
+    ({"value_var": "value variance"}, "Variance of the step values merged there", "lines"),
+    ({"adv_mean": "A", "adv_nc_mean": "A^NC", "adv_ec_mean": "A^EC", "adv_ep_mean": "A^EP"},
+     "Mean advantage of the steps taken there", "lines"),
+)
+
+
+def open_state_history(ctx: AppContext, canonical_key: str, train_step: int | None = None,
+                       group_id: str | None = None, run_key: str | None = None) -> None:
+    """Open this page on one state: ``canonical_key`` (a graph node's ``canonical_key``) of the
+    task of group ``group_id`` at ``train_step`` (default: the sidebar's group) of the run
+    ``run_key`` (default: the active run). For the group explorer's "this state over training".
+    """
+    st.session_state[REQUEST] = {
+        "run": run_key or (ctx.active.key if ctx.active else None),
+        "train_step": ctx.train_step if train_step is None else int(train_step),
+        "group_id": ctx.group_id if group_id is None else str(group_id),
+        "key": str(canonical_key),
+    }
+    page = ctx.pages.get("state_history")
+    if page is not None:
+        st.switch_page(page)
+    st.rerun()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_task_index(_log, key: str, version: tuple[int, int], by: str) -> TaskIndex:
+    """:func:`loaders.across_steps.task_index`, once per log version."""
+    return task_index(_log, by)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _task_column(_log, key: str, version: tuple[int, int]) -> str:
+    return task_column(_log)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _history(_log, key: str, version: tuple[int, int], pairs: tuple[tuple[int, str], ...],
+             canonical_key: str, params: SpecParams):
+    steps = load_groups(_log, pairs)
+    return state_history(steps, canonical_key, **params.g2po_kwargs())
+
+
+def task_label(task: str, n_steps: int) -> str:
+    return f"{truncate(task, 90)} · {n_steps} training step(s)"
+
+
+def match_by(opened: OpenLog, key: str) -> str:
+    """How tasks are matched across steps: a choice when the log has a task column."""
+    version = data.log_version(opened.log)
+    if _task_column(opened.log, opened.key, version) == "task":
+        return st.radio("Match the task across training steps by", ["task", "group_id"],
+                        horizontal=True, key=key,
+                        help="task: the log's task column (the same game or instruction); "
+                             "group_id: for runs that keep a task's group id at every step.")
+    st.caption("Tasks are matched across training steps by group id (the log has no `task` "
+               "column).")
+    return "group_id"
+
+
+def render(ctx: AppContext) -> None:
+    st.title("State over training")
+    request = st.session_state.pop(REQUEST, None)
+    opened = ctx.active
+    if request and request.get("run"):
+        opened = next((o for o in ctx.logs if o.key == request["run"]), opened)
+    if opened is None or ctx.train_step is None:
+        st.info("No run open: choose or open one in the sidebar.")
+        return
+    md("Run **{}** · state key **{}**", opened.name, ctx.params.state_key)
+    version = data.log_version(opened.log)
+    try:
+        by = match_by(opened, "sh_by")
+        index = cached_task_index(opened.log, opened.key, version, by)
+    except data.LOADER_ERRORS + (G2POError,) as err:
+        show_error(f"Cannot match the tasks of {opened.name} across training steps", err)
+        return
+    tasks = index.tasks()
+    if not tasks:
+        st.info(f"{opened.name} holds no groups.")
+        return
+    n_steps = index.table.groupby("task")["train_step"].nunique().to_dict()
+    here = (request["train_step"], request["group_id"]) if request else \
+        (ctx.train_step, ctx.group_id)
+    try:
+        current = index.task_of(*here) if here[1] is not None else None
+    except data.LOADER_ERRORS:
+        current = None
+    if request and current is not None:
+        st.session_state["sh_task"] = current
+    if st.session_state.get("sh_task") not in tasks:
+        st.session_state["sh_task"] = current if current in tasks else tasks[0]
+    task = st.selectbox(f"Task ({by})", tasks, key="sh_task",
+                        format_func=lambda t: task_label(t, n_steps.get(t, 0)))
+    groups = index.groups_of(task)
+    occurs = groups["train_step"].tolist()
+
+    if request and request["train_step"] in occurs:
+        st.session_state["sh_from"] = request["train_step"]
+    if st.session_state.get("sh_from") not in occurs:
+        st.session_state["sh_from"] = ctx.train_step if ctx.train_step in occurs else occurs[-1]
+    pick_col, state_col = st.columns([1, 3])
+    source = pick_col.selectbox("Pick the state at training step", occurs, key="sh_from")
+    source_group = str(groups.loc[groups["train_step"] == source, "group_id"].iloc[0])
+    try:
+        graph = data.group_graph(opened.log, opened.key, int(source), source_group, ctx.params)
+    except data.LOADER_ERRORS + (G2POError,) as err:
+        show_error(f"Cannot build the graph of group {source_group}", err)
+        return
+    states = graph.nodes[graph.nodes["kind"] == "state"].sort_values(
+        ["visits", "depth"], ascending=[False, True])
+    keys = states["canonical_key"].astype(str).tolist()
+    info = {str(k): (int(v), float(val), str(lab)) for k, v, val, lab in zip(
+        states["canonical_key"], states["visits"], states["value"], states["label"],
+        strict=True)}
+    if request and request["key"] in info:
+        st.session_state["sh_state"] = request["key"]
+    if st.session_state.get("sh_state") not in info:
+        st.session_state["sh_state"] = keys[0]
+    key = state_col.selectbox(
+        "State", keys, key="sh_state",
+        format_func=lambda k: f"visits {info[k][0]} · V {info[k][1]:.3g} · "
+                              f"{truncate(info[k][2], 80)}")
+
+    pairs = tuple(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
+                      strict=True))
+    placeholder = st.empty()
+    with placeholder, st.spinner(f"Reading one group of each of {len(pairs)} training steps…"):
+        try:
+            history = _history(opened.log, opened.key, version, pairs, key, ctx.params)
+        except data.LOADER_ERRORS + (G2POError,) as err:
+            show_error(f"Cannot follow task {truncate(task, 60)} across training", err)
+            return
+    reached = history[history["visits"] > 0]
+    cols = st.columns(4)
+    cols[0].metric("Training steps with the task", len(history))
+    cols[1].metric("… where the state is reached", len(reached))
+    if len(reached):
+        cols[2].metric("V, first → last", f"{reached['value'].iloc[0]:.3g} → "
+                                          f"{reached['value'].iloc[-1]:.3g}")
+        cols[3].metric("Visits, first → last", f"{int(reached['visits'].iloc[0])} → "
+                                               f"{int(reached['visits'].iloc[-1])}")
+    if (groups["n_groups"] > 1).any():
+        st.caption("Some training steps hold the task in several groups; the first group (by "
+                   "id) of each is shown.")
+    with st.expander("The state's text", expanded=False):
+        st.code(info[key][2], language=None, wrap_lines=True)
+
+    clicked = None
+    grid = st.columns(2)
+    for i, (columns, title, kind) in enumerate(_CHARTS):
+        with grid[i % 2]:
+            event = st.plotly_chart(history_figure(history, columns, title, kind),
+                                    key=f"sh_chart{i}", on_select="rerun",
+                                    selection_mode="points")
+        points = (event.selection or {}).get("points", []) if event else []
+        if points:
+            clicked = int(points[0]["x"])
+    if clicked is not None and clicked in occurs:
+        group = str(groups.loc[groups["train_step"] == clicked, "group_id"].iloc[0])
+        goto_step(ctx, opened, clicked, group)
+    st.caption("Click a point to open that training step's group in the group explorer.")
+    st.dataframe(history, hide_index=True)

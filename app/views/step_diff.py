@@ -1,0 +1,129 @@
+"""Step diff: one task at two training steps side by side, the state graph of each, and what
+changed: states and transitions that appeared or vanished, each kept state's value change,
+and the change of the success rate."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import data
+from app.context import AppContext
+from app.graph_component import graph_component
+from app.graph_html import Highlight, network_data
+from app.safe import truncate
+from app.tables import style_diverging
+from app.ui import md, show_error
+from app.views.state_history import cached_task_index, match_by, task_label
+from g2po.errors import G2POError
+from g2po.graph import StateGraph
+from g2po.stepdiff import APPEARED, KEPT, VANISHED, step_diff
+
+__all__ = ["render", "changed_highlight", "GRAPH_HEIGHT"]
+
+GRAPH_HEIGHT = 460
+
+
+def changed_highlight(transitions: pd.DataFrame, states: pd.DataFrame, side: str) -> Highlight:
+    """Graph ``side`` (``a`` or ``b``) with what the other step lacks emphasised: in A the
+    states and transitions that vanished, in B those that appeared."""
+    status = VANISHED if side == "a" else APPEARED
+    nodes = states.loc[states["status"] == status, f"node_{side}"]
+    edges = transitions[transitions["status"] == status]
+    keys = {(int(s), str(a), int(t)) for s, a, t in zip(
+        edges[f"from_node_{side}"], edges["action"], edges[f"to_node_{side}"], strict=True)}
+    return Highlight(nodes=frozenset(int(n) for n in nodes), edges=frozenset(keys))
+
+
+def _draw(graph: StateGraph, highlight: Highlight, title: str, key: str, graph_key: str,
+          success_reward: float) -> None:
+    drawn = network_data(graph, highlight, success_reward=success_reward, title=title,
+                         graph_id=graph_key)
+    graph_component(drawn, height=GRAPH_HEIGHT, key=key)
+
+
+def render(ctx: AppContext) -> None:
+    st.title("Step diff")
+    opened = ctx.active
+    if opened is None or ctx.train_step is None:
+        st.info("No run open: choose or open one in the sidebar.")
+        return
+    md("Run **{}** · state key **{}**", opened.name, ctx.params.state_key)
+    version = data.log_version(opened.log)
+    try:
+        by = match_by(opened, "sd_by")
+        index = cached_task_index(opened.log, opened.key, version, by)
+    except data.LOADER_ERRORS + (G2POError,) as err:
+        show_error(f"Cannot match the tasks of {opened.name} across training steps", err)
+        return
+    counts = index.table.groupby("task")["train_step"].nunique()
+    tasks = [t for t in index.tasks() if counts[t] >= 2]
+    if not tasks:
+        st.info(f"No task of {opened.name} occurs at two training steps (matched by {by}).")
+        return
+    try:
+        current = index.task_of(ctx.train_step, ctx.group_id) if ctx.group_id else None
+    except data.LOADER_ERRORS:
+        current = None
+    if st.session_state.get("sd_task") not in tasks:
+        st.session_state["sd_task"] = current if current in tasks else tasks[0]
+    task = st.selectbox(f"Task ({by})", tasks, key="sd_task",
+                        format_func=lambda t: task_label(t, int(counts[t])))
+    groups = index.groups_of(task)
+    occurs = groups["train_step"].astype(int).tolist()
+    here = occurs.index(ctx.train_step) if ctx.train_step in occurs else len(occurs) - 1
+    a_col, b_col = st.columns(2)
+    step_a = a_col.selectbox("Training step A", occurs, index=max(here - 1, 0),
+                             key=f"sd_a:{task}")
+    step_b = b_col.selectbox("Training step B", occurs, index=max(here, 1), key=f"sd_b:{task}")
+    if step_a == step_b:
+        st.info("Choose two different training steps.")
+        return
+    group_of = dict(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
+                        strict=True))
+    graphs = {}
+    for side, step in (("a", step_a), ("b", step_b)):
+        try:
+            graphs[side] = data.group_graph(opened.log, opened.key, int(step), group_of[step],
+                                            ctx.params)
+        except data.LOADER_ERRORS + (G2POError,) as err:
+            show_error(f"Cannot build the graph of group {group_of[step]} at training step "
+                       f"{step}", err)
+            return
+    diff = step_diff(graphs["a"], graphs["b"])
+    n = diff.counts()
+    cols = st.columns(5)
+    cols[0].metric(f"Success rate at {step_b}", f"{diff.success_b:.0%}",
+                   f"{diff.success_change:+.0%} vs {step_a}")
+    cols[1].metric("States appeared", n["states_appeared"])
+    cols[2].metric("States vanished", n["states_vanished"])
+    cols[3].metric("Transitions appeared", n["transitions_appeared"])
+    cols[4].metric("Transitions vanished", n["transitions_vanished"])
+
+    left, right = st.columns(2)
+    for column, side, step, what in ((left, "a", step_a, "vanished by"),
+                                     (right, "b", step_b, "new at")):
+        with column:
+            md("**Training step {}** · group {}", step, group_of[step])
+            st.caption(f"Emphasised: states and transitions {what} training step "
+                       f"{step_b if side == 'a' else step}.")
+            gid = data.graph_id(opened.key, int(step), group_of[step], ctx.params)
+            _draw(graphs[side], changed_highlight(diff.transitions, diff.states, side),
+                  f"Training step {step}, group {group_of[step]}", f"sd_graph_{side}", gid,
+                  ctx.params.success_reward)
+
+    st.subheader("States")
+    status = st.multiselect("Show", [APPEARED, VANISHED, KEPT], default=[APPEARED, VANISHED, KEPT],
+                            key="sd_status")
+    shown = diff.states[diff.states["status"].isin(status)].assign(
+        state=lambda f: f["label"].map(lambda s: truncate(s, 80))).drop(columns=["label", "key"])
+    shown = shown[["state", *[c for c in shown.columns if c != "state"]]]
+    st.dataframe(style_diverging(shown, ["value_change"]), hide_index=True, height=300)
+    st.subheader("Transitions")
+    edges = diff.transitions[diff.transitions["status"].isin(status)]
+    edges = edges.assign(source=edges["source"].map(lambda s: truncate(s, 50)),
+                         action=edges["action"].map(lambda s: truncate(s, 50)),
+                         target=edges["target"].map(lambda s: truncate(s, 50)))
+    st.dataframe(edges.drop(columns=[c for c in edges.columns if c.endswith(("_node_a",
+                                                                             "_node_b"))]),
+                 hide_index=True, height=300)

@@ -1,0 +1,43 @@
+"""The node ids of every step, as the group's state graph numbers them.
+
+:func:`g2po.graph.state_graph` numbers one group's state nodes 0 … n−1 in order of first
+appearance, then the success and failure terminals n and n+1. Exports and tables of many groups
+at once need the same ids without building each group's graph: :func:`step_node_ids` computes
+them for every group at once from the estimator's index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from g2po.index import StepIndex
+
+__all__ = ["step_node_ids"]
+
+
+def step_node_ids(ix: StepIndex, success: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per step, the id of its node and of the next step's node in its group's state graph.
+
+    Parameters
+    ----------
+    ix : the step table's index (node codes global over groups, in order of first appearance).
+    success : (n_steps,) bool, the step's trajectory reached the success terminal (the G2PO
+        estimator's ``success`` column).
+
+    Returns
+    -------
+    node, next_node : (n_steps,) int64 each; on a trajectory's last step ``next_node`` is the
+        group's success terminal (its number of state nodes) or failure terminal (one more).
+    """
+    n_states = np.bincount(ix.node_group, minlength=ix.n_groups)
+    # node codes follow first appearance, so a node's rank among its group's codes is its id
+    order = np.lexsort((np.arange(ix.n_nodes), ix.node_group))
+    first = np.concatenate([[0], np.cumsum(n_states)[:-1]])
+    local = np.empty(ix.n_nodes, dtype=np.int64)
+    local[order] = np.arange(ix.n_nodes) - first[ix.node_group[order]]
+    node = local[ix.node]
+    terminal = n_states[ix.group] + np.where(np.asarray(success, dtype=bool), 0, 1)
+    has_next = ix.next_row >= 0
+    next_node = terminal.astype(np.int64)
+    next_node[has_next] = node[ix.next_row[has_next]]
+    return node, next_node

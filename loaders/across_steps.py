@@ -1,0 +1,219 @@
+"""Reading a log across training steps: which group of each training step holds which task, and
+one group per training step with only the columns asked for.
+
+A task (one game, one instruction) gets a new group id at every training step in many trainers,
+so following it across training means matching it step by step. The match comes from the
+``task`` column where the log has one, else from the group id itself (for runs that keep group
+ids stable across training steps). For run directories it is read from the step files' footers:
+the ``g2po.step`` layout names each group's row group, and Parquet's column statistics give that
+row group's task when the row group holds one group (min = max); only row groups packing several
+small groups have their two columns (``group_id``, ``task``) read. No step rows are loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from g2po.steps import REQUIRED_COLUMNS
+from loaders.checks import finish_steps
+from loaders.errors import LoaderError, LogFormatError
+from loaders.log import Log
+from loaders.report import LoadReport
+from loaders.rundir import META_KEY, Run
+
+__all__ = ["TaskIndex", "task_index", "task_column", "load_groups", "TASK_COLUMN",
+           "HISTORY_COLUMNS"]
+
+#: The step-table column that names a task across training steps.
+TASK_COLUMN = "task"
+#: The columns a state's history needs: the required ones (the estimator's inputs) and the step.
+HISTORY_COLUMNS = ("train_step", *REQUIRED_COLUMNS)
+_THREADS = 4
+#: (path, mtime_ns, size, column) → {group_id: task}; a rewritten step file gets a new entry.
+_CACHE: dict[tuple[str, int, int, str], dict[str, str]] = {}
+
+
+@dataclass(frozen=True)
+class TaskIndex:
+    """Which group of each training step holds which task.
+
+    by : what identifies a task across training steps: ``task`` (the column) or ``group_id``.
+    table : one row per (train_step, group_id): ``train_step`` (int), ``group_id`` (str),
+        ``task`` (str; the group id itself when ``by`` is ``group_id``), sorted by step and group.
+    """
+
+    by: str
+    table: pd.DataFrame
+
+    def tasks(self) -> list[str]:
+        """Every task, the one seen at the most training steps first (ties by name)."""
+        counts = self.table.groupby("task", sort=True)["train_step"].nunique()
+        return counts.sort_values(ascending=False, kind="stable").index.tolist()
+
+    def task_of(self, train_step: int, group_id: str) -> str:
+        """The task of one group; raises :class:`LoaderError` naming the group if unknown."""
+        hit = self.table[(self.table["train_step"] == train_step) &
+                         (self.table["group_id"] == str(group_id))]
+        if hit.empty:
+            raise LoaderError(f"training step {train_step} has no group {str(group_id)!r}")
+        return str(hit["task"].iloc[0])
+
+    def groups_of(self, task: str) -> pd.DataFrame:
+        """One group per training step where ``task`` occurs (the first by group id when a step
+        holds several): columns train_step, group_id, n_groups (groups of the task that step)."""
+        rows = self.table[self.table["task"] == str(task)]
+        counts = rows.groupby("train_step")["group_id"].transform("size")
+        out = rows.assign(n_groups=counts.to_numpy()).drop_duplicates("train_step")
+        return out[["train_step", "group_id", "n_groups"]].reset_index(drop=True)
+
+
+def task_column(log: Log) -> str:
+    """``task`` when the log's step rows carry a task column, else ``group_id``."""
+    steps = log.train_steps()
+    if not steps:
+        return "group_id"
+    if isinstance(log, Run):
+        path = log.step_file(steps[-1])
+        try:
+            names = pq.read_schema(path).names
+        except (pa.ArrowInvalid, OSError) as err:
+            raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+        return TASK_COLUMN if TASK_COLUMN in names else "group_id"
+    columns = log.load_step(steps[-1]).columns
+    return TASK_COLUMN if TASK_COLUMN in columns else "group_id"
+
+
+def task_index(log: Log, by: str | None = None) -> TaskIndex:
+    """The task of every group of every training step of ``log``.
+
+    ``by``: ``task`` or ``group_id``; None picks :func:`task_column`. For run directories only
+    footers are read (and the two columns of row groups that pack several groups); other logs
+    are tables in memory and are read directly.
+    """
+    by = by or task_column(log)
+    if by not in (TASK_COLUMN, "group_id"):
+        raise ValueError(f"tasks are matched by 'task' or 'group_id', got {by!r}")
+    frames = []
+    for step in log.train_steps():
+        if by == "group_id":
+            mapping = {str(g): str(g) for g in log.groups(step)}
+        elif isinstance(log, Run):
+            mapping = _run_step_tasks(log.step_file(step))
+        else:
+            rows = log.load_step(step)
+            if TASK_COLUMN not in rows.columns:
+                raise LoaderError(f"{log.path}: training step {step} has no column "
+                                  f"{TASK_COLUMN!r}; match tasks by group_id instead")
+            pairs = rows[["group_id", TASK_COLUMN]].drop_duplicates("group_id")
+            mapping = dict(zip(pairs["group_id"].astype(str),
+                               pairs[TASK_COLUMN].astype(str), strict=True))
+        frames.append(pd.DataFrame({"train_step": step, "group_id": list(mapping),
+                                    "task": list(mapping.values())}))
+    table = pd.concat(frames, ignore_index=True) if frames else \
+        pd.DataFrame({"train_step": pd.Series(dtype=np.int64), "group_id": [], "task": []})
+    table = table.astype({"train_step": np.int64, "group_id": str, "task": str})
+    return TaskIndex(by, table.sort_values(["train_step", "group_id"]).reset_index(drop=True))
+
+
+def _run_step_tasks(path: Path) -> dict[str, str]:
+    """group_id → task of one step file, from its footer where the statistics suffice."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size, TASK_COLUMN)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    try:
+        meta = pq.read_metadata(path)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+    names = meta.schema.to_arrow_schema().names
+    if TASK_COLUMN not in names:
+        raise LoaderError(f"{path}: no column {TASK_COLUMN!r}; match tasks by group_id instead")
+    column = names.index(TASK_COLUMN)
+    layout = json.loads((meta.metadata or {}).get(META_KEY, b"{}")).get("groups", [])
+    mapping: dict[str, str] = {}
+    unresolved: set[int] = set()
+    for entry in layout:
+        rg = entry.get("row_group")
+        if rg is None:
+            unresolved.add(-1)
+            continue
+        stats = meta.row_group(rg).column(column).statistics
+        if stats is not None and stats.has_min_max and stats.min == stats.max and \
+                stats.null_count == 0:
+            mapping[str(entry["group_id"])] = str(stats.min)
+        else:
+            unresolved.add(int(rg))
+    if unresolved or not layout:
+        mapping.update(_read_tasks(path, None if (-1 in unresolved or not layout)
+                                   else sorted(unresolved)))
+    _CACHE[key] = mapping
+    return mapping
+
+
+def _read_tasks(path: Path, row_groups: list[int] | None) -> dict[str, str]:
+    """group_id → task from the two columns (of some row groups, or the whole file)."""
+    try:
+        file = pq.ParquetFile(path)
+        table = (file.read(columns=["group_id", TASK_COLUMN]) if row_groups is None else
+                 file.read_row_groups(row_groups, columns=["group_id", TASK_COLUMN]))
+    except (pa.ArrowInvalid, OSError) as err:
+        raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+    frame = table.to_pandas().drop_duplicates("group_id")
+    return dict(zip(frame["group_id"].astype(str), frame[TASK_COLUMN].astype(str), strict=True))
+
+
+def load_groups(log: Log, pairs: Iterable[tuple[int, str]],
+                columns: Sequence[str] = HISTORY_COLUMNS) -> pd.DataFrame:
+    """The step rows of several (train_step, group_id) groups, one frame, validated, with only
+    ``columns`` (those the log has; the required ones always).
+
+    For run directories each group is one row group read with column projection (the text
+    columns a history does not need, observations and responses, stay on disk), several files
+    at once in threads; other logs go through ``Log.load_group``.
+    """
+    pairs = [(int(s), str(g)) for s, g in pairs]
+    if not pairs:
+        return pd.DataFrame(columns=list(columns))
+    if not isinstance(log, Run):
+        frames = [log.load_group(s, g) for s, g in pairs]
+        frame = pd.concat(frames, ignore_index=True)
+        keep = [c for c in columns if c in frame.columns]
+        return frame[keep]
+
+    def one(pair: tuple[int, str]) -> pa.Table:
+        step, group = pair
+        path = log.step_file(step)
+        entry = next((g for g in log._footer(step)["groups"] if g["group_id"] == group), None)
+        if entry is None:
+            log._no_group(step, group, log.groups(step))
+        try:
+            file = pq.ParquetFile(path)
+            names = file.schema_arrow.names
+            wanted = [c for c in columns if c in names]
+            if "row_group" in entry:
+                table = file.read_row_group(entry["row_group"], columns=wanted)
+                table = table.slice(entry["start"], entry["stop"] - entry["start"])
+            else:
+                table = pq.read_table(path, columns=wanted,
+                                      filters=[("group_id", "==", group)])
+        except (pa.ArrowInvalid, OSError) as err:
+            raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+        if "train_step" not in table.column_names:
+            table = table.append_column("train_step", pa.array(np.full(len(table), step)))
+        return table.replace_schema_metadata(None)
+
+    with ThreadPoolExecutor(max_workers=min(_THREADS, len(pairs))) as pool:
+        tables = list(pool.map(one, pairs))
+    table = pa.concat_tables(tables, promote_options="permissive")
+    report = LoadReport(str(log.path), log.format)
+    return finish_steps(table.to_pandas(), str(log.path), report, label="row")

@@ -1,0 +1,83 @@
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+import loaders
+from app.params import SpecParams
+from g2po.graph import state_graph
+from tests.app.builders import app_test, texts
+from tests.app.views.conftest import assert_no_markup_from_logs
+
+
+def history_table(at):
+    return next(d.value for d in at.dataframe if "visits" in d.value.columns)
+
+
+def test_state_over_training_by_task_column(training_runs):
+    at = app_test("state_history", ["--log", str(training_runs / "train_a")])
+    assert not at.exception
+    assert at.title[0].value == "State over training"
+    assert at.radio(key="sh_by").value == "task"
+    # the sidebar's group is s4-task-0 at step 4: its task, task-0
+    assert at.selectbox(key="sh_task").value == "task-0"
+    assert len(at.get("plotly_chart")) == 4
+    table = history_table(at)
+    assert table["train_step"].tolist() == [1, 2, 3, 4]
+    assert table["group_id"].tolist() == [f"s{s}-task-0" for s in (1, 2, 3, 4)]
+    key = at.selectbox(key="sh_state").value
+    log = loaders.open_log(training_runs / "train_a")
+    graph = state_graph(log.load_group(2, "s2-task-0"), **SpecParams().g2po_kwargs())
+    node = graph.nodes[graph.nodes["canonical_key"] == key]
+    row = table[table["train_step"] == 2].iloc[0]
+    assert row["visits"] == int(node["visits"].iloc[0])
+    assert np.isclose(row["value"], node["value"].iloc[0])
+    assert "where the state is reached" in [m.label for m in at.metric][1]
+
+
+def test_matching_by_group_id_follows_one_group_id(training_runs, runs_root):
+    at = app_test("state_history", ["--log", str(training_runs / "train_a")])
+    at.radio(key="sh_by").set_value("group_id").run()
+    assert not at.exception
+    assert at.selectbox(key="sh_task").value == "s4-task-0"
+    assert history_table(at)["train_step"].tolist() == [4]
+    at = app_test("state_history", ["--log", str(runs_root / "run_a")])  # no task column
+    assert not at.exception
+    assert "matched across training steps by group id" in texts(at)
+    assert history_table(at)["train_step"].tolist() == [1, 2, 3]
+
+
+def _open_from_another_page(log_path: str, key: str) -> None:  # runs inside AppTest
+    import streamlit as st
+
+    import loaders
+    from app.context import AppContext, OpenLog
+    from app.data import LogRef
+    from app.options import AppOptions
+    from app.shell import run
+    from app.views.state_history import open_state_history
+
+    if "_asked" not in st.session_state:  # what the group explorer's node panel does
+        st.session_state["_asked"] = True
+        ref = LogRef("train_a", log_path)
+        ctx = AppContext(options=AppOptions(), active=OpenLog(ref, loaders.open_log(log_path)),
+                         train_step=3, group_id="s3-task-2")
+        open_state_history(ctx, key)
+    run(argv=["--log", log_path], start_page="state_history")
+
+
+def test_open_state_history_opens_the_page_on_a_state(training_runs):
+    path = str((training_runs / "train_a").resolve())
+    graph = state_graph(loaders.open_log(path).load_group(3, "s3-task-2"))
+    key = str(graph.nodes["canonical_key"].iloc[2])
+    at = AppTest.from_function(_open_from_another_page, kwargs={"log_path": path, "key": key},
+                               default_timeout=60).run()
+    assert not at.exception
+    assert at.selectbox(key="sh_task").value == "task-2"
+    assert at.selectbox(key="sh_from").value == 3
+    assert at.selectbox(key="sh_state").value == key
+    assert history_table(at)["train_step"].tolist() == [1, 2, 3, 4]
+
+
+def test_hostile_text_stays_text(hostile_run):
+    at = app_test("state_history", ["--log", str(hostile_run)])
+    assert_no_markup_from_logs(at)
+    assert len(at.get("plotly_chart")) == 4

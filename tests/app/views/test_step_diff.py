@@ -1,0 +1,68 @@
+import loaders
+from app.params import SpecParams
+from app.views.step_diff import changed_highlight
+from g2po.graph import state_graph
+from g2po.stepdiff import step_diff
+from tests.app.builders import app_test, texts
+from tests.app.views.conftest import assert_no_markup_from_logs
+
+
+def test_two_steps_of_a_task_side_by_side_with_their_diff(training_runs):
+    at = app_test("step_diff", ["--log", str(training_runs / "train_a")])
+    assert not at.exception
+    assert at.title[0].value == "Step diff"
+    assert at.selectbox(key="sd_task").value == "task-0"
+    assert at.selectbox(key="sd_a:task-0").value == 3
+    assert at.selectbox(key="sd_b:task-0").value == 4
+    labels = {m.label: m.value for m in at.metric}
+    log = loaders.open_log(training_runs / "train_a")
+    params = SpecParams().g2po_kwargs()
+    expected = step_diff(state_graph(log.load_group(3, "s3-task-0"), **params),
+                         state_graph(log.load_group(4, "s4-task-0"), **params))
+    assert labels["States appeared"] == str(expected.counts()["states_appeared"])
+    assert labels["Transitions vanished"] == str(expected.counts()["transitions_vanished"])
+    assert labels["Success rate at 4"] == f"{expected.success_b:.0%}"
+    states, edges = at.dataframe[0].value, at.dataframe[1].value
+    assert len(states) == len(expected.states) and len(edges) == len(expected.transitions)
+    assert "value_change" in states.columns
+
+    at.selectbox(key="sd_a:task-0").select(1).run()
+    at.multiselect(key="sd_status").set_value(["appeared"]).run()
+    assert not at.exception
+    assert set(at.dataframe[0].value["status"]) <= {"appeared"}
+    at.selectbox(key="sd_b:task-0").select(1).run()
+    assert "two different training steps" in texts(at)
+
+
+def test_the_graphs_emphasise_what_the_other_step_lacks(training_runs):
+    log = loaders.open_log(training_runs / "train_a")
+    a = state_graph(log.load_group(1, "s1-task-1"))
+    b = state_graph(log.load_group(2, "s2-task-1"))
+    diff = step_diff(a, b)
+    in_b = changed_highlight(diff.transitions, diff.states, "b")
+    appeared = diff.states[diff.states["status"] == "appeared"]
+    assert in_b.nodes == frozenset(appeared["node_b"].astype(int))
+    for source, action, target in in_b.edges:
+        assert ((b.edges["source"] == source) & (b.edges["action"] == action) &
+                (b.edges["target"] == target)).any()
+    in_a = changed_highlight(diff.transitions, diff.states, "a")
+    assert all(n in a.nodes.index for n in in_a.nodes)
+
+
+def test_a_run_without_repeated_tasks_says_so(tmp_path):
+    from loaders import RunWriter
+    from tests.app.builders import group_steps
+
+    writer = RunWriter(tmp_path / "once", {})
+    for step in (1, 2):
+        writer.write_step(step, group_steps(seed=step, rows=200).assign(
+            group_id=lambda f, s=step: f"s{s}-" + f["group_id"].astype(str)))
+    at = app_test("step_diff", ["--log", str(tmp_path / "once")])
+    assert not at.exception
+    assert "occurs at two training steps" in texts(at)
+
+
+def test_hostile_text_stays_text(hostile_run):
+    at = app_test("step_diff", ["--log", str(hostile_run)])
+    assert_no_markup_from_logs(at)
+    assert len(at.get("component_instance")) == 2  # the two graphs

@@ -1,0 +1,90 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from g2po.graph import state_graph
+from g2po.history import (
+    NO_NAMESPACE,
+    metric_namespaces,
+    metric_series,
+    namespace_of,
+    smooth,
+    state_history,
+)
+from tests.app.builders import group_steps
+
+
+def test_namespaces_keep_scalars_only():
+    frame = pd.DataFrame({"train_step": [1, 2], "actor/pg_loss": [0.1, 0.2],
+                          "actor/kl": [None, 0.3], "val-core/tw/acc": [0.5, None],
+                          "timing_s/gen": [1, 2], "flag": [True, False], "lr": [1e-6, 1e-6],
+                          "note": ["a", "b"], "hist": [[1, 2], [3]], "nan/only": [np.nan] * 2})
+    groups = metric_namespaces(frame)
+    assert list(groups) == ["actor", "timing_s", "val-core", NO_NAMESPACE]
+    assert groups["actor"] == ["actor/kl", "actor/pg_loss"]
+    assert groups[NO_NAMESPACE] == ["flag", "lr"]
+    assert namespace_of("adv/ec/std") == "adv" and namespace_of("/x") == NO_NAMESPACE
+
+
+def test_smoothing_is_tensorboards_debiased_ema_and_skips_gaps():
+    values = np.array([1.0, np.nan, 3.0, 5.0])
+    out = smooth(values, 0.5)
+    # by hand: acc 0.5 → /0.5 = 1; acc 0.25+1.5=1.75 → /0.75; acc 0.875+2.5=3.375 → /0.875
+    np.testing.assert_allclose(out[[0, 2, 3]], [1.0, 1.75 / 0.75, 3.375 / 0.875])
+    assert np.isnan(out[1])
+    np.testing.assert_array_equal(smooth(values, 0.0), values)
+    np.testing.assert_allclose(smooth(np.full(5, 2.0), 0.9), 2.0)  # no pull toward 0
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        smooth(values, 1.0)
+
+
+def test_metric_series_is_long_and_skips_missing():
+    a = pd.DataFrame({"train_step": [2, 1], "m": [4.0, 2.0]})
+    b = pd.DataFrame({"train_step": [1, 2, 3], "m": [1.0, None, 3.0], "other": [1, 1, 1]})
+    series = metric_series({"a": a, "b": b}, ["m", "other"], smoothing=0.5)
+    m = series[series["metric"] == "m"]
+    assert m[m["run"] == "a"]["train_step"].tolist() == [1, 2]
+    assert m[m["run"] == "b"]["train_step"].tolist() == [1, 3]
+    assert set(series[series["metric"] == "other"]["run"]) == {"b"}
+    np.testing.assert_allclose(m[m["run"] == "a"]["smoothed"], smooth(np.array([2.0, 4.0]),
+                                                                        0.5))
+    assert metric_series({"a": a}, ["missing"]).empty
+
+
+def _steps_per_train_step(n: int = 3) -> pd.DataFrame:
+    parts = []
+    for step in range(1, n + 1):
+        steps = group_steps(seed=step, rows=400)
+        parts.append(steps[steps["group_id"] == "task-1"].assign(train_step=step))
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_state_history_equals_each_steps_own_graph():
+    steps = _steps_per_train_step()
+    key = steps["state_key"].iloc[0]
+    history = state_history(steps, key, gamma=0.9, w=0.5)
+    assert history["train_step"].tolist() == [1, 2, 3]
+    for row in history.itertuples():
+        group = steps[steps["train_step"] == row.train_step]
+        graph = state_graph(group, gamma=0.9, w=0.5)
+        node = graph.nodes[graph.nodes["canonical_key"] == key]
+        at = graph.steps[graph.steps["node"] == node.index[0]]
+        assert row.visits == int(node["visits"].iloc[0]) == len(at)
+        assert row.value == pytest.approx(node["value"].iloc[0])
+        assert row.value_var == pytest.approx(node["value_var"].iloc[0])
+        assert row.adv_mean == pytest.approx(at["adv"].mean())
+        assert row.adv_nc_mean == pytest.approx(at["adv_nc"].mean())
+        assert row.traj_share == pytest.approx(at["traj_id"].nunique() /
+                                               group["traj_id"].nunique())
+
+
+def test_a_state_not_reached_at_a_step_has_zero_visits_and_no_numbers():
+    steps = _steps_per_train_step(2)
+    key = steps["state_key"].iloc[0]
+    second = (steps["train_step"] == 2).to_numpy()
+    steps.loc[second & (steps["state_key"] == key).to_numpy(), "state_key"] = "elsewhere"
+    history = state_history(steps, key)
+    reached = history.set_index("train_step")
+    assert reached.loc[1, "visits"] > 0 and reached.loc[2, "visits"] == 0
+    assert np.isnan(reached.loc[2, "value"]) and np.isnan(reached.loc[2, "adv_mean"])
+    assert state_history(steps.iloc[:0], key).empty
