@@ -6,6 +6,8 @@ the last K (observation, action) steps, the current observation and the admissib
 :func:`parse_action` projects a response to an action and says whether it is valid: a tagged
 action that matches an admissible one (ignoring case, spacing, quotes and a final full stop),
 or, in a free-form environment without an admissible list, any non-empty tagged text.
+:func:`current_observation` reads the current observation back out of a prompt (logs store
+prompts; the state graph merges on observations).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ __all__ = [
     "extract_action",
     "normalize_action",
     "format_response",
+    "current_observation",
 ]
 
 DEFAULT_ROLE = "You are an expert agent playing a text-based game."
@@ -29,6 +32,12 @@ _THINK_RE = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
 _SPACE_RE = re.compile(r"\s+")
 # Raw text kept as the "action" of a response without a tag: enough to recognise it.
 _RAW_ACTION_CHARS = 200
+# What follows the current observation in a prompt: the admissible list, else the closing
+# instructions (free-form environments). verl-agent's ALFWorld/WebShop prompts read the same.
+_OBSERVATION_MARK = re.compile(r"[Yy]our current observation is: ?")
+_OBSERVATION_END = re.compile(
+    r"\s*\n\s*(?:Your admissible actions of the current situation are:|"
+    r"Now it's your turn to take an action\.)")
 
 
 def extract_action(response: str) -> str | None:
@@ -143,3 +152,23 @@ def build_prompt(
         "<action> </action> tags."
     )
     return "\n".join(lines)
+
+
+def current_observation(prompt: str) -> str | None:
+    """The current observation of a :func:`build_prompt` prompt (or a verl-agent one), without
+    the task, the history or the admissible actions; None when ``prompt`` is not in that
+    format. The last "current observation is:" counts: the history before it may quote old
+    prompts.
+
+    >>> current_observation(build_prompt("find it", "A hall.\\nA door.", ["go east"],
+    ...                                  [("A cellar.", "go up")]))
+    'A hall.\\nA door.'
+    >>> current_observation("What is 2 + 2?") is None
+    True
+    """
+    marks = list(_OBSERVATION_MARK.finditer(prompt or ""))
+    if not marks:
+        return None
+    rest = prompt[marks[-1].end():]
+    end = _OBSERVATION_END.search(rest)
+    return (rest[:end.start()] if end else rest).strip()

@@ -16,7 +16,10 @@ The layout, as verl 0.9.1 writes it (``RayPPOTrainer._write_generations`` and th
 Mapping to the step table: group = the prompt uid; trajectory = uid plus session; ``t`` = index;
 episode reward = the score of the trajectory's last turn; ``is_action_valid`` from the reward
 extra of that name (True when absent, and the report says so). The state key is the current
-observation: by default the last user / tool / environment message of ``input``; pass
+observation (:func:`default_state`): the last user / tool / environment message of ``input``
+(chat templates: Qwen / ChatML, Llama 3), and inside it, when it is an agent prompt in the
+paper's format (g2po's own, verl-agent's), only the current observation — not the task, the
+history or the admissible actions, which differ between rollouts in the same state. Pass
 ``state_regex`` to extract it yourself. Without ``uid`` (older verl, or the legacy trainer),
 each line is one whole trajectory of one step, and lines with the same ``input`` form a group.
 """
@@ -30,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from g2po.agent_format import current_observation
 from g2po.errors import UserPatternError
 from g2po.steps import real_numbers
 from g2po.user_regex import UserPattern, compile_user_pattern
@@ -46,6 +50,7 @@ __all__ = [
     "load_verl_file",
     "verl_steps",
     "last_env_message",
+    "default_state",
     "extract_last",
     "default_action",
     "is_verl_record",
@@ -99,6 +104,22 @@ def last_env_message(text: str) -> str | None:
             end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
             return _strip_end_tokens(text[marks[i].end():end])
     return None
+
+
+def default_state(text: str) -> str | None:
+    """The default state key of a decoded prompt: the current observation of the last
+    environment message (or of the whole text when it has no role markers, e.g. a plain or a
+    Llama 3 template decoded without its special tokens); the whole last message when it is
+    not in the agent-prompt format; None when neither rule applies.
+
+    >>> default_state("user\\nYour current observation is: A hall.\\n"
+    ...               "Your admissible actions of the current situation are: ['look'].\\n"
+    ...               "assistant\\n")
+    'A hall.'
+    """
+    message = last_env_message(text)
+    observation = current_observation(text if message is None else message)
+    return observation if observation is not None else message
 
 
 def _strip_end_tokens(text: str) -> str:
@@ -215,10 +236,10 @@ def verl_steps(
     missed: list[int] = []
     for line, text in zip(frame.index, inputs, strict=True):
         key = _user_extract(state_rx, text, source, line, "input") if state_rx is not None \
-            else last_env_message(text)
+            else default_state(text)
         if key is None:
             if state_rx is not None:
-                key = last_env_message(text)
+                key = default_state(text)
             missed.append(line)
             key = text.strip() if key is None else key
         states.append(key)
@@ -227,7 +248,8 @@ def verl_steps(
             raise LogFormatError(f"{source}: state_regex {state_rx.pattern!r} matches no line's "
                                  "input; fix the pattern")
         rule = (f"state_regex {state_rx.pattern!r} did not match" if state_rx is not None
-                else "no chat role lines (user/tool/…) found in input")
+                else "no chat role lines (user/tool/…) and no agent-prompt observation found "
+                "in input")
         report.note(f"{source}: {rule} on {len(missed)} line(s) (first: line {missed[0]}); "
                     "state key there = " + ("the default rule or " if state_rx else "")
                     + "the whole input")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from g2po.agent_format import (
     build_prompt,
+    current_observation,
     extract_action,
     format_response,
     normalize_action,
@@ -108,3 +109,14 @@ def test_docstring_examples():
     import g2po.agent_format
 
     assert doctest.testmod(g2po.agent_format).failed == 0
+
+
+def test_current_observation_reads_back_what_build_prompt_wrote():
+    for observation, admissible, history in [
+        ("A hall.", ["go east"], []),
+        ("-= Attic =-\nDusty.\n\nYou see a box.", ["open box", "look"], [("x", "y")] * 5),
+        ("Your code ran: 3", None, [("Your current observation is: old", "print(3)")]),
+    ]:
+        prompt = build_prompt("task", observation, admissible, history, action_hint="code")
+        assert current_observation(prompt) == observation
+    assert current_observation("Tell me a joke.") is None

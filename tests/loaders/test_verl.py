@@ -227,3 +227,45 @@ def test_one_megabyte_observation(tmp_path):
     steps = load_steps(tmp_path / "d")
     assert steps["state_key"].str.len().min() == len(big.strip()) > 1 << 20
     assert steps["state_key"].nunique() == 1
+
+
+def _agent_prompt(observation: str, step: int) -> str:
+    from g2po.agent_format import build_prompt
+
+    history = [(f"Room {i}.", "go east") for i in range(step)]
+    return build_prompt("find the coin", observation, ["go east", "look"], history)
+
+
+@pytest.mark.parametrize("template", ["plain", "qwen", "qwen_decoded", "llama3",
+                                      "llama3_decoded"])
+def test_default_state_is_the_current_observation_in_common_templates(template):
+    """The task, the history and the admissible actions differ between rollouts in one state;
+    the default rule keeps only the current observation, in our own prompt and inside the last
+    user message of Qwen's (ChatML) and Llama 3's templates, special tokens kept or skipped."""
+    from loaders.verl import default_state
+
+    observation = "-= Hall =-\nA door leads east; it's 'open'."
+    user = _agent_prompt(observation, step=3)
+    system = "You are a helpful assistant."
+    rendered = {
+        "plain": user,
+        "qwen": f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+                "<|im_start|>assistant\n",
+        "qwen_decoded": f"system\n{system}\nuser\n{user}\nassistant\n",
+        "llama3": f"<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n{system}"
+                  f"<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|>"
+                  "<|start_header_id|>assistant<|end_header_id|>\n\n",
+        "llama3_decoded": f"system\n\n{system}user\n\n{user}assistant\n\n",
+    }[template]
+    assert default_state(rendered) == observation
+    # Same state, another history: same key.
+    assert default_state(rendered.replace(user, _agent_prompt(observation, step=1))) == \
+        observation
+
+
+def test_default_state_outside_the_agent_format_is_the_last_message():
+    from loaders.verl import default_state
+
+    chatml = "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n"
+    assert default_state(chatml) == "What is 2 + 2?"
+    assert default_state("no roles, no format") is None

@@ -47,13 +47,14 @@ PLATFORM = "cpu"
 PATCHED_VERL = "0.9.1"
 
 
-def peak_rss_bytes() -> int:
-    """The peak resident memory of this process (Linux reports ``ru_maxrss`` in KiB)."""
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-
-
 def _rss() -> int:
     return int(psutil.Process().memory_info().rss)
+
+
+def peak_rss_bytes() -> int:
+    """The peak resident memory of this process (Linux reports ``ru_maxrss`` in KiB and
+    updates it lazily, so never below the current figure)."""
+    return max(int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, _rss())
 
 
 def cpu_device_module() -> types.ModuleType:

@@ -12,10 +12,12 @@ types nothing but ``--device cpu``:
   platform names);
 - :data:`CPU_OVERRIDES` (what the ``--device cpu`` flag adds): FSDP2 (FSDP1 needs an
   accelerator), eager attention (flash-attention is the default), the ``hf`` rollout, one
-  logical GPU, fewer TransferQueue storage units and loop workers (each is a process);
+  logical GPU, one TransferQueue storage unit and one agent-loop and reward worker (each is a
+  process that imports verl);
 - Ray's logical resources: one ``GPU`` per FSDP worker and enough ``CPU`` for every actor that
   holds one (:func:`ray_cpus_needed`); a smaller ``ray_kwargs.ray_init.num_cpus`` is refused,
-  because Ray would wait forever for the missing ones.
+  because Ray would wait forever for the missing ones. No Ray dashboard (its processes cost
+  more than the run) unless ``ray_kwargs.ray_init.include_dashboard`` says otherwise.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ CPU_OVERRIDES = [
     "actor_rollout_ref.rollout.name=hf",
     "actor_rollout_ref.rollout.agent.num_workers=1",
     "reward.num_workers=1",
-    "transfer_queue.backend.SimpleStorage.num_data_storage_units=2",
+    "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
 ]
 #: Settings the CPU mode cannot do without: key -> (required value, why).
 _REQUIRED = {
@@ -118,3 +120,5 @@ def apply_cpu_mode(config: DictConfig) -> None:
                 ray_init.num_cpus = ray_cpus_needed(config)
             if ray_init.get("num_gpus") is None:
                 ray_init.num_gpus = _workers(config)
+            if ray_init.get("include_dashboard") is None:
+                ray_init.include_dashboard = False

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,11 +118,13 @@ class AdvantageResult:
 
     steps : the step table with the estimator's columns (adv, adv_ep, …), kept rows only.
     metrics : scalar diagnostics (``g2po/merge_rate``, ``adv/ec/std``, …).
+    seconds : wall time of the estimator call (graph, values, advantages).
     """
 
     estimator: str
     steps: pd.DataFrame
     metrics: dict[str, float]
+    seconds: float = 0.0
 
 
 @dataclass
@@ -209,6 +212,7 @@ def step_advantages(
         in the dtype of ``token_level_rewards``; 0 on rows ``fields.keep`` drops.
     result : the step table with the estimator's columns and the diagnostics.
     """
+    start = time.perf_counter()
     n_rows = token_level_rewards.shape[0]
     _check_alignment(fields, n_rows, index)
     reward = token_level_rewards.detach().to(torch.float64).sum(dim=-1).cpu().numpy()
@@ -220,7 +224,7 @@ def step_advantages(
                                  device=token_level_rewards.device)
     advantages = advantages.unsqueeze(-1) * response_mask.to(token_level_rewards.dtype)
     result = AdvantageResult(settings.name, table.assign(**columns),
-                             batch_metrics(ix, columns))
+                             batch_metrics(ix, columns), time.perf_counter() - start)
     return advantages, result
 
 

@@ -9,7 +9,9 @@ verl's synchronous trainer (``PPOTrainerSync``) with three additions:
 - **diagnostics**: the estimator's merge rate, singleton-node share, mean |TD error| and
   per-component advantage statistics join the step's training metrics;
 - **rollout logging**: every training step's agent steps and metrics go to ``g2po_log.run_dir``
-  in the project's run-directory format (:mod:`~g2po.trainers.verl_backend.rollout_log`).
+  in the project's run-directory format (:mod:`~g2po.trainers.verl_backend.rollout_log`);
+- **a step summary line** on stdout: verl's time split (generation, reference, actor update,
+  weight sync), the estimator's own time (``timing_s/g2po_advantage``) and peak memory.
 
 verl chooses some behaviour (replay buffer, prompt refill, checkpointing) by comparing the
 mode's *name* with ``"sync"``; this class behaves as ``sync`` there (see ``base_mode``).
@@ -18,6 +20,7 @@ mode's *name* with ``"sync"``; this class behaves as ``sync`` there (see ``base_
 from __future__ import annotations
 
 import logging
+import resource
 from typing import Any
 
 import numpy as np
@@ -34,7 +37,7 @@ from g2po.trainers.verl_backend.rollout_log import RolloutLog, run_manifest
 from g2po.trainers.verl_backend.rows import step_fields_from_rows
 from g2po.trainers.verl_backend.settings import TRAINER_MODE
 
-__all__ = ["G2POTrainer", "read_step_fields", "row_rewards"]
+__all__ = ["G2POTrainer", "read_step_fields", "row_rewards", "step_summary"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +57,23 @@ def read_step_fields(batch: KVBatchMeta) -> tuple[StepFields, np.ndarray]:
                            select_fields=["extra_fields", "rm_scores"])
     fields = step_fields_from_rows(batch.keys, batch.tags, list(data["extra_fields"]))
     return fields, row_rewards(data["rm_scores"])
+
+
+#: The parts of verl's step timing the summary line names (``timing_s/<part>``).
+SUMMARY_TIMES = ("gen", "old_log_prob", "ref", "adv", "g2po_advantage", "update_actor",
+                 "update_weights", "save_checkpoint", "testing", "step")
+
+
+def step_summary(step: int, metrics: dict) -> str:
+    """One line: the step's time split in seconds and the peak memory (GiB) verl reports for
+    the actor worker and this trainer process."""
+    times = ", ".join(f"{part} {float(metrics[f'timing_s/{part}']):.2f}"
+                      for part in SUMMARY_TIMES if f"timing_s/{part}" in metrics)
+    memory = [f"{label} {float(metrics[key]):.2f}" for key, label in (
+        ("actor/perf/max_memory_allocated_gb", "actor worker"),
+        ("perf/trainer_peak_rss_gb", "trainer"))
+        if key in metrics]
+    return f"g2po step {step}: time (s) {times}; peak memory (GiB) {', '.join(memory)}"
 
 
 @register_trainer(TRAINER_MODE)
@@ -86,12 +106,17 @@ class G2POTrainer(PPOTrainerSync):
             batch = super()._compute_advantage(batch, metrics)
         for result in slot.results:
             metrics.update(result.metrics)
+        metrics["timing_s/g2po_advantage"] = sum(r.seconds for r in slot.results)
         if fields.keep.any():
             self._pending_steps.append(fields.table(rewards))
         return batch
 
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
+        # Linux reports ru_maxrss in KiB.
+        metrics["perf/trainer_peak_rss_gb"] = (
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
+        print(step_summary(global_steps, metrics), flush=True)
         steps, self._pending_steps = self._pending_steps, []
         if steps and OmegaConf.select(self.config, "g2po_log.enable", default=False):
             self.log_rollouts(global_steps, pd.concat(steps, ignore_index=True), metrics)

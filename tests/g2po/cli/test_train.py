@@ -1,4 +1,6 @@
-"""``g2po train`` run as a user runs it: configuration, the verl branch, a kill and a resume."""
+"""``g2po train`` run as a user runs it: configuration, the verl branch, a kill and a resume,
+and verl's real trainer on CPU (``--backend verl --device cpu``): two steps with validation and
+a checkpoint, resumed for a third."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -136,3 +139,136 @@ def test_help_shows_the_documented_form(capsys):
     out = capsys.readouterr().out
     assert "--backend local --env textworld --model tiny --estimator g2po" in " ".join(
         out.split())
+
+
+# -- verl's real trainer on CPU ------------------------------------------------------------------
+VERL_STEP_LINE = "g2po step "
+
+
+def _verl_command(out, steps):
+    """2 tasks x 4 rollouts x <= 4 steps; validation and a checkpoint at step 2."""
+    return [sys.executable, "-m", "g2po", "train", "--backend", "verl", "--device", "cpu",
+            "--env", ENV, "--model", TINY, "--out", str(out), "--total-steps", str(steps),
+            "--tasks-per-step", "2", "--rollouts-per-task", "4", "--max-steps", "4",
+            "--lr", "1e-3",
+            "g2po_env.train_tasks=2", "g2po_env.val_tasks=2", "data.val_batch_size=2",
+            "data.max_prompt_length=1024", "data.max_response_length=24",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8",
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+            "actor_rollout_ref.model.use_remove_padding=false",
+            "actor_rollout_ref.model.enable_gradient_checkpointing=false",
+            "trainer.val_before_train=false", "trainer.test_freq=2", "trainer.save_freq=2",
+            "trainer.logger=[console]", f"trainer.rollout_data_dir={out / 'verl_dump'}"]
+
+
+@pytest.fixture(scope="module")
+def verl_cpu_run(tiny_path, tmp_path_factory):  # noqa: F811
+    """One real verl run per test session: steps 1-2, then the same command resumed for 3.
+    Ray's workers get this checkout through PYTHONPATH (an installed package needs nothing)."""
+    out = tmp_path_factory.mktemp("verl-cpu") / "run"
+    root = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "RAY_DEDUP_LOGS": "0",
+           "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    logs = []
+    for steps in (2, 3):
+        done = subprocess.run(_verl_command(out, steps), env=env, capture_output=True,
+                              text=True, timeout=900)
+        logs.append(done.stdout + done.stderr)
+        assert done.returncode == 0, logs[-1][-6000:]
+    return out, logs
+
+
+def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run, tiny_path):  # noqa: F811
+    import math
+
+    import torch
+    from safetensors.torch import load_file
+
+    out, (first, resumed) = verl_cpu_run
+    run = open_run(out)
+    assert run.train_steps() == [1, 2, 3]
+    for step in (1, 2, 3):
+        rows = run.load_step(step)
+        assert rows["group_id"].nunique() == 2
+        assert rows.groupby("group_id")["traj_id"].nunique().eq(4).all()
+        assert rows.groupby(["group_id", "traj_id"])["t"].max().le(3).all()
+    metrics = run.metrics()
+    assert metrics["train_step"].tolist() == [1, 2, 3]
+    for key in ("g2po/merge_rate", "adv/ec/std", "actor/pg_loss", "actor/kl_loss",
+                "training/num_turns/mean"):
+        assert all(math.isfinite(v) for v in metrics[key]), (key, metrics[key].tolist())
+    # The run's own code ran in Ray's workers (the step line is this checkout's trainer's),
+    # with the time split and peak memory per step; the resumed run trained step 3 only.
+    for step, log in ((1, first), (2, first), (3, resumed)):
+        line = next(x for x in log.splitlines() if f"{VERL_STEP_LINE}{step}:" in x)
+        for part in ("gen", "ref", "update_actor", "update_weights", "g2po_advantage",
+                     "actor worker"):
+            assert part in line, line
+    assert f"{VERL_STEP_LINE}1:" not in resumed and f"{VERL_STEP_LINE}3:" not in first
+    assert "Resuming from" in resumed and "global_step_2, setting global step to 2" in resumed
+    # Validation ran (step 2 and the last step) and the actor's parameters changed.
+    assert {"val-core/g2po/" + ENV + "/reward/mean@1"} <= set(metrics.columns)
+    assert metrics["val-core/g2po/" + ENV + "/reward/mean@1"].notna().sum() == 2
+    initial = load_file(str(tiny_path / "model.safetensors"))
+    saved = {}
+    for step in (2, 3):
+        state = torch.load(out / "checkpoints" / f"global_step_{step}" / "actor" /
+                           "model_world_size_1_rank_0.pt", map_location="cpu",
+                           weights_only=False)
+        saved[step] = {k: (v.to_local() if hasattr(v, "to_local") else v).float()
+                       for k, v in state.items()}
+    name = "model.layers.0.mlp.down_proj.weight"
+    assert not torch.equal(saved[2][name], initial[name].float())
+    assert not torch.equal(saved[3][name], saved[2][name])
+
+
+def test_verl_cpu_advantages_are_the_librarys(verl_cpu_run):
+    """Recomputed from the run directory's own rows, the advantages are those verl trained on:
+    verl's token-level statistics (critic/advantages/*) and the estimator's per-step ones."""
+    from g2po import compute_advantages
+
+    out, _ = verl_cpu_run
+    run = open_run(out)
+    manifest = run.manifest
+    assert manifest["estimator"] == "g2po" and manifest["backend"] == "verl"
+    metrics = run.metrics().set_index("train_step")
+    for step in run.train_steps():
+        rows = run.load_step(step)
+        adv = compute_advantages(rows, manifest["estimator"], state_key=manifest["state_key"],
+                                 **manifest["estimator_params"])["adv"].to_numpy()
+        tokens = rows["response_tokens"].to_numpy()
+        per_token = adv.repeat(tokens).astype("float32")
+        got = metrics.loc[step]
+        assert got["critic/advantages/mean"] == pytest.approx(float(per_token.mean()),
+                                                              rel=1e-5, abs=1e-6)
+        assert got["critic/advantages/max"] == pytest.approx(float(per_token.max()), abs=1e-6)
+        assert got["critic/advantages/min"] == pytest.approx(float(per_token.min()), abs=1e-6)
+        assert got["adv/total/mean"] == pytest.approx(float(adv.mean()), abs=1e-9)
+        assert got["adv/total/std"] == pytest.approx(float(adv.std()), abs=1e-9)
+
+
+def test_verl_cpu_dump_merges_states_as_the_run_directory(verl_cpu_run):
+    """verl's rollout_data_dir dump of the same run, read with the default state-key rule: as
+    many state nodes per group as distinct current observations, no more."""
+    from g2po.estimators import estimate
+    from loaders.verl import open_verl_dump
+
+    out, _ = verl_cpu_run
+    dump = open_verl_dump(out / "verl_dump")
+    run = open_run(out)
+    assert dump.train_steps() == run.train_steps()
+    for step in run.train_steps():
+        rows, ours = dump.load_step(step), run.load_step(step)
+        assert len(rows) == len(ours)
+        _, ix = estimate(rows, "g2po")
+        nodes = rows.assign(node=ix.node).groupby("group_id")["node"].nunique().to_dict()
+        assert nodes == ours.groupby("group_id")["observation"].nunique().to_dict()
+        assert set(rows["state_key"]) == set(ours["observation"].str.strip())
+
+
+def test_verl_cpu_refuses_too_few_ray_cpus_instead_of_hanging(capsys):
+    assert main(["train", "--backend", "verl", "--device", "cpu",
+                 "ray_kwargs.ray_init.num_cpus=2"]) == 2
+    err = capsys.readouterr().err
+    assert "ray_kwargs.ray_init.num_cpus=2 is fewer than the" in err and "forever" in err
