@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,7 @@ import pandas as pd
 from g2po.cli.logs import add_log_options, log_options
 from g2po.estimators import compute_advantages, estimator_params, list_estimators
 from g2po.graph import state_graph
+from loaders.tables import write_csv
 
 __all__ = ["add_parser"]
 
@@ -78,17 +80,55 @@ def _advantages(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         if out.suffix == ".csv":
-            table.to_csv(out, index=False)
+            write_csv(table, out)
         elif out.suffix in (".parquet", ".pq"):
             table.to_parquet(out, index=False)
         else:
             raise ValueError(f"--out must end in .csv or .parquet, got {out.name!r}")
         print(f"wrote {len(table)} step rows to {out}")
     else:
-        with pd.option_context("display.width", 200, "display.max_columns", None,
-                               "display.float_format", "{:.4f}".format):
-            print(table.to_string(index=False, max_rows=args.max_rows))
+        print(terminal_table(table, max_rows=args.max_rows, full=args.full))
     return 0
+
+
+def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bool = False,
+                   width: int | None = None) -> str:
+    """The table as text for a terminal: floats to 4 places, and unless ``full`` each text
+    column cut (with "…") so that a row fits ``width`` (default: the terminal's width), line
+    breaks and tabs inside text shown as spaces."""
+    hidden = 0
+    if max_rows is not None and len(table) > max_rows:
+        half = max(max_rows // 2, 1)
+        hidden = len(table) - max_rows
+        table = pd.concat([table.head(half), table.tail(max(max_rows - half, 1))])
+    text_cols = [c for c in table.columns
+                 if table[c].dtype == object or pd.api.types.is_string_dtype(table[c].dtype)]
+    if not full and text_cols:
+        width = width or shutil.get_terminal_size((120, 24)).columns
+        with pd.option_context("display.float_format", "{:.4f}".format):
+            others = table.drop(columns=text_cols).to_string(index=False).split("\n")[0]
+        free = width - len(others) - 2 * len(text_cols)
+        share = max(free // len(text_cols), 8)
+        table = table.assign(**{c: _cut_column(table[c], max(share, len(str(c))))
+                                for c in text_cols})
+    with pd.option_context("display.width", None, "display.max_columns", None,
+                           "display.max_colwidth", None, "display.float_format",
+                           "{:.4f}".format):
+        lines = table.to_string(index=False).split("\n")
+    if hidden:
+        lines.insert(1 + max(max_rows // 2, 1), f"… {hidden:,} rows not shown (--max-rows) …")
+    return "\n".join(lines)
+
+
+def _cut_column(column: pd.Series, width: int) -> pd.Series:
+    return column.map(lambda value: _cut(value, width))
+
+
+def _cut(value, width: int):
+    if not isinstance(value, str):
+        return value
+    value = " ".join(value.split())
+    return value if len(value) <= width else value[: width - 1] + "…"
 
 
 def _graph(args: argparse.Namespace) -> int:
@@ -132,6 +172,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="estimator (repeat to compare); default g2po")
     p.add_argument("--out", help="write the table to FILE.csv or FILE.parquet")
     p.add_argument("--max-rows", type=int, default=200, help="rows printed to the terminal")
+    p.add_argument("--full", action="store_true",
+                   help="print text columns whole (default: cut to fit the terminal's width)")
     p.set_defaults(func=_advantages)
 
     p = sub.add_parser("graph", help="node and edge summary of one group's state graph")
