@@ -539,8 +539,8 @@ class Run(Log):
                 first = frame.index[other][0]
                 raise LogFormatError(
                     f"{path} row {first}: {path.name} holds rows of training step "
-                    f"{frame.at[first, 'train_step']!r} ({int(other.sum())} row(s) in all); a "
-                    f"step file holds only its own step, {train_step}")
+                    f"{_plain(frame.at[first, 'train_step'])!r} ({int(other.sum())} row(s) in "
+                    f"all); a step file holds only its own step, {train_step}")
         frame = finish_steps(frame, str(path), report, label="row")
         self._record(str(path), report)
         report.warn()

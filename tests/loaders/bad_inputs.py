@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +30,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from loaders import RunWriter
-from loaders.rundir import META_KEY, step_path
+from loaders.rundir import step_path
 from loaders.tables import write_csv
-from tests.loaders.builders import agent_loop_entries, step_table, write_verl_dump
+from tests.loaders.builders import agent_loop_entries, rewrite_footer, step_table, write_verl_dump
 
 #: Limits of one command: wall-clock seconds (past it: a hang) and address space.
 TIME_LIMIT_S = 60
@@ -72,21 +71,6 @@ def _jsonl(path: Path, rows: list, raw: str | None = None) -> Path:
     text = "".join(json.dumps(r) + "\n" for r in rows) if raw is None else raw
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def _rewrite_footer(path: Path, edit: Callable[[dict], None] | bytes) -> None:
-    """Rewrite a step file keeping its row groups, with its g2po.step footer edited."""
-    file = pq.ParquetFile(path)
-    meta = dict(file.schema_arrow.metadata)
-    footer = json.loads(meta[META_KEY])
-    if not isinstance(edit, bytes):
-        edit(footer)  # edits in place
-    meta[META_KEY] = edit if isinstance(edit, bytes) else json.dumps(footer)
-    tables = [file.read_row_group(i) for i in range(file.num_row_groups)]
-    schema = tables[0].schema.with_metadata(meta)
-    with pq.ParquetWriter(path, schema) as writer:
-        for table in tables:
-            writer.write_table(table.replace_schema_metadata(meta))
 
 
 def _run(root: Path, name: str, steps: int = 2) -> Path:
@@ -246,18 +230,18 @@ def build_corpus(root: Path) -> list[Case]:
         (run / "run.json").write_bytes(content)
         add(f"run.json {label}", run, names=["run.json"])
     run = _run(root, "run_footer_json")
-    _rewrite_footer(step_path(run, 2), b"{not json")
+    rewrite_footer(step_path(run, 2), b"{not json")
     add("step-file footer not JSON", run, names=["step-000002.parquet"], commands=("validate",))
     run = _run(root, "run_footer_type")
-    _rewrite_footer(step_path(run, 2), lambda f: f.update(groups=5))
+    rewrite_footer(step_path(run, 2), lambda f: f.update(groups=5))
     add("step-file footer of the wrong shape", run, names=["step-000002.parquet"],
         commands=("validate",))
     run = _run(root, "run_footer_past")
-    _rewrite_footer(step_path(run, 2), lambda f: [g.update(row_group=7) for g in f["groups"]])
+    rewrite_footer(step_path(run, 2), lambda f: [g.update(row_group=7) for g in f["groups"]])
     add("footer past the last row group", run, names=["step-000002.parquet"],
         commands=("validate",))
     run = _run(root, "run_footer_rows")
-    _rewrite_footer(step_path(run, 2), lambda f: [g.update(stop=g["stop"] + 1000)
+    rewrite_footer(step_path(run, 2), lambda f: [g.update(stop=g["stop"] + 1000)
                                                   for g in f["groups"]])
     add("footer rows past a row group", run, names=["step-000002.parquet"], commands=("validate",))
     run = _run(root, "run_footer_swap")
@@ -266,7 +250,7 @@ def build_corpus(root: Path) -> list[Case]:
         ids = [g["group_id"] for g in footer["groups"]]
         for g, other in zip(footer["groups"], ids[1:] + ids[:1], strict=True):
             g["group_id"] = other
-    _rewrite_footer(step_path(run, 2), swap)
+    rewrite_footer(step_path(run, 2), swap)
     add("footer pointing groups at other groups' rows", run, names=["step-000002.parquet"],
         commands=("validate",))
     run = _run(root, "run_wrong_step", 1)
