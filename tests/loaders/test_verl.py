@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from g2po.errors import StepTableError
-from loaders import LoaderError, LoadWarning, LogFormatError, detect_format, load_steps, open_log, report_of
+from loaders import (
+    LoaderError,
+    LoadWarning,
+    LogFormatError,
+    detect_format,
+    load_steps,
+    open_log,
+    report_of,
+)
 from loaders.verl import default_action, last_env_message
 from tests.loaders.builders import (
     SYSTEM,
