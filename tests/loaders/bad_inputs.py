@@ -181,7 +181,7 @@ def build_corpus(root: Path) -> list[Case]:
     (root / "header_only.csv").write_text(header + "\n")
     add("header only", root / "header_only.csv")
     (root / "nul.csv").write_bytes(text.encode().replace(b"go", b"g\x00o"))
-    add("NUL bytes in a CSV", root / "nul.csv")
+    add("NUL characters in CSV text (text, kept)", root / "nul.csv", valid=True)
     for label, col, value in (("is_action_valid 2.5", "is_action_valid", 2.5),
                               ("t inf", "t", np.inf), ("t 1.5", "t", 1.5), ("t -1", "t", -1),
                               ("reward text", "episode_reward", "abc"),

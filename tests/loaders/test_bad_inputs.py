@@ -4,7 +4,10 @@ no hang, no internal error, every message naming what is wrong, nothing silently
 
 from __future__ import annotations
 
-from tests.loaders.bad_inputs import counts, run_case, run_corpus
+import os
+
+from tests.loaders.bad_inputs import Case, counts, run_case, run_corpus
+from tests.loaders.builders import agent_loop_entries, write_verl_dump
 
 
 def test_every_bad_input_gets_a_clear_error_and_valid_ones_read_back_unchanged(tmp_path):
@@ -18,15 +21,21 @@ def test_every_bad_input_gets_a_clear_error_and_valid_ones_read_back_unchanged(t
     accepted = {o.case for o in outcomes if o.kind == "accepted"}
     assert accepted == {"tricky text in our own CSV", "tricky text in JSON lines",
                         "tricky text in Parquet", "run with a stale checkpoint folder",
-                        "lone surrogate in text (replaced, noted)"}
+                        "lone surrogate in text (replaced, noted)",
+                        "NUL characters in CSV text (text, kept)"}
 
 
 def test_the_real_entry_point_in_a_fresh_interpreter(tmp_path):
     """A few cases through `python -m g2po` itself (the corpus forks a preloaded server)."""
-    from tests.loaders.bad_inputs import build_corpus
-
-    cases = {c.name: c for c in build_corpus(tmp_path / "corpus")}
-    for name in ("FIFO", "catastrophic --state-regex", "step-000003 holding rows of step 42"):
-        for command in cases[name].commands:
-            outcome = run_case(cases[name], command, tmp_path, exec_=True)
-            assert outcome.kind == "clear", (name, command, outcome)
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    entries = agent_loop_entries(1)
+    for e in entries:
+        e["input"] = "a" * 40 + "!"
+    write_verl_dump(tmp_path / "dump", 1, entries)
+    cases = [Case("FIFO", str(tmp_path / "pipe.jsonl")),
+             Case("catastrophic --state-regex", str(tmp_path / "dump"),
+                  args=["--state-regex", "(a|aa)+$"], names=["state_regex"])]
+    for case in cases:
+        for command in case.commands:
+            outcome = run_case(case, command, tmp_path, exec_=True)
+            assert outcome.kind == "clear", outcome
