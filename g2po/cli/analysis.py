@@ -136,11 +136,16 @@ def _cut_column(column: pd.Series, width: int | None) -> pd.Series:
     return column.map(lambda value: _cut(value, width))
 
 
+# Control characters (terminal escape sequences among them) from logs are shown, not obeyed.
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
 def _cut(value, width: int | None):
-    """One line of text of at most ``width`` characters (any length when None)."""
+    """One line of text of at most ``width`` characters (any length when None), with control
+    characters from the log shown as ``\\x1b`` rather than sent to the terminal."""
     if not isinstance(value, str):
         return value
-    value = " ".join(value.split())
+    value = " ".join(value.split()).translate(_CONTROLS)
     return value if width is None or len(value) <= width else value[: width - 1] + "…"
 
 

@@ -97,11 +97,12 @@ def test_advantages_fit_the_terminal_and_full_prints_everything(tmp_path, capsys
 def test_terminal_table_cuts_rows_and_flattens_line_breaks():
     from g2po.cli.analysis import terminal_table
 
-    table = pd.DataFrame({"action": ["a\nb", "c"] * 50, "x": range(100)})
+    table = pd.DataFrame({"action": ["a\nb", "\x1b[31mred"] * 50, "x": range(100)})
     text = terminal_table(table, max_rows=4, width=40)
     lines = text.splitlines()
     assert len(lines) == 1 + 4 + 1 and "96 rows not shown" in lines[3]
-    assert "a b" in lines[1]
+    assert "a b" in lines[1] and "\\x1b[31mred" in lines[2] and "\x1b" not in text
+    assert "\x1b" not in terminal_table(table, full=True)
 
 
 def test_an_unexpected_failure_is_one_line_and_exit_3(table, capsys, monkeypatch):
