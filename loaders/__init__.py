@@ -8,7 +8,11 @@ verl-agent-style code bases (:mod:`loaders.pickles`). Two entry points:
 - :func:`open_log` opens any of them for browsing (training steps, groups, one group's rows)
   without reading rows it is not asked for;
 - :func:`load_steps` returns one validated step table (all of it, one training step, or one
-  group).
+  group);
+
+and :func:`find_logs` lists the logs under a folder (the rule the app's path box uses).
+Files are opened through :mod:`loaders.files`: special files are refused unopened, reads are
+bounded.
 
 Skipped rows and assumptions are recorded in a :class:`LoadReport`: ``log.report`` on an opened
 log, and on every frame as plain data in ``frame.attrs["load_report"]`` (read it back with
@@ -22,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from loaders.detect import FORMATS, check_format, detect_format
+from loaders.discover import find_logs
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError, UntrustedPickleError
 from loaders.log import Log, TableLog
 from loaders.mapping import MappingSpec, parse_mapping
@@ -29,7 +34,7 @@ from loaders.pickles import load_pickle, open_pickle
 from loaders.report import LoadReport, LoadWarning, report_of
 from loaders.rundir import Run, RunWriter, open_run
 from loaders.summary import GROUP_SUMMARY_COLUMNS, SUMMARY_COLUMNS
-from loaders.tables import TABLE_FORMATS, load_table, open_table
+from loaders.tables import TABLE_FORMATS, load_table, open_table, write_csv
 from loaders.validate import Validation, validate_log
 from loaders.verl import open_verl_dump
 
@@ -37,6 +42,8 @@ __all__ = [
     "open_log",
     "load_steps",
     "detect_format",
+    "find_logs",
+    "write_csv",
     "FORMATS",
     "Log",
     "TableLog",

@@ -28,7 +28,10 @@ def drop_exact_duplicates(frame: pd.DataFrame, source: str, report: LoadReport,
     keys = [c for c in ("train_step", *KEY_COLUMNS) if c in frame.columns]
     if len(keys) < len(KEY_COLUMNS) or frame.empty:
         return frame
-    repeated = frame.duplicated(keys, keep=False).to_numpy()
+    try:
+        repeated = frame.duplicated(keys, keep=False).to_numpy()
+    except TypeError:  # unhashable keys (lists, dicts): check_steps names the column and rows
+        return frame
     if not repeated.any():
         return frame
     sub = frame.loc[repeated]

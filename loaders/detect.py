@@ -20,6 +20,19 @@ _EXPECTED = ("expected a g2po run directory (run.json, rollouts/step-*.parquet),
              ".pkl batch dump")
 
 
+_TEXT_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".json")
+
+
+def _binary(head: bytes, text_suffix: bool) -> bool:
+    """Whether a file's first bytes are no text: for a file named like a text log, mostly
+    bytes that are not UTF-8 (a few bad bytes or NULs are text with flaws the reader reports);
+    for any other name, any NUL byte."""
+    if not text_suffix:
+        return b"\0" in head
+    text = head.decode("utf-8", errors="replace")
+    return text.count("\ufffd") > 0.1 * max(len(text), 1)
+
+
 def check_format(format: str) -> str:
     """Validate a ``--format`` value (``table`` is accepted for any of csv/jsonl/parquet)."""
     if format not in (*FORMATS, "table"):
@@ -66,9 +79,8 @@ def detect_format(path: str | Path) -> str:
         if suffix in (".csv", ".jsonl", ".ndjson"):
             return suffix.removeprefix(".").replace("ndjson", "jsonl")  # the reader says empty
         raise NoLogFoundError(f"{path}: the file is empty; {_EXPECTED}")
-    if b"\0" in head:
-        raise NoLogFoundError(f"{path}: binary content (NUL bytes), not a text log; "
-                              f"{_EXPECTED}")
+    if _binary(head, text_suffix=suffix in _TEXT_SUFFIXES):
+        raise NoLogFoundError(f"{path}: binary content, not a text log; {_EXPECTED}")
     first = next((line.strip() for line in head.split(b"\n") if line.strip()), b"")
     complete = b"\n" in head or len(head) < SNIFF_BYTES
     if suffix == ".csv":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from loaders.errors import LogFormatError, NoLogFoundError
+from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
 
 __all__ = ["MAX_LINE_BYTES", "SNIFF_BYTES", "regular_file", "is_regular_file", "read_prefix",
            "read_bytes", "check_line_lengths"]
@@ -59,14 +59,22 @@ def regular_file(path: str | Path) -> Path:
 
 def read_prefix(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
     """The first ``size`` bytes of a regular file."""
-    with open(regular_file(path), "rb") as f:
-        return f.read(size)
+    path = regular_file(path)
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError as err:
+        raise LoaderError(f"{path}: cannot be read: {err.strerror or err}") from None
 
 
 def read_bytes(path: str | Path, max_line: int = MAX_LINE_BYTES) -> bytes:
     """The whole of a regular text file, after checking no line is longer than ``max_line``."""
-    with open(regular_file(path), "rb") as f:
-        data = f.read()
+    path = regular_file(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise LoaderError(f"{path}: cannot be read: {err.strerror or err}") from None
     check_line_lengths(data, path, max_line)
     return data
 

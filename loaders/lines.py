@@ -8,6 +8,7 @@ not UTF-8 are replaced by U+FFFD and reported; the row is kept.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from loaders.errors import LogFormatError
@@ -76,11 +77,31 @@ def read_jsonl(path: Path | str, report: LoadReport) -> tuple[list[dict], list[i
             raise LogFormatError(
                 f"{path}:{number}: expected one JSON object per line, got {type(value).__name__}"
             )
+        if "\\u" in line and _SURROGATE.search(line):
+            value = _replace_surrogates(value, path, number, report)
         rows.append(value)
         numbers.append(number)
     if not rows and not report.skips:
         raise LogFormatError(f"{path}: the file holds no rows")
     return rows, numbers
+
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = "lone UTF-16 surrogates in JSON text, replaced by U+FFFD (row kept)"
+
+
+def _replace_surrogates(record: dict, path: Path, number: int, report: LoadReport) -> dict:
+    """Text fields holding a lone surrogate escape (``"\\ud800"``: no character, cannot be
+    written as UTF-8) get U+FFFD there, like invalid UTF-8 bytes; pairs stay one character."""
+    fixed = {}
+    for key, value in record.items():
+        if isinstance(value, str):
+            clean = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            if clean != value and not any(_LONE_SURROGATE in n for n in report.notes):
+                report.note(f"{path}: {_LONE_SURROGATE}: first at line {number}, field {key!r}")
+            value = clean
+        fixed[key] = value
+    return fixed
 
 
 def _excerpt(text: str, width: int = 60) -> str:

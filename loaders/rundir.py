@@ -300,20 +300,26 @@ def _list_step_files(path: Path) -> dict[int, Path]:
     return _scan_step_files(path)[0]
 
 
-def _scan_step_files(path: Path) -> tuple[dict[int, Path], dict[int, list[Path]]]:
-    """``{train_step: file}`` of the regular ``step-N.parquet`` files, and the steps that
-    more than one file claims (``step-3.parquet`` and ``step-000003.parquet``) with all their
-    files, in name order."""
+def _scan_step_files(path: Path) -> tuple[dict[int, Path], dict[int, list[Path]], list[str]]:
+    """``{train_step: file}`` of the regular ``step-N.parquet`` files; the steps that more
+    than one file claims (``step-3.parquet`` and ``step-000003.parquet``) with all their files,
+    in name order; and the names of step entries that are no regular file (a FIFO, a folder),
+    left out unopened."""
     folder = path / ROLLOUTS
     if not folder.is_dir():
-        return {}, {}
+        return {}, {}, []
     claims: dict[int, list[Path]] = {}
+    special: list[str] = []
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         match = _STEP_RE.match(entry.name)
-        if match and entry.is_file():  # is_file follows links; FIFOs and devices are not
+        if not match:
+            continue
+        if entry.is_file():  # follows links; FIFOs, devices and folders are not files
             claims.setdefault(int(match.group(1)), []).append(Path(entry.path))
+        else:
+            special.append(entry.name)
     files = {step: paths[0] for step, paths in claims.items()}
-    return files, {step: paths for step, paths in claims.items() if len(paths) > 1}
+    return files, {step: paths for step, paths in claims.items() if len(paths) > 1}, special
 
 
 def _footer_problem(path: Path, text: str) -> LogFormatError:
@@ -387,7 +393,7 @@ class Run(Log):
         else:
             self.manifest = {}
             self._base_report.note(f"{manifest_path} missing: config, model and estimator unknown")
-        self._files, self._claimed = _scan_step_files(self.path)
+        self._files, self._claimed, self._special = _scan_step_files(self.path)
         pending = [p.name for p in (self.path / ROLLOUTS).glob(".step-*.tmp-*")] \
             if (self.path / ROLLOUTS).is_dir() else []
         if pending:
@@ -407,10 +413,14 @@ class Run(Log):
         return self._files[train_step]
 
     def problems(self) -> list[str]:
-        """Training steps claimed by more than one step file."""
-        return [f"{self.path / ROLLOUTS}: training step {step} is claimed by "
-                f"{' and '.join(p.name for p in paths)}; keep one step file per step"
-                for step, paths in sorted(self._claimed.items())]
+        """Training steps claimed by more than one step file, and step entries that are no
+        regular file (left out)."""
+        found = [f"{self.path / ROLLOUTS}: training step {step} is claimed by "
+                 f"{' and '.join(p.name for p in paths)}; keep one step file per step"
+                 for step, paths in sorted(self._claimed.items())]
+        found += [f"{self.path / ROLLOUTS / name}: not a regular file (a FIFO, device or "
+                  "folder); left out of the run" for name in self._special]
+        return found
 
     def _footer(self, train_step: int) -> dict:
         """The ``g2po.step`` metadata of a step file (computed from columns if absent)."""
@@ -485,7 +495,7 @@ class Run(Log):
     def load_step(self, train_step: int) -> pd.DataFrame:
         path = self.step_file(train_step)
         try:
-            table = pq.read_table(path)
+            table = pq.ParquetFile(path).read()
         except (pa.ArrowException, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
         return self._finish(table, path, train_step)
@@ -529,8 +539,8 @@ class Run(Log):
                 first = frame.index[other][0]
                 raise LogFormatError(
                     f"{path} row {first}: {path.name} holds rows of training step "
-                    f"{frame.at[first, 'train_step']!r} ({int(other.sum())} row(s) in all); a "
-                    f"step file holds only its own step, {train_step}")
+                    f"{_plain(frame.at[first, 'train_step'])!r} ({int(other.sum())} row(s) in "
+                    f"all); a step file holds only its own step, {train_step}")
         frame = finish_steps(frame, str(path), report, label="row")
         self._record(str(path), report)
         report.warn()

@@ -48,7 +48,7 @@ def read_table(path: str | Path, format: str, report: LoadReport,
         return _read_csv(path, report, text_columns), "line"
     if format == "parquet":
         try:
-            table = pq.read_table(regular_file(path))
+            table = pq.ParquetFile(regular_file(path)).read()
         except (pa.ArrowException, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
         frame = parquet_frame(table, path, report)
@@ -84,6 +84,10 @@ def parquet_frame(table: pa.Table, path: str | Path, report: LoadReport) -> pd.D
         report.note(f"{path}: column {column.name!r} is stored as binary; read as UTF-8 text")
     try:
         return table.to_pandas()
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        pass  # the pandas metadata asks for a dtype a column cannot take: read it as it is
+    try:
+        return table.to_pandas(ignore_metadata=True)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as err:
         raise LogFormatError(f"{path}: a column cannot be read into a table: {err}") from None
 

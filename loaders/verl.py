@@ -335,7 +335,7 @@ def _number_field(frame: pd.DataFrame, field: str, source: str,
 
 
 def _short(value, width: int = 60) -> str:
-    text = repr(value)
+    text = repr(value.item() if isinstance(value, np.generic) else value)
     return text if len(text) <= width else text[:width] + "…"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -42,11 +43,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (G2POError, FileNotFoundError, ValueError, TypeError, KeyError) as err:
+    except (G2POError, OSError, ValueError, TypeError, KeyError) as err:
         print(f"g2po {args.command}: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `g2po … | head`
         return 0
+    except KeyboardInterrupt:
+        print(f"g2po {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - the last resort of a command-line tool
+        # A failure nobody turned into a clear message: one line, never a traceback (set
+        # G2PO_DEBUG=1 to see it), and exit 3 so scripts and tests can tell it from a user error.
+        if os.environ.get("G2PO_DEBUG"):
+            raise
+        print(f"g2po {args.command}: internal error ({type(err).__name__}): "
+              f"{_one_line(str(err))}; please report it (G2PO_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
+        return 3
+
+
+def _one_line(text: str, width: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width] + "…"
 
 
 if __name__ == "__main__":

@@ -131,14 +131,14 @@ def _challenge_parser(challenge: str) -> _Parser:
 
 
 def parse_spec(details: str) -> TextWorldGame:
-    """Parse ``"cooking-recipe2-go6-open-train"`` into the challenge and its settings.
+    """Parse ``"cooking-recipe2-go6-open-train"`` into the challenge and its settings; an
+    empty spec (a bare ``--env textworld``) is the default game, ``coin_collector-level5``, in
+    every command.
 
     Raises :class:`EnvError` naming the token that does not fit and the settings the challenge
     accepts.
     """
-    tokens = [t for t in details.strip().split("-") if t]
-    if not tokens:
-        raise EnvError("a TextWorld spec needs a challenge, e.g. textworld:coin_collector-level5")
+    tokens = [t for t in details.strip().split("-") if t] or ["coin_collector", "level5"]
     challenge = tokens[0] if tokens[0].startswith("tw-") else f"tw-{tokens[0]}"
     parser = _challenge_parser(challenge)
     actions = [a for a in parser._actions if a.option_strings]

@@ -8,7 +8,9 @@ kill leaves either the whole checkpoint or none.
 
 Resuming from step K means the run directory must say exactly what happened up to K and
 nothing after: step files of later steps are deleted and ``metrics.jsonl`` keeps only lines of
-steps up to K. Those later steps are then trained and logged again, each once.
+steps up to K. Those later steps are then trained and logged again, each once. A kill during a
+save leaves a full-size ``.tmp-step-…`` folder; resuming removes those too (``g2po validate``
+lists any it finds).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from loaders.rundir import CHECKPOINT_TMP_PREFIX, CHECKPOINTS, stale_checkpoints
+
 __all__ = [
     "Checkpoint",
     "CHECKPOINTS",
@@ -35,9 +39,9 @@ __all__ = [
     "rng_state",
     "restore_rng",
     "rewind_run",
+    "remove_stale_checkpoints",
 ]
 
-CHECKPOINTS = "checkpoints"
 STATE_FILE = "trainer_state.pt"
 _DIR_RE = re.compile(r"^step-(\d+)$")
 
@@ -95,12 +99,12 @@ def checkpoint_folder(run_dir: str | Path, folder: str | Path | None = None) -> 
 def save_checkpoint(folder: str | Path, train_step: int, model, tokenizer, optimizer,
                     rng: dict[str, Any], *, keep: int = 2,
                     extra: dict[str, Any] | None = None) -> Checkpoint:
-    """Write the checkpoint of ``train_step`` into ``folder`` atomically; delete all but the
-    last ``keep``."""
+    """Write the checkpoint of ``train_step`` into ``folder`` atomically (under
+    ``.tmp-step-…`` first, then renamed); delete all but the last ``keep``."""
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"step-{train_step:06d}"
-    tmp = root / f".tmp-step-{train_step:06d}-{os.getpid()}"
+    tmp = root / f"{CHECKPOINT_TMP_PREFIX}{train_step:06d}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
@@ -154,7 +158,19 @@ def rewind_run(run_dir: str | Path, train_step: int,
 
     run_dir = Path(run_dir)
     removed = rewind_log(run_dir, train_step)
-    for ckpt in list_checkpoints(checkpoint_folder(run_dir, checkpoints)):
+    folder = checkpoint_folder(run_dir, checkpoints)
+    for ckpt in list_checkpoints(folder):
         if ckpt.train_step > train_step:
             shutil.rmtree(ckpt.path, ignore_errors=True)
+    remove_stale_checkpoints(folder)
+    return removed
+
+
+def remove_stale_checkpoints(folder: str | Path) -> list[Path]:
+    """Delete the ``.tmp-step-…`` folders killed saves left in ``folder`` (each as large as a
+    checkpoint), except one this process is writing. Returns the folders removed."""
+    mine = f"-{os.getpid()}"
+    removed = [p for p in stale_checkpoints(folder) if not p.name.endswith(mine)]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
     return removed

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from g2po import UnknownStateKeyError, compute_advantages, state_graph
+from g2po.errors import UserPatternError
 from g2po.state_keys import normalized, regex, resolve_state_key, similarity
-from tests.g2po.builders import trajectories
+from tests.g2po.builders import TWO, trajectories
 
 GROUPS = np.zeros(3, dtype=np.int64)
 
@@ -55,3 +56,20 @@ def test_strategy_changes_the_nodes():
     assert custom.n_states == 2
     out = compute_advantages(steps, state_key="normalized")
     assert out["node_visits"].tolist() == [2, 2, 2, 2]
+
+
+def test_regex_patterns_are_checked_and_time_limited():
+    with pytest.raises(UserPatternError, match=r"state-key regex: invalid regular expression"):
+        resolve_state_key("regex:(")
+    keys = pd.Series(["a" * 40 + "!", "b"])
+    with pytest.raises(UserPatternError, match=r"took longer than .* catastrophically"):
+        regex(r"(a|aa)+$")(keys, np.zeros(2, dtype=np.int64))
+    steps = trajectories(TWO).assign(state_key="a" * 40 + "!")
+    with pytest.raises(UserPatternError):
+        compute_advantages(steps, state_key="regex:(a|aa)+$")
+
+
+def test_regex_keys_each_distinct_key_once_and_keeps_non_matches():
+    keys = pd.Series(["room 1: x", "room 1: y", "hall", "room 2: x"])
+    assert list(regex(r"room (\d)")(keys, np.zeros(4, dtype=np.int64))) == ["1", "1", "hall", "2"]
+    assert list(regex(r"room (x)?")(keys, np.zeros(4, dtype=np.int64)))[0] == "room 1: x"

@@ -100,3 +100,36 @@ def test_long_lists_of_rows_are_shortened():
     steps["group_id"] = None
     (problem,) = validate_steps(steps)
     assert problem.endswith("and 12 more")
+
+
+@pytest.mark.parametrize(("table", "says"), [
+    (lambda t: t.to_dict(), "must be a pandas DataFrame (one row per agent step), got dict"),
+    (lambda t: None, "must be a pandas DataFrame (one row per agent step), got NoneType"),
+    (lambda t: t["t"], "must be a pandas DataFrame (one row per agent step), got Series"),
+    (lambda t: pd.concat([t, t[["action"]]], axis=1), "column name(s) 'action' appear more"),
+    (lambda t: t.set_axis(pd.MultiIndex.from_product([t.columns, ["x"]]), axis=1),
+     "the columns are a MultiIndex (2 levels, first column ('group_id', 'x'))"),
+    (lambda t: t.assign(t=t["t"].astype(float).where(t.index != 1, np.inf)),
+     "column 't' is not finite (inf) in 1 row(s): 1"),
+    (lambda t: t.assign(t=[2**70] + t["t"].tolist()[1:]),
+     "column 't' is out of range (beyond 2**62) in 1 row(s): 0"),
+    (lambda t: t.assign(train_step="a"), "column 'train_step' is not numeric in"),
+    (lambda t: t.assign(prompt_tokens=1.5), "column 'prompt_tokens' is not a whole number"),
+    (lambda t: t.assign(episode_reward=t["episode_reward"] + 1j),
+     "column 'episode_reward' holds complex numbers"),
+    (lambda t: t.assign(episode_reward=[10**400] + t["episode_reward"].tolist()[1:]),
+     "column 'episode_reward' holds a number too large for a float in 1 row(s): 0"),
+    (lambda t: t.assign(is_action_valid=2.5), "column 'is_action_valid' is not boolean"),
+    (lambda t: t.assign(won=[3] + [1] * (len(t) - 1)), "column 'won' is not boolean"),
+    (lambda t: t.assign(group_id=[["g"]] + t["group_id"].tolist()[1:]),
+     "column 'group_id' holds lists, mappings or bytes instead of text in 1 row(s): 0"),
+])
+def test_bad_tables_are_step_table_errors_naming_the_column(table, says):
+    bad = table(trajectories(TWO))
+    problems = validate_steps(bad)
+    assert any(says in p for p in problems), problems
+    with pytest.raises(StepTableError) as err:
+        check_steps(bad)
+    assert says in str(err.value)
+    with pytest.raises(StepTableError):  # the estimate entry checks the same way
+        compute_advantages(bad)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
+
+from loaders.rundir import META_KEY
 
 SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 
@@ -102,3 +106,18 @@ def legacy_entries(global_step: int, prompts: int = 2, n: int = 3) -> list[dict]
                 "request_id": f"req-{global_step}-{p}-{k}",
             })
     return entries
+
+
+def rewrite_footer(path: Path, edit: Callable[[dict], None] | bytes) -> None:
+    """Rewrite a step file keeping its row groups, with its g2po.step footer edited."""
+    file = pq.ParquetFile(path)
+    meta = dict(file.schema_arrow.metadata)
+    footer = json.loads(meta[META_KEY])
+    if not isinstance(edit, bytes):
+        edit(footer)  # edits in place
+    meta[META_KEY] = edit if isinstance(edit, bytes) else json.dumps(footer)
+    tables = [file.read_row_group(i) for i in range(file.num_row_groups)]
+    schema = tables[0].schema.with_metadata(meta)
+    with pq.ParquetWriter(path, schema) as writer:
+        for table in tables:
+            writer.write_table(table.replace_schema_metadata(meta))

@@ -84,3 +84,22 @@ def test_pickle_needs_the_trust_flag(tmp_path, capsys):
     assert main(["advantages", str(tmp_path / "b.pkl"), "--trust-pickle"]) == 0
     assert main(["validate", str(tmp_path / "b.pkl")]) == 1
     assert "--trust-pickle" in capsys.readouterr().out
+
+
+def test_validate_lists_only_the_files_columns(tmp_path, capsys):
+    path = tmp_path / "mine.csv"
+    step_table().drop(columns=["is_action_valid", "state_key"]).rename(
+        columns={"group_id": "uid"}).to_csv(path, index=False)
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "Columns found: uid, traj_id, t, action, episode_reward\n" in out
+
+
+def test_validate_of_special_files_is_one_clear_problem(tmp_path, capsys):
+    import os
+
+    os.mkfifo(tmp_path / "pipe.csv")
+    for path in ("/dev/zero", str(tmp_path / "pipe.csv")):
+        assert main(["validate", path]) == 1
+        out = capsys.readouterr().out
+        assert "not a regular file" in out and "Traceback" not in out

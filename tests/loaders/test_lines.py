@@ -60,3 +60,13 @@ def test_decode_text_names_bad_lines():
     assert len(report.notes) == 1
     assert "line 2 byte 0xc3 at column 5" in report.notes[0] and "line 4 byte 0xff" in \
         report.notes[0]
+
+
+def test_lone_surrogates_are_replaced_and_noted(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"a": "x\\ud800y", "b": "\\ud83d\\ude00"}\n{"a": "\\udfff"}\n')
+    report = LoadReport()
+    rows, _ = read_jsonl(path, report)
+    assert rows == [{"a": "x\ufffdy", "b": "\U0001f600"}, {"a": "\ufffd"}]
+    (note,) = report.notes
+    assert "lone UTF-16 surrogates" in note and "first at line 1, field 'a'" in note

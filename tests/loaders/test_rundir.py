@@ -316,3 +316,37 @@ def test_rewind_forgets_later_steps_and_metrics(run):
     assert open_run(path).train_steps() == [keep]
     lines = (path / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["train_step"] for line in lines] == [keep]
+
+
+def test_corrupt_footer_is_an_error_naming_the_file_when_browsing(tmp_path):
+    from tests.loaders.builders import rewrite_footer
+
+    writer = RunWriter(tmp_path / "r", MANIFEST)
+    writer.write_step(1, step_table(groups=3))
+    rewrite_footer(step_path(tmp_path / "r", 1), b'{"groups": [')
+    run = open_run(tmp_path / "r")
+    for browse in (run.summary, lambda: run.groups(1), lambda: run.load_group(1, "g0")):
+        with pytest.raises(LogFormatError, match="step-000001.parquet: the footer's g2po.step "
+                                                 "metadata is not JSON"):
+            browse()
+
+
+@pytest.mark.parametrize(("manifest", "says"), [
+    ('{"format": "g2po-run", "version": "1"}', "field 'version' must be a whole number"),
+    ('{"format": "g2po-run", "version": 7}', "newer than this reader"),
+    ("[1, 2]", "a run manifest is a JSON object"),
+])
+def test_manifest_problems_are_named(tmp_path, manifest, says):
+    RunWriter(tmp_path / "r", MANIFEST).write_step(1, step_table())
+    (tmp_path / "r" / "run.json").write_text(manifest)
+    with pytest.raises(LogFormatError, match=says):
+        open_run(tmp_path / "r")
+
+
+def test_metrics_with_a_train_step_that_is_no_whole_number(tmp_path):
+    RunWriter(tmp_path / "r", MANIFEST).write_step(1, step_table())
+    with open(tmp_path / "r" / "metrics.jsonl", "a") as f:
+        f.write('{"train_step": "2", "loss": 1}\n')
+    with pytest.raises(LogFormatError, match=r"metrics.jsonl:2: field 'train_step' must be a "
+                                             r"whole number, got '2'"):
+        open_run(tmp_path / "r").metrics()

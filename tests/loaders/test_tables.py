@@ -279,3 +279,67 @@ def test_report_on_the_frame_is_plain_data(tmp_path):
     loaded.to_parquet(tmp_path / "out.parquet")
     assert report_of(pd.read_parquet(tmp_path / "out.parquet")).n_skipped == 1
     assert report_of(loaded.iloc[:2]).n_skipped == 1
+
+
+def test_columns_found_are_only_the_files_columns(tmp_path):
+    frame = step_table().drop(columns=["is_action_valid", "state_key"]).rename(
+        columns={"group_id": "uid"})
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    with pytest.raises(LogFormatError) as err:
+        load_steps(tmp_path / "s.csv")
+    found = str(err.value).split("Columns found: ")[1]
+    assert found.split(", ") == list(frame.columns)  # not group_id (alias), is_action_valid
+
+
+def test_our_csv_of_text_with_a_bare_carriage_return_reads_back(tmp_path):
+    from loaders.tables import write_csv
+
+    frame = step_table()
+    frame["action"] = [f"go\r{i}" if i % 2 else f'say "x",\n{i}' for i in range(len(frame))]
+    write_csv(frame, tmp_path / "s.csv")
+    back = load_steps(tmp_path / "s.csv")
+    assert back["action"].tolist() == frame["action"].tolist()
+    assert back["t"].tolist() == frame["t"].tolist()
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("group_id,traj_id\r,t,state_key,action,episode_reward\ng,r,0,s,a,1\n",
+     r"s.csv:1: the header holds a bare carriage return"),
+    ("group_id,traj_id,t,state_key,action,episode_reward,action\ng,r,0,s,a,1,b\n",
+     r"s.csv:1: column name\(s\) 'action' appear more than once"),
+    ("group_id,traj_id,t,state_key,action,episode_reward\ng,r,0,s,a,1,x,y\ng,r,1,s,a,1,x,y\n",
+     r"s.csv: the rows hold more fields than the 6 columns"),
+])
+def test_broken_csv_headers_and_rows_are_named(tmp_path, text, match):
+    (tmp_path / "s.csv").write_bytes(text.encode())
+    with pytest.raises(LogFormatError, match=match):
+        load_steps(tmp_path / "s.csv")
+
+
+def test_parquet_binary_text_and_duplicate_names(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(step_table(), preserve_index=False)
+    i = table.schema.get_field_index("action")
+    utf8 = table.set_column(i, "action", pa.array([b"go"] * len(table), pa.binary()))
+    pq.write_table(utf8, tmp_path / "ok.parquet")
+    steps = load_steps(tmp_path / "ok.parquet")
+    assert set(steps["action"]) == {"go"}
+    assert any("stored as binary" in n for n in report_of(steps).notes)
+    bad = table.set_column(i, "action", pa.array([b"go"] * 3 + [b"\xff"] * (len(table) - 3)))
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    with pytest.raises(LogFormatError, match=r"bad.parquet row 3: column 'action' holds bytes"):
+        load_steps(tmp_path / "bad.parquet")
+    twice = pa.Table.from_arrays([*table.columns, table.column("t")],
+                                 names=[*table.column_names, "t"])
+    pq.write_table(twice, tmp_path / "twice.parquet")
+    with pytest.raises(LogFormatError, match=r"twice.parquet: column name\(s\) 't' appear"):
+        load_steps(tmp_path / "twice.parquet")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_is_action_valid_must_be_zero_or_one(tmp_path, suffix):
+    _write(step_table().assign(is_action_valid=2.5), tmp_path / f"s{suffix}")
+    with pytest.raises(StepTableError, match="'is_action_valid' is not boolean"):
+        load_steps(tmp_path / f"s{suffix}")

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
+import pytest
 
 from g2po.synthetic import synthetic_steps
 from loaders import RunWriter
 from loaders.rundir import step_path
 from loaders.validate import validate_log
-from tests.loaders.builders import agent_loop_entries, step_table, write_verl_dump
+from tests.loaders.builders import (
+    agent_loop_entries,
+    rewrite_footer,
+    step_table,
+    write_verl_dump,
+)
 
 
 def test_run_counts_full_and_quick(tmp_path):
@@ -58,3 +66,69 @@ def test_skips_and_notes_are_reported(tmp_path):
 def test_nothing_there(tmp_path):
     result = validate_log(tmp_path)
     assert not result.ok and result.format is None and "no logs found" in result.problems[0]
+
+
+def _rotate_group_ids(groups):
+    ids = [g["group_id"] for g in groups]
+    for g, other in zip(groups, ids[1:] + ids[:1], strict=True):
+        g["group_id"] = other
+
+
+def _two_step_run(path):
+    writer = RunWriter(path, {})
+    for s in (1, 2):
+        writer.write_step(s, step_table(groups=3, seed=s))
+    return path
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    (b"{not json", "is not JSON"),
+    (lambda f: f.update(groups=5), "is not an object with 'summary' and 'groups'"),
+    (lambda f: [g.update(row_group=7) for g in f["groups"]], "past the file's 1 row group"),
+    (lambda f: [g.update(stop=g["stop"] + 99) for g in f["groups"]], "which holds"),
+    (lambda f: f["groups"].pop(), "lists other groups than the rows hold"),
+    (lambda f: _rotate_group_ids(f["groups"]), "which hold other rows"),
+])
+def test_validate_checks_the_footer_the_app_reads(tmp_path, edit, says):
+    run = _two_step_run(tmp_path / "r")
+    rewrite_footer(step_path(run, 2), edit)
+    result = validate_log(run)
+    assert len(result.problems) == 1, result.problems
+    assert result.problems[0].startswith("training step 2: ")
+    assert "step-000002.parquet: the footer's g2po.step metadata" in result.problems[0]
+    assert says in result.problems[0]
+    assert validate_log(run, quick=True).problems or "other" in says  # quick reads footers too
+
+
+def test_validate_names_step_files_that_lie_about_their_step(tmp_path):
+    run = _two_step_run(tmp_path / "r")
+    os.replace(step_path(run, 2), step_path(run, 3))
+    other = RunWriter(tmp_path / "o", {})
+    other.write_step(42, step_table(seed=4))
+    os.replace(step_path(tmp_path / "o", 42), step_path(run, 2))
+    (run / "rollouts" / "step-1.parquet").write_bytes(step_path(run, 1).read_bytes())
+    problems = validate_log(run).problems
+    assert any("training step 1 is claimed by step-000001.parquet and step-1.parquet" in p
+               for p in problems)
+    assert any("step-000002.parquet holds rows of training step 42" in p for p in problems)
+    assert any("step-000003.parquet holds rows of training step 2" in p for p in problems)
+
+
+def test_validate_mentions_stale_checkpoint_folders(tmp_path):
+    run = _two_step_run(tmp_path / "r")
+    stale = run / "checkpoints" / ".tmp-step-000002-999"
+    stale.mkdir(parents=True)
+    (stale / "model.safetensors").write_bytes(b"0" * 2_000_000)
+    result = validate_log(run)
+    assert result.ok
+    (note,) = [n for n in result.report.notes if "half-written" in n]
+    assert str(stale) in note and "2.0 MB" in note
+
+
+def test_a_folder_of_logs_says_which_logs_it_holds(tmp_path):
+    (tmp_path / "a").mkdir()
+    step_table().to_csv(tmp_path / "a" / "s.csv", index=False)
+    (tmp_path / "junk.parquet").write_bytes(b"junk")
+    problems = validate_log(tmp_path).problems
+    assert "no logs found in this directory" in problems[0]
+    assert problems[1].endswith("holds 1 log(s) below it: a/s.csv; validate each")

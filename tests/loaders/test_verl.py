@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from g2po.errors import StepTableError
-from loaders import LoadWarning, LogFormatError, detect_format, load_steps, open_log, report_of
+from loaders import (
+    LoaderError,
+    LoadWarning,
+    LogFormatError,
+    detect_format,
+    load_steps,
+    open_log,
+    report_of,
+)
 from loaders.verl import default_action, last_env_message
 from tests.loaders.builders import (
     SYSTEM,
@@ -269,3 +277,32 @@ def test_default_state_outside_the_agent_format_is_the_last_message():
     chatml = "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n"
     assert default_state(chatml) == "What is 2 + 2?"
     assert default_state("no roles, no format") is None
+
+
+def test_user_patterns_that_backtrack_or_do_not_compile_are_named(tmp_path):
+    entries = agent_loop_entries(1)
+    for e in entries:
+        e["input"] = "a" * 40 + "!"  # `(a|aa)+$` needs ~2**40 steps here with Python's re
+    write_verl_dump(tmp_path / "d", 1, entries)
+    with pytest.raises(LogFormatError, match=r"1.jsonl:1: field 'input': state_regex "
+                                             r"'\(a\|aa\)\+\$' took longer than"):
+        load_steps(tmp_path / "d", state_regex=r"(a|aa)+$")
+    with pytest.raises(LoaderError, match=r"action_regex: invalid regular expression '\('"):
+        load_steps(tmp_path / "d", action_regex="(")
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    ({"uid": None}, "field 'uid' must be text (or a whole number), got null"),
+    ({"uid": {"a": 1}}, "field 'uid' must be text (or a whole number), got dict"),
+    ({"score": 10**400}, "field 'score' is not a number"),
+    ({"score": "high"}, "field 'score' is not a number: 'high'"),
+    ({"step": 10**400}, "field 'step' is not a whole number"),
+    ({"step": 1.5}, "field 'step' is not a whole number: 1.5"),
+])
+def test_bad_field_values_name_line_and_field(tmp_path, edit, says):
+    entries = agent_loop_entries(1)
+    entries[2].update(edit)
+    write_verl_dump(tmp_path / "d", 1, entries)
+    with pytest.raises(LogFormatError, match=r"1.jsonl:3: ") as err:
+        load_steps(tmp_path / "d")
+    assert says in str(err.value)

@@ -72,3 +72,63 @@ def test_bench_prints_its_figures():
     lines = result.stdout.splitlines()
     assert lines[0].split()[:2] == ["estimator", "rows"]
     assert any(line.startswith("g2po") for line in lines[1:])
+
+
+def _long_actions(tmp_path):
+    steps = trajectories(THREE)
+    steps["action"] = steps["action"] + " because" + " the agent explained itself" * 20
+    path = tmp_path / "long.csv"
+    steps.to_csv(path, index=False)
+    return path, steps
+
+
+def test_advantages_fit_the_terminal_and_full_prints_everything(tmp_path, capsys, monkeypatch):
+    path, steps = _long_actions(tmp_path)
+    monkeypatch.setenv("COLUMNS", "160")
+    assert main(["advantages", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 160
+    assert "…" in lines[1] and steps["action"].iloc[0] not in lines[1]
+    assert main(["advantages", str(path), "--full"]) == 0
+    out = capsys.readouterr().out
+    assert steps["action"].iloc[0] in out and "…" not in out
+
+
+def test_terminal_table_cuts_rows_and_flattens_line_breaks():
+    from g2po.cli.analysis import terminal_table
+
+    table = pd.DataFrame({"action": ["a\nb", "\x1b[31mred"] * 50, "x": range(100)})
+    text = terminal_table(table, max_rows=4, width=40)
+    lines = text.splitlines()
+    assert len(lines) == 1 + 4 + 1 and "96 rows not shown" in lines[3]
+    assert "a b" in lines[1] and "\\x1b[31mred" in lines[2] and "\x1b" not in text
+    assert "\x1b" not in terminal_table(table, full=True)
+
+
+def test_an_unexpected_failure_is_one_line_and_exit_3(table, capsys, monkeypatch):
+    import g2po.cli.analysis as analysis
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(analysis, "compute_advantages", broken)
+    assert main(["advantages", str(table)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error (ZeroDivisionError): boom" in err
+    monkeypatch.setenv("G2PO_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        main(["advantages", str(table)])
+
+
+def test_our_csv_export_reads_back(tmp_path, capsys):
+    from loaders import LoadReport
+    from loaders.tables import read_table
+
+    steps = trajectories(THREE)
+    steps["action"] = [f"go\r{i}" for i in range(len(steps))]
+    src = tmp_path / "in.parquet"
+    steps.to_parquet(src)
+    out = tmp_path / "adv.csv"
+    assert main(["advantages", str(src), "--out", str(out)]) == 0
+    back, _ = read_table(out, "csv", LoadReport(), ("action",))
+    assert back["action"].tolist() == steps["action"].tolist()

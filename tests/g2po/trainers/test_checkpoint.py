@@ -86,3 +86,20 @@ def test_rewind_to_the_start(tmp_path):
     rewind_run(tmp_path / "run", 0)
     assert open_run(tmp_path / "run").train_steps() == []
     assert (tmp_path / "run" / "metrics.jsonl").read_text() == ""
+
+
+def test_resume_removes_folders_of_killed_saves(tmp_path):
+    import os
+
+    run = tmp_path / "run"
+    writer = RunWriter(run, {})
+    for step in (1, 2):
+        writer.write_step(step, synthetic_steps(300, seed=step))
+    stale = run / "checkpoints" / ".tmp-step-000002-99999"
+    stale.mkdir(parents=True)
+    (stale / "model.safetensors").write_bytes(b"0" * 1000)
+    mine = run / "checkpoints" / f".tmp-step-000003-{os.getpid()}"  # being written by us
+    mine.mkdir()
+    assert rewind_run(run, 1) == [2]
+    assert not stale.exists() and mine.exists()
+    assert open_run(run).train_steps() == [1]

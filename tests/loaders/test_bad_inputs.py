@@ -1,0 +1,41 @@
+"""The bad-input corpus (tests/loaders/bad_inputs.py) through `g2po validate` and
+`g2po advantages`, each run in its own process under a time and memory limit: no traceback,
+no hang, no internal error, every message naming what is wrong, nothing silently changed."""
+
+from __future__ import annotations
+
+import os
+
+from tests.loaders.bad_inputs import Case, counts, run_case, run_corpus
+from tests.loaders.builders import agent_loop_entries, write_verl_dump
+
+
+def test_every_bad_input_gets_a_clear_error_and_valid_ones_read_back_unchanged(tmp_path):
+    outcomes = run_corpus(tmp_path)
+    wrong = [f"{o.kind} {o.command} {o.case}: {o.detail}" for o in outcomes
+             if o.kind not in ("clear", "accepted")]
+    assert not wrong, "\n".join(wrong)
+    tally = counts(outcomes)
+    assert tally["inputs"] >= 80 and tally["traceback"] == tally["hang"] == 0
+    # "accepted" only for the cases built valid (tricky text, a stale checkpoint folder)
+    accepted = {o.case for o in outcomes if o.kind == "accepted"}
+    assert accepted == {"tricky text in our own CSV", "tricky text in JSON lines",
+                        "tricky text in Parquet", "run with a stale checkpoint folder",
+                        "lone surrogate in text (replaced, noted)",
+                        "NUL characters in CSV text (text, kept)"}
+
+
+def test_the_real_entry_point_in_a_fresh_interpreter(tmp_path):
+    """A few cases through `python -m g2po` itself (the corpus forks a preloaded server)."""
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    entries = agent_loop_entries(1)
+    for e in entries:
+        e["input"] = "a" * 40 + "!"
+    write_verl_dump(tmp_path / "dump", 1, entries)
+    cases = [Case("FIFO", str(tmp_path / "pipe.jsonl")),
+             Case("catastrophic --state-regex", str(tmp_path / "dump"),
+                  args=["--state-regex", "(a|aa)+$"], names=["state_regex"])]
+    for case in cases:
+        for command in case.commands:
+            outcome = run_case(case, command, tmp_path, exec_=True)
+            assert outcome.kind == "clear", outcome
