@@ -232,10 +232,10 @@ def _mapping_form(key: str, name: str, columns: list[str], missing: list[str],
         picked = {}
         for role in MAPPING_ROLES:
             default = suggested.get(role)
-            picked[role] = st.selectbox(
-                escape_markdown(role + ("" if role in REQUIRED_COLUMNS else " (optional)")),
-                options, index=options.index(default) if default in options else 0,
-                key=f"{key}:{role}")
+            label = role if role in REQUIRED_COLUMNS else f"{role} (optional)"  # ours: plain
+            picked[role] = st.selectbox(label, options, key=f"{key}:{role}",
+                                        index=options.index(default) if default in options
+                                        else 0)
         submitted = st.form_submit_button("Open with this mapping")
     if not submitted:
         return None
