@@ -270,3 +270,25 @@ def test_a_bug_in_a_page_is_a_short_message_never_a_traceback(runs_root, tmp_pat
     assert "secret detail" not in texts(at) and "Traceback" not in texts(at)
     assert "secret detail /srv/private/path" in caplog.text  # the details, for the operator
     assert at.selectbox(key="active_run").value  # the sidebar still works
+
+
+def test_hostile_run_and_file_names_are_never_markdown(tmp_path):
+    """Run folder names, file names and load notes reach markdown only escaped (the browser
+    test checks what Chromium then draws)."""
+    from tests.app.builders import write_run
+
+    write_run(tmp_path / "![i](https:" / "evil.example)", 1, rows=150)
+    write_run(tmp_path / "**bold** <b>x</b>", 1, rows=150, seed=3)
+    (tmp_path / "[n](http:evil) $x$.bin").write_bytes(b"\x00junk")
+    at = app_test("group", ["--log", str(tmp_path)])
+    assert not at.exception
+    assert at.multiselect(key="runs").value == ["![i](https:/evil.example)", "**bold** <b>x</b>"]
+    csv = group_steps(rows=150).to_csv(index=False).encode()
+    at.file_uploader(key="uploads").set_value(("[u](http:evil) **u**.csv", csv, "text/csv"))
+    at.run()
+    assert not at.exception
+    values = [e.value for kind in ("markdown", "caption", "error", "warning", "info", "success")
+              for e in getattr(at, kind)] + [e.label for e in at.expander]
+    assert any("evil" in v for v in values)  # the names are on the page …
+    for value in values:  # … and every markdown-active character in them is escaped
+        assert not re.search(r"(?<!\\)(<b>|\]\(|\*\*bold|\*\*u\*\*|\$x\$)", value), value
