@@ -12,6 +12,7 @@ from app.data import (
     check_rows,
     find_logs,
     forget_uploads,
+    load_train_step,
     log_bytes,
     log_cache,
     open_log,
@@ -130,8 +131,13 @@ def test_the_log_cache_is_bounded_by_memory_not_count(tmp_path):
     # the newest stay; the least recently used went
     assert open_log(LogRef("t3.parquet", str(paths[3])), cache_mb=budget_mb) is \
         open_log(LogRef("t3.parquet", str(paths[3])), cache_mb=budget_mb)
-    one = LogCache()
-    huge = one.get(LogRef("t0", str(paths[0])), 1, lambda r: loaders.open_log(r.path))
+    # whole training steps share the budget with the logs
+    log = open_log(LogRef("t3.parquet", str(paths[3])), cache_mb=budget_mb)
+    step = load_train_step(log, "k3", 0)
+    assert load_train_step(log, "k3", 0) is step
+    assert cache.total() <= budget_mb * 2**20
+    one = LogCache(budget_bytes=1)
+    huge = one.get(LogRef("t0", str(paths[0])), lambda: loaders.open_log(paths[0]))
     assert len(one) == 1 and huge.train_steps() == [0]  # one log over the budget still opens
     one.drop(str(paths[0]))
     assert len(one) == 0
