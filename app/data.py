@@ -48,6 +48,7 @@ __all__ = [
     "table_format",
     "check_rows",
     "log_bytes",
+    "frame_bytes",
     "LogCache",
     "log_cache",
     "open_log",
@@ -265,21 +266,30 @@ class LogCache:
     def __init__(self, budget_bytes: float = 2048 * 2**20) -> None:
         self.budget_bytes = budget_bytes
         self._items: OrderedDict[object, tuple[object, int]] = OrderedDict()
+        self._making: dict[object, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def get(self, key, make, size=log_bytes):
-        """The value of ``key``, made by ``make()`` (and measured by ``size``) when absent."""
+        """The value of ``key``, made by ``make()`` (and measured by ``size``) when absent.
+        Sessions asking for the same key at once wait for one ``make()``, so a big table is
+        never read twice side by side."""
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key][0]
-        value = make()
-        nbytes = size(value)
-        with self._lock:
-            self._items[key] = (value, nbytes)
-            self._items.move_to_end(key)
-            while len(self._items) > 1 and self.total() > self.budget_bytes:
-                self._items.popitem(last=False)
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    return self._items[key][0]
+            try:
+                value = make()
+                nbytes = size(value)
+            finally:
+                with self._lock:
+                    self._making.pop(key, None)
+            with self._lock:
+                self._items[key] = (value, nbytes)
+                while len(self._items) > 1 and self.total() > self.budget_bytes:
+                    self._items.popitem(last=False)
         return value
 
     def drop(self, path: str) -> None:
@@ -296,6 +306,7 @@ class LogCache:
 
 
 def frame_bytes(frame: pd.DataFrame) -> int:
+    """The memory a frame holds, its text included."""
     return int(frame.memory_usage(index=True, deep=True).sum())
 
 

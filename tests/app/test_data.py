@@ -1,6 +1,7 @@
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import loaders
@@ -12,6 +13,7 @@ from app.data import (
     check_rows,
     find_logs,
     forget_uploads,
+    frame_bytes,
     load_train_step,
     log_bytes,
     log_cache,
@@ -158,3 +160,25 @@ def test_a_sessions_uploads_are_removed_with_it(tmp_path):
     state.clear()  # the session is gone
     gc.collect()
     assert not folder.exists()
+
+
+def test_sessions_opening_one_log_at_once_read_it_once():
+    import threading
+    import time
+
+    made = []
+
+    def make():
+        made.append(1)
+        time.sleep(0.2)
+        return pd.DataFrame({"a": range(10)})
+
+    cache = LogCache()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(cache.get("k", make, frame_bytes)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(got) == 4 and all(g is got[0] for g in got)
