@@ -32,6 +32,7 @@ import streamlit as st
 
 import loaders
 from app.graph_html import Highlight, network_data
+from app.options import AppOptions
 from app.params import SpecParams
 from app.tables import node_highlight, trajectory_highlight
 from g2po.estimators import estimate
@@ -323,7 +324,8 @@ def _open(ref: LogRef, max_rows: int) -> loaders.Log:
     return loaders.open_log(ref.path, ref.format, **ref.open_kwargs())
 
 
-def open_log(ref: LogRef, max_rows: int = 2_000_000, cache_mb: float = 2048.0) -> loaders.Log:
+def open_log(ref: LogRef, max_rows: int = AppOptions.max_rows,
+             cache_mb: float = AppOptions.cache_mb) -> loaders.Log:
     """The opened log (cheap for run directories: the manifest and a listing), from the
     process's memory-bounded cache (``cache_mb``: its budget, the same for every session).
     Tables over ``max_rows`` rows are refused unread."""
