@@ -75,7 +75,7 @@ def log_sources(options: AppOptions, panel) -> Sources:
             found, notes = data.find_logs(path, options.format, options.read)
         except _ERRORS as err:
             if options.from_sample:
-                st.warning("No sample rollouts found (the bundled `sample\\_rollouts/` folder "
+                st.warning("No sample rollouts found (the bundled `sample_rollouts/` folder "
                            "is empty or missing). Open a log below, or start the app with "
                            "`streamlit run app/main.py -- --log PATH`.")
             else:
@@ -170,9 +170,10 @@ def _uploads(options: AppOptions, refs: list[LogRef]) -> LogRef | None:
                                     store.folder / upload.file_id)
             store.saved[upload.file_id] = path
         path = path.resolve()
-        mapping = state.get(MAPPINGS, {}).get(str(path), {})
-        read = data.with_mapping(data.read_options(_table_format(path), options.read), mapping) \
-            if mapping else data.read_options(_table_format(path), options.read)
+        read = data.read_options(_table_format(path), options.read)
+        mapping = state.get(MAPPINGS, {}).get(str(path))
+        if mapping:
+            read = data.with_mapping(read, mapping)
         ref = LogRef(f"upload: {upload.name}", str(path), None, read)
         if not _ready(ref, f"map:upload:{upload.file_id}"):
             continue
