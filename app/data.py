@@ -32,6 +32,7 @@ import streamlit as st
 
 import loaders
 from app.graph_html import Highlight, network_data
+from app.options import AppOptions
 from app.params import SpecParams
 from app.tables import node_highlight, trajectory_highlight
 from g2po.estimators import estimate
@@ -48,6 +49,7 @@ __all__ = [
     "table_format",
     "check_rows",
     "log_bytes",
+    "frame_bytes",
     "LogCache",
     "log_cache",
     "open_log",
@@ -257,39 +259,56 @@ def log_bytes(log: loaders.Log) -> int:
 
 
 class LogCache:
-    """Opened logs kept between reruns and shared by every session, bounded by memory: the
-    least recently used are dropped once the total passes the budget (the newest is always
-    kept, however big)."""
+    """Opened logs (and whole training steps read from them) kept between reruns and shared
+    by every session, bounded by memory: the least recently used are dropped once the total
+    passes :attr:`budget_bytes` (the newest is always kept, however big). Keys are
+    :class:`LogRef` for logs, ``(log key, training step)`` for steps."""
 
-    def __init__(self) -> None:
-        self._logs: OrderedDict[LogRef, tuple[loaders.Log, int]] = OrderedDict()
+    def __init__(self, budget_bytes: float = 2048 * 2**20) -> None:
+        self.budget_bytes = budget_bytes
+        self._items: OrderedDict[object, tuple[object, int]] = OrderedDict()
+        self._making: dict[object, threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def get(self, ref: LogRef, budget_bytes: float, opener) -> loaders.Log:
+    def get(self, key, make, size=log_bytes):
+        """The value of ``key``, made by ``make()`` (and measured by ``size``) when absent.
+        Sessions asking for the same key at once wait for one ``make()``, so a big table is
+        never read twice side by side."""
         with self._lock:
-            if ref in self._logs:
-                self._logs.move_to_end(ref)
-                return self._logs[ref][0]
-        log = opener(ref)
-        size = log_bytes(log)
-        with self._lock:
-            self._logs[ref] = (log, size)
-            self._logs.move_to_end(ref)
-            while len(self._logs) > 1 and self.total() > budget_bytes:
-                self._logs.popitem(last=False)
-        return log
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    return self._items[key][0]
+            try:
+                value = make()
+                nbytes = size(value)
+            finally:
+                with self._lock:
+                    self._making.pop(key, None)
+            with self._lock:
+                self._items[key] = (value, nbytes)
+                while len(self._items) > 1 and self.total() > self.budget_bytes:
+                    self._items.popitem(last=False)
+        return value
 
     def drop(self, path: str) -> None:
         """Forget every opened log of ``path`` (an upload that was removed)."""
         with self._lock:
-            for ref in [r for r in self._logs if r.path == path]:
-                del self._logs[ref]
+            for ref in [r for r in self._items if isinstance(r, LogRef) and r.path == path]:
+                del self._items[ref]
 
     def total(self) -> int:
-        return sum(size for _, size in self._logs.values())
+        return sum(nbytes for _, nbytes in self._items.values())
 
     def __len__(self) -> int:
-        return len(self._logs)
+        return len(self._items)
+
+
+def frame_bytes(frame: pd.DataFrame) -> int:
+    """The memory a frame holds, its text included."""
+    return int(frame.memory_usage(index=True, deep=True).sum())
 
 
 @st.cache_resource(show_spinner=False)
@@ -305,10 +324,14 @@ def _open(ref: LogRef, max_rows: int) -> loaders.Log:
     return loaders.open_log(ref.path, ref.format, **ref.open_kwargs())
 
 
-def open_log(ref: LogRef, max_rows: int = 2_000_000, cache_mb: float = 2048.0) -> loaders.Log:
+def open_log(ref: LogRef, max_rows: int = AppOptions.max_rows,
+             cache_mb: float = AppOptions.cache_mb) -> loaders.Log:
     """The opened log (cheap for run directories: the manifest and a listing), from the
-    process's memory-bounded cache. Tables over ``max_rows`` rows are refused unread."""
-    return log_cache().get(ref, cache_mb * 2**20, lambda r: _open(r, max_rows))
+    process's memory-bounded cache (``cache_mb``: its budget, the same for every session).
+    Tables over ``max_rows`` rows are refused unread."""
+    cache = log_cache()
+    cache.budget_bytes = cache_mb * 2**20
+    return cache.get(ref, lambda: _open(ref, max_rows))
 
 
 def log_version(log: loaders.Log) -> tuple[int, int]:
@@ -348,12 +371,15 @@ def load_group(_log: loaders.Log, key: str, train_step: int, group_id: str) -> p
     return frame
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
 def load_train_step(_log: loaders.Log, key: str, train_step: int) -> pd.DataFrame:
-    """Every row of one training step (for step-wide diagnostics and exports). Not mutated."""
-    frame = _log.load_step(train_step)
-    frame.attrs = {}
-    return frame
+    """Every row of one training step (for step-wide diagnostics and exports), kept in the
+    memory-bounded :func:`log_cache` beside the logs. Not mutated."""
+    def read() -> pd.DataFrame:
+        frame = _log.load_step(train_step)
+        frame.attrs = {}
+        return frame
+
+    return log_cache().get((key, train_step), read, frame_bytes)
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)

@@ -75,7 +75,7 @@ def log_sources(options: AppOptions, panel) -> Sources:
             found, notes = data.find_logs(path, options.format, options.read)
         except _ERRORS as err:
             if options.from_sample:
-                st.warning("No sample rollouts found (the bundled `sample\\_rollouts/` folder "
+                st.warning("No sample rollouts found (the bundled `sample_rollouts/` folder "
                            "is empty or missing). Open a log below, or start the app with "
                            "`streamlit run app/main.py -- --log PATH`.")
             else:
@@ -170,9 +170,10 @@ def _uploads(options: AppOptions, refs: list[LogRef]) -> LogRef | None:
                                     store.folder / upload.file_id)
             store.saved[upload.file_id] = path
         path = path.resolve()
-        mapping = state.get(MAPPINGS, {}).get(str(path), {})
-        read = data.with_mapping(data.read_options(_table_format(path), options.read), mapping) \
-            if mapping else data.read_options(_table_format(path), options.read)
+        read = data.read_options(_table_format(path), options.read)
+        mapping = state.get(MAPPINGS, {}).get(str(path))
+        if mapping:
+            read = data.with_mapping(read, mapping)
         ref = LogRef(f"upload: {upload.name}", str(path), None, read)
         if not _ready(ref, f"map:upload:{upload.file_id}"):
             continue
@@ -232,10 +233,10 @@ def _mapping_form(key: str, name: str, columns: list[str], missing: list[str],
         picked = {}
         for role in MAPPING_ROLES:
             default = suggested.get(role)
-            picked[role] = st.selectbox(
-                escape_markdown(role + ("" if role in REQUIRED_COLUMNS else " (optional)")),
-                options, index=options.index(default) if default in options else 0,
-                key=f"{key}:{role}")
+            label = role if role in REQUIRED_COLUMNS else f"{role} (optional)"  # ours: plain
+            picked[role] = st.selectbox(label, options, key=f"{key}:{role}",
+                                        index=options.index(default) if default in options
+                                        else 0)
         submitted = st.form_submit_button("Open with this mapping")
     if not submitted:
         return None

@@ -49,7 +49,7 @@ class AppOptions:
     refresh: float = 5.0
     from_sample: bool = field(default=False)
     allow_dirs: tuple[str, ...] = ()
-    max_rows: int = 2_000_000
+    max_rows: int = 1_000_000
     cache_mb: float = 2048.0
 
     @property

@@ -30,10 +30,14 @@ def show_error(title: str, err: BaseException | str) -> None:
 
 
 def show_short_error(title: str, err: BaseException | str, limit: int = 240) -> None:
-    """``title`` and the first line of the error (cut at ``limit`` characters), escaped, for a
-    message beside the input that caused it; the whole text under "Details"."""
+    """``title`` and the first line of the error (with the first item when that line
+    introduces a list), cut at ``limit`` characters and escaped, for a message beside the
+    input that caused it; the whole text under "Details"."""
     detail = str(err) if isinstance(err, str) else str(err) or type(err).__name__
-    first = detail.partition("\n")[0]
+    lines = [line.strip(" -") for line in detail.splitlines() if line.strip(" -")]
+    first = lines[0] if lines else detail
+    if first.endswith(":") and len(lines) > 1:  # "N problem(s) …:" then the problems
+        first = f"{first} {lines[1]}"
     st.error(f"{escape_markdown(title)}: {escape_markdown(truncate(first, limit))}")
     if detail.strip() != truncate(first, limit):
         with st.expander("Details"):

@@ -1,6 +1,7 @@
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import loaders
@@ -12,6 +13,8 @@ from app.data import (
     check_rows,
     find_logs,
     forget_uploads,
+    frame_bytes,
+    load_train_step,
     log_bytes,
     log_cache,
     open_log,
@@ -130,8 +133,13 @@ def test_the_log_cache_is_bounded_by_memory_not_count(tmp_path):
     # the newest stay; the least recently used went
     assert open_log(LogRef("t3.parquet", str(paths[3])), cache_mb=budget_mb) is \
         open_log(LogRef("t3.parquet", str(paths[3])), cache_mb=budget_mb)
-    one = LogCache()
-    huge = one.get(LogRef("t0", str(paths[0])), 1, lambda r: loaders.open_log(r.path))
+    # whole training steps share the budget with the logs
+    log = open_log(LogRef("t3.parquet", str(paths[3])), cache_mb=budget_mb)
+    step = load_train_step(log, "k3", 0)
+    assert load_train_step(log, "k3", 0) is step
+    assert cache.total() <= budget_mb * 2**20
+    one = LogCache(budget_bytes=1)
+    huge = one.get(LogRef("t0", str(paths[0])), lambda: loaders.open_log(paths[0]))
     assert len(one) == 1 and huge.train_steps() == [0]  # one log over the budget still opens
     one.drop(str(paths[0]))
     assert len(one) == 0
@@ -152,3 +160,25 @@ def test_a_sessions_uploads_are_removed_with_it(tmp_path):
     state.clear()  # the session is gone
     gc.collect()
     assert not folder.exists()
+
+
+def test_sessions_opening_one_log_at_once_read_it_once():
+    import threading
+    import time
+
+    made = []
+
+    def make():
+        made.append(1)
+        time.sleep(0.2)
+        return pd.DataFrame({"a": range(10)})
+
+    cache = LogCache()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(cache.get("k", make, frame_bytes)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(got) == 4 and all(g is got[0] for g in got)

@@ -40,7 +40,7 @@ def test_roots_and_bounds(tmp_path):
     opts = parse_options(["--allow-dir", str(tmp_path), "--max-rows", "10", "--cache-mb", "64"])
     assert opts.allow_dirs == (str(tmp_path),) and opts.max_rows == 10 and opts.cache_mb == 64
     defaults = parse_options([])
-    assert defaults.allow_dirs == () and defaults.max_rows == 2_000_000
+    assert defaults.allow_dirs == () and defaults.max_rows == 1_000_000
     for argv in (["--allow-dir", str(tmp_path / "nope")], ["--max-rows", "0"],
                  ["--cache-mb", "0"], ["--format", "bogus"]):
         with pytest.raises(OptionsError):

@@ -21,3 +21,12 @@ def test_truncate_and_one_line():
     assert truncate("abc", 5) == "abc"
     assert truncate("a" * 10, 5) == "aaaa…"
     assert one_line(" a \n\t b ") == "a b"
+
+
+def test_escape_markdown_breaks_streamlits_own_directives_and_folder_name_links():
+    # Streamlit's colour, icon and emoji directives need bare colons
+    out = escape_markdown(":red[alarm] :material/home: :smile:")
+    assert ":" not in out.replace("\\:", "")
+    # a markdown image split over a folder and a run name, once joined by the path
+    joined = escape_markdown("![i](https:" + "/" + "evil.example)")
+    assert joined == "\\!\\[i\\]\\(https\\:/evil\\.example\\)"

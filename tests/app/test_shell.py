@@ -270,3 +270,52 @@ def test_a_bug_in_a_page_is_a_short_message_never_a_traceback(runs_root, tmp_pat
     assert "secret detail" not in texts(at) and "Traceback" not in texts(at)
     assert "secret detail /srv/private/path" in caplog.text  # the details, for the operator
     assert at.selectbox(key="active_run").value  # the sidebar still works
+
+
+def test_hostile_run_and_file_names_are_never_markdown(tmp_path):
+    """Run folder names, file names and load notes reach markdown only escaped (the browser
+    test checks what Chromium then draws)."""
+    from tests.app.builders import write_run
+
+    write_run(tmp_path / "![i](https:" / "evil.example)", 1, rows=150)
+    write_run(tmp_path / "**bold** <b>x</b>", 1, rows=150, seed=3)
+    (tmp_path / "[n](http:evil) $x$.bin").write_bytes(b"\x00junk")
+    at = app_test("group", ["--log", str(tmp_path)])
+    assert not at.exception
+    assert at.multiselect(key="runs").value == ["![i](https:/evil.example)", "**bold** <b>x</b>"]
+    csv = group_steps(rows=150).to_csv(index=False).encode()
+    at.file_uploader(key="uploads").set_value(("[u](http:evil) **u**.csv", csv, "text/csv"))
+    at.run()
+    assert not at.exception
+    values = [e.value for kind in ("markdown", "caption", "error", "warning", "info", "success")
+              for e in getattr(at, kind)] + [e.label for e in at.expander]
+    assert any("evil" in v for v in values)  # the names are on the page …
+    for value in values:  # … and every markdown-active character in them is escaped
+        assert not re.search(r"(?<!\\)(<b>|\]\(|\*\*bold|\*\*u\*\*|\$x\$)", value), value
+
+
+def test_the_path_box_offers_the_mapping_form_and_short_errors(runs_root, tmp_path):
+    table = tmp_path / "mine.csv"
+    group_steps(rows=150).rename(columns={"t": "turn"}).to_csv(table, index=False)
+    broken = tmp_path / "broken.csv"
+    frame = group_steps(rows=150)
+    frame["t"] = frame["t"].astype(object)
+    frame.loc[3, "t"] = "three"
+    frame.to_csv(broken, index=False)
+    at = app_test("group", ["--log", str(runs_root / "run_a"), "--allow-dir", str(tmp_path)])
+    at.text_input(key="path_box").input(str(broken)).run()
+    at.button(key="open_path").click().run()
+    assert not at.exception
+    (error,) = at.error
+    assert error.value.startswith("Cannot open broken") and "'t'" in error.value
+    assert len(error.value) < 400 and at.multiselect(key="runs").options == ["run_a"]
+    at.text_input(key="path_box").input(str(table)).run()
+    at.button(key="open_path").click().run()
+    assert not at.exception and not at.error
+    form_key = f"map:path:{table.resolve()}"
+    assert at.selectbox(key=f"{form_key}:t").value == "turn"
+    at.button(key=f"FormSubmitter:{form_key}-Open with this mapping").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="runs").value == ["run_a", "mine.csv"]
+    assert at.selectbox(key="active_run").value == "mine.csv"
+    assert len(at.get("component_instance")) == 1

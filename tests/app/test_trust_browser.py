@@ -1,0 +1,184 @@
+"""Names from logs never become markup, and opening a log from the app works, in a real
+browser (Debian's headless Chromium, driven by Playwright, on the app served by ``streamlit
+run`` on localhost): runs whose folder names are markdown and HTML payloads, every page of
+the app, and a CSV with its own column names opened through the upload and the mapping form.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app.shell import PAGES
+from tests.app.browser import (
+    ARTIFACTS,
+    canvas_ink,
+    choose,
+    chromium,
+    chromium_missing,
+    graph_frame,
+    serve_app,
+    watch,
+)
+from tests.app.builders import group_steps, write_run
+
+VIEWPORT = {"width": 1600, "height": 1100}
+#: Folder names that are markup: a markdown image whose URL is split by the folder's slash
+#: (``![i](https:/evil.example)`` once joined), bold text, an HTML tag with a handler.
+IMAGE_FOLDER, IMAGE_RUN = "![i](https:", "evil.example)"
+BOLD_RUN = "**bold** _em_"
+TAG_RUN = "<img src=x onerror=window.__xss=7>"
+UPLOAD_NAME = "[up](http:evil.example) **up**.csv"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    why = chromium_missing()
+    if why:
+        pytest.fail(why)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def hostile_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("names")
+    write_run(root / IMAGE_FOLDER / IMAGE_RUN, 2, hostile_text=True, rows=200)
+    write_run(root / BOLD_RUN, 1, seed=5, rows=200)
+    write_run(root / TAG_RUN, 1, seed=7, hostile_text=True, rows=200)
+    (root / "**note** [n](http:evil.example).bin").write_bytes(b"\x00\x01not a log")
+    return root
+
+
+@pytest.fixture(scope="module")
+def app_url(hostile_root):
+    with serve_app(["--log", str(hostile_root)]) as url:
+        yield url
+
+
+def wait_idle(page, settle: float = 0.6, timeout: float = 60.0) -> None:
+    """Wait until Streamlit shows no running script for ``settle`` seconds."""
+    deadline = time.monotonic() + timeout
+    quiet_since = None
+    while time.monotonic() < deadline:
+        if page.locator("[data-testid='stStatusWidget']").filter(has_text="Running").count():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= settle:
+            return
+        time.sleep(0.1)
+    raise TimeoutError("the app kept running")
+
+
+#: Elements a name would make if it became markdown or HTML: emphasis from ``**…**`` and
+#: ``_…_``, images and links from ``![…](…)`` / ``[…](…)``, the ``<img>`` tag.
+MARKUP = """() => {
+    const hits = [];
+    for (const el of document.querySelectorAll('strong, b, em, i')) {
+        const t = el.textContent.trim();  // "**bold**" in a bold headline is fine; "bold" not
+        if (/^(bold|em|up|note)$/.test(t)) hits.push(el.tagName + ':' + t);
+    }
+    for (const el of document.querySelectorAll('img')) {
+        const src = el.getAttribute('src') || '';
+        if (src === 'x' || src.includes('evil')) hits.push('img:' + src);
+    }
+    for (const el of document.querySelectorAll('a')) {
+        const href = el.getAttribute('href') || '';
+        if (href.includes('evil') || /^javascript:/i.test(href)) hits.push('a:' + href);
+    }
+    return {hits, xss: typeof window.__xss};
+}"""
+
+
+def assert_no_markup(page, seen, where: str) -> None:
+    for frame in page.frames:
+        try:
+            found = frame.evaluate(MARKUP)
+        except Exception:  # a frame navigating away: checked on the next page
+            continue
+        assert found == {"hits": [], "xss": "undefined"}, (where, frame.url, found)
+    assert seen.dialogs == [], (where, seen.dialogs)
+    assert seen.external() == [], (where, "requests left localhost", seen.external())
+    assert not page.locator("[data-testid='stException']").count(), where
+
+
+def test_hostile_names_render_as_text_on_every_page(browser, app_url):
+    page = browser.new_page(viewport=VIEWPORT)
+    seen = watch(page)
+    page.goto(app_url)
+    graph_frame(page, timeout=60_000)
+    wait_idle(page)
+    body = page.inner_text("body")
+    # each name shows, as the text it is (the run chooser, the headline)
+    for name in (f"{IMAGE_FOLDER}/{IMAGE_RUN}", BOLD_RUN, TAG_RUN):
+        assert name in body, name
+    assert_no_markup(page, seen, "group")
+    for run in (BOLD_RUN, TAG_RUN):  # each run in view: its headline, its groups and reports
+        choose(page, "Run to inspect", option_text=run)
+        wait_idle(page)
+        assert_no_markup(page, seen, f"group, {run}")
+    for _module, title, _url in PAGES.values():
+        page.get_by_role("link", name=title).first.click()
+        page.get_by_role("heading", name=title).first.wait_for(timeout=60_000)
+        wait_idle(page)
+        assert_no_markup(page, seen, title)
+    page.screenshot(path=str(ARTIFACTS / "app-hostile-names.png"))
+    # an upload with a hostile name: its entry, its success message and its report
+    page.goto(app_url)
+    wait_idle(page)
+    csv = group_steps(rows=150).to_csv(index=False).encode()
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        files=[{"name": UPLOAD_NAME, "mimeType": "text/csv", "buffer": csv}])
+    page.get_by_text("Opened upload:").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    assert f"upload: {UPLOAD_NAME}" in page.inner_text("body")
+    assert_no_markup(page, seen, "upload")
+    assert seen.console_errors == [], seen.console_errors
+    page.close()
+
+
+def test_a_csv_with_its_own_column_names_opens_through_the_mapping_form(browser, app_url):
+    steps = group_steps(rows=200)
+    custom = steps.rename(columns={"group_id": "task_uid", "traj_id": "rollout", "t": "turn",
+                                   "state_key": "s_text", "action": "act",
+                                   "episode_reward": "outcome_score"})
+    page = browser.new_page(viewport=VIEWPORT)
+    seen = watch(page)
+    page.goto(app_url)
+    graph_frame(page, timeout=60_000)
+    wait_idle(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        files=[{"name": "custom.csv", "mimeType": "text/csv",
+                "buffer": custom.to_csv(index=False).encode()}])
+    page.get_by_text("has no column for").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    form = page.locator("[data-testid='stForm']")
+    # prefilled with the loaders' suggestions; the state column is the user's to choose
+    assert form.get_by_role("combobox", name="t", exact=True).input_value() == "turn"
+    assert form.get_by_role("combobox", name="group_id").input_value() == "task_uid"
+    assert form.get_by_role("combobox", name="episode_reward").input_value() == \
+        "outcome_score"
+    assert form.get_by_role("combobox", name="state_key").input_value() == "(none)"
+    box = form.get_by_role("combobox", name="state_key")
+    box.click()
+    box.press_sequentially("s_tex")  # the selectbox filters its options as one types
+    page.get_by_role("option", name="s_text").first.click()
+    assert box.input_value() == "s_text"
+    page.screenshot(path=str(ARTIFACTS / "app-mapping-form.png"))
+    form.get_by_role("button", name="Open with this mapping").click()
+    page.get_by_text("Opened upload: custom.csv").first.wait_for(timeout=60_000)
+    # chosen and shown at once: the graph of the uploaded table is drawn
+    groups = sorted(steps["group_id"].astype(str).unique())
+    frame = graph_frame(page, timeout=60_000,
+                        condition=f"document.title.includes('group {groups[0]},')")
+    assert frame.evaluate("window.g2po.nodes.length") > 1
+    assert canvas_ink(frame) > 1_000
+    assert page.get_by_role("combobox", name="Run to inspect").input_value() == \
+        "upload: custom.csv"
+    wait_idle(page)
+    page.screenshot(path=str(ARTIFACTS / "app-mapped-upload.png"))
+    assert seen.external() == [] and seen.console_errors == []
+    page.close()
