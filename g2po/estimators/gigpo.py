@@ -15,7 +15,7 @@ from g2po.estimators import register_estimator
 from g2po.estimators.g2po import episode_advantage
 from g2po.graph import check_gamma
 from g2po.index import StepIndex
-from g2po.segments import NormMode, discounted_suffix_sum, segment_norm
+from g2po.segments import NormMode, discounted_suffix_sum, powers, segment_norm
 
 __all__ = ["gigpo", "discounted_returns"]
 
@@ -50,7 +50,7 @@ def gigpo(
         step_reward = np.where(ix.next_row < 0, ix.reward, 0.0) - penalty * ix.invalid
         returns = discounted_returns(ix, step_reward, gamma)
     else:
-        returns = np.power(gamma, ix.remaining.astype(np.float64)) * ix.reward
+        returns = powers(gamma, ix.remaining) * ix.reward
         returns = returns - penalty * ix.invalid
     adv_step = segment_norm(returns, ix.node, ix.n_nodes, mode, order=ix.order)
     adv_ep = episode_advantage(ix, penalty, mode)
