@@ -45,6 +45,8 @@ class StepIndex:
     length : int64, T_i of the row's trajectory.
     next_row : int64, row of step t+1 of the same trajectory, -1 on the last step.
     reward : float64, episode reward R_i.
+    step_reward : float64 or None, the logged per-step environment reward (``step_reward``
+        column) where the table has one without gaps, else None.
     invalid : float64, 1.0 where the action was invalid, else 0.0.
     node_group : (n_nodes,) int64, group code of each node.
     traj_group : (n_traj,) int64, group code of each trajectory.
@@ -62,6 +64,7 @@ class StepIndex:
     length: np.ndarray
     next_row: np.ndarray
     reward: np.ndarray
+    step_reward: np.ndarray | None
     invalid: np.ndarray
     node_group: np.ndarray
     traj_group: np.ndarray
@@ -160,6 +163,10 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex
     order = _trajectory_order(traj, t, n_traj)
     problems = trajectory_problems(traj, t, reward, steps.index, _traj_desc(steps), order)
     problems += _reward_problems(reward, "episode_reward", steps.index)
+    step_reward = None
+    if "step_reward" in steps.columns and not steps["step_reward"].isna().any():
+        step_reward = steps["step_reward"].to_numpy(dtype=np.float64)
+        problems += _reward_problems(step_reward, "step_reward", steps.index)
     if problems:
         raise StepTableError(problems)
 
@@ -193,8 +200,8 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex
     traj_reward[traj] = reward
     return StepIndex(
         group=group, traj=traj, node=node, exact_node=exact_node, t=t, length=length,
-        next_row=next_row, reward=reward, invalid=invalid, node_group=node_group,
-        traj_group=traj_group,
+        next_row=next_row, reward=reward, step_reward=step_reward, invalid=invalid,
+        node_group=node_group, traj_group=traj_group,
         traj_reward=traj_reward, canonical_key=canonical, order=order,
         n_groups=n_groups, n_traj=n_traj, n_nodes=n_nodes,
     )
