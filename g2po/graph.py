@@ -17,7 +17,7 @@ from g2po.index import StepIndex
 
 if TYPE_CHECKING:
     import networkx as nx
-from g2po.segments import segment_mean, segment_var
+from g2po.segments import powers, segment_mean, segment_var
 
 __all__ = [
     "Terminal",
@@ -64,7 +64,7 @@ def terminal_values(
     (n_steps,) float64: the success reward or 0 (``binary``), or R_i itself (``reward``)."""
     check_terminal(terminal)
     check_success_reward(success_reward)
-    success = np.isclose(ix.reward, success_reward, rtol=0.0, atol=1e-9)
+    success = np.abs(ix.reward - success_reward) <= 1e-9
     if terminal == "binary":
         value = np.where(success, float(success_reward), 0.0)
     else:
@@ -116,7 +116,7 @@ def graph_values(
 ) -> GraphValues:
     """Steps 1–3 of the G2PO spec and the TD error of step 5 (before normalisation)."""
     check_gamma(gamma)
-    step_value = np.power(gamma, (ix.length - ix.t).astype(np.float64)) * ix.reward
+    step_value = powers(gamma, ix.length - ix.t) * ix.reward
     node_value, visits = segment_mean(step_value, ix.node, ix.n_nodes, ix.order)
     node_var = segment_var(step_value, ix.node, ix.n_nodes, ix.order)
     success, term_value = terminal_values(ix, success_reward, terminal)

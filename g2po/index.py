@@ -45,6 +45,8 @@ class StepIndex:
     length : int64, T_i of the row's trajectory.
     next_row : int64, row of step t+1 of the same trajectory, -1 on the last step.
     reward : float64, episode reward R_i.
+    step_reward : float64 or None, the logged per-step environment reward (``step_reward``
+        column) where the table has one without gaps, else None.
     invalid : float64, 1.0 where the action was invalid, else 0.0.
     node_group : (n_nodes,) int64, group code of each node.
     traj_group : (n_traj,) int64, group code of each trajectory.
@@ -62,6 +64,7 @@ class StepIndex:
     length: np.ndarray
     next_row: np.ndarray
     reward: np.ndarray
+    step_reward: np.ndarray | None
     invalid: np.ndarray
     node_group: np.ndarray
     traj_group: np.ndarray
@@ -94,15 +97,35 @@ def _codes(values: pd.Series | np.ndarray, *, sort: bool = True) -> tuple[np.nda
 def _combine(outer: np.ndarray, inner: np.ndarray, n_inner: int, *,
              sort: bool = True) -> tuple[np.ndarray, int]:
     """Code of each (outer, inner) pair, in the sorted order of the pairs (or first seen)."""
-    return _codes(outer * np.int64(n_inner) + inner, sort=sort)
+    key = outer * np.int64(n_inner) + inner
+    span = (int(outer.max()) + 1) * n_inner if len(key) else 0
+    if sort and span <= 4 * len(key) + 1024:  # dense: no hashing, sorted by construction
+        present = np.zeros(span, dtype=bool)
+        present[key] = True
+        rank = np.cumsum(present) - 1
+        return rank[key].astype(np.int64), int(present.sum())
+    return _codes(key, sort=sort)
 
 
 def _canonical_nodes(raw: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
     """Renumber node codes by first appearance in the canonical row order."""
-    first, _ = pd.factorize(raw[order], sort=False)
+    first = np.full(n, len(order), dtype=np.int64)
+    np.minimum.at(first, raw[order], np.arange(len(order), dtype=np.int64))
     mapping = np.empty(n, dtype=np.int64)
-    mapping[raw[order]] = first
+    mapping[np.argsort(first, kind="stable")] = np.arange(n, dtype=np.int64)
     return mapping[raw]
+
+
+def _trajectory_order(traj: np.ndarray, t: np.ndarray, n_traj: int) -> np.ndarray:
+    """Rows sorted by trajectory, then step: ``np.lexsort((t, traj))``, computed as one stable
+    sort of a combined key (linear on tables already written trajectory by trajectory)."""
+    if len(t) == 0:
+        return np.zeros(0, dtype=np.int64)
+    low, high = int(t.min()), int(t.max())
+    width = high - low + 1
+    if n_traj * width >= 2**62:
+        return np.lexsort((t, traj))
+    return np.argsort(traj * np.int64(width) + (t - low), kind="stable")
 
 
 def _reward_problems(values: np.ndarray, column: str, labels: pd.Index) -> list[str]:
@@ -137,9 +160,13 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex
 
     t = steps["t"].to_numpy(dtype=np.int64)
     reward = steps["episode_reward"].to_numpy(dtype=np.float64)
-    order = np.lexsort((t, traj))
+    order = _trajectory_order(traj, t, n_traj)
     problems = trajectory_problems(traj, t, reward, steps.index, _traj_desc(steps), order)
     problems += _reward_problems(reward, "episode_reward", steps.index)
+    step_reward = None
+    if "step_reward" in steps.columns and not steps["step_reward"].isna().any():
+        step_reward = steps["step_reward"].to_numpy(dtype=np.float64)
+        problems += _reward_problems(step_reward, "step_reward", steps.index)
     if problems:
         raise StepTableError(problems)
 
@@ -173,8 +200,8 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex
     traj_reward[traj] = reward
     return StepIndex(
         group=group, traj=traj, node=node, exact_node=exact_node, t=t, length=length,
-        next_row=next_row, reward=reward, invalid=invalid, node_group=node_group,
-        traj_group=traj_group,
+        next_row=next_row, reward=reward, step_reward=step_reward, invalid=invalid,
+        node_group=node_group, traj_group=traj_group,
         traj_reward=traj_reward, canonical_key=canonical, order=order,
         n_groups=n_groups, n_traj=n_traj, n_nodes=n_nodes,
     )

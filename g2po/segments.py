@@ -30,6 +30,7 @@ __all__ = [
     "segment_norm",
     "segment_max_abs",
     "discounted_suffix_sum",
+    "powers",
     "check_mode",
 ]
 
@@ -126,23 +127,25 @@ def segment_norm(
     if scale is not None:
         xs = xs / scale[ids_s]
     mean = np.bincount(ids_s, weights=xs, minlength=n) / np.maximum(count, 1)
-    x_scaled = x if scale is None else x / scale[ids]
-    dev = x_scaled - mean[ids]
+    dev = xs - mean[ids_s]
     if mode == "mean_std_norm":
-        dev_s = xs - mean[ids_s]
-        ss = np.bincount(ids_s, weights=dev_s * dev_s, minlength=n)
-        std = np.sqrt(ss / np.maximum(count - 1, 1))
-        eps = EPS if scale is None else EPS / scale
-        out = dev / (std + eps)[ids]
+        std = np.sqrt(np.bincount(ids_s, weights=dev * dev, minlength=n)
+                      / np.maximum(count - 1, 1))
+        out = dev / (std + (EPS if scale is None else EPS / scale))[ids_s]
     else:
-        out = dev if scale is None else dev * scale[ids]
-    single = count[ids] == 1
-    if single.any():
+        out = dev if scale is None else dev * scale[ids_s]
+    if (count == 1).any():
+        single = count[ids_s] == 1
         if singleton == "zero":
             out[single] = 0.0
         else:
-            out[single] = x[single] / (1.0 + EPS) if mode == "mean_std_norm" else x[single]
-    return out
+            raw = x[order][single] if order is not None else x[single]
+            out[single] = raw / (1.0 + EPS) if mode == "mean_std_norm" else raw
+    if order is None:
+        return out
+    result = np.empty_like(out)
+    result[order] = out
+    return result
 
 
 def discounted_suffix_sum(
@@ -168,3 +171,13 @@ def discounted_suffix_sum(
     out = np.empty_like(y)
     out[order] = y
     return out
+
+
+def powers(base: float, exponent: np.ndarray) -> np.ndarray:
+    """base ** exponent for non-negative integer exponents (m,), from one table of successive
+    products: a lookup instead of a pow per row, and each value independent of the others."""
+    exponent = np.asarray(exponent, dtype=np.int64)
+    if len(exponent) == 0:
+        return np.zeros(0)
+    table = np.cumprod(np.concatenate([[1.0], np.full(int(exponent.max()), float(base))]))
+    return table[exponent]

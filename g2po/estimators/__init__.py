@@ -206,7 +206,11 @@ def compute_advantages(
     [0.7071, -0.7071]
     """
     columns, _ = estimate(steps, estimator, state_key=state_key, **params)
-    return steps.assign(**{prefix + k: v for k, v in columns.items()})
+    added = {prefix + k: v for k, v in columns.items()}
+    if any(k in steps.columns for k in added):  # recomputed columns keep their place
+        return steps.assign(**added)
+    # One concat instead of a column at a time: assign re-consolidates the frame per column.
+    return pd.concat([steps, pd.DataFrame(added, index=steps.index)], axis=1)
 
 
 # Importing the modules registers the built-in estimators.

@@ -15,7 +15,7 @@ from g2po.estimators import register_estimator
 from g2po.estimators.g2po import episode_advantage
 from g2po.graph import check_gamma
 from g2po.index import StepIndex
-from g2po.segments import NormMode, discounted_suffix_sum, segment_norm
+from g2po.segments import NormMode, discounted_suffix_sum, powers, segment_norm
 
 __all__ = ["gigpo", "discounted_returns"]
 
@@ -36,22 +36,31 @@ def gigpo(
     mode: NormMode = "mean_norm",
     penalty: float = 0.1,
     penalty_in_return: bool = False,
+    step_rewards: bool = False,
 ) -> dict[str, np.ndarray]:
     """Columns (n_steps,): ``adv`` = adv_ep + omega * adv_step, ``adv_ep`` (G2PO's episode term),
     ``adv_step`` (norm of the penalised return over the anchor-state group, singletons 0),
     ``return`` the penalised step return G'.
 
-    The environment reward is R_i on a trajectory's last step and 0 before it, so
+    The environment reward r is R_i on a trajectory's last step and 0 before it (with
+    ``step_rewards``, the table's ``step_reward`` column, as verl-agent's per-step ``rewards``), so
     G_{i,t} = gamma^(T_i-1-t) * R_i and G' = G - penalty * invalid (verl-agent's order). With
-    ``penalty_in_return`` the penalty enters the discounted sum instead (r = R_i·last -
-    penalty·invalid), so an invalid action also lowers every earlier step's return."""
+    ``penalty_in_return`` the penalty enters the discounted sum instead (r - penalty·invalid), so
+    an invalid action also lowers every earlier step's return."""
     check_gamma(gamma)
-    if penalty_in_return:
-        step_reward = np.where(ix.next_row < 0, ix.reward, 0.0) - penalty * ix.invalid
-        returns = discounted_returns(ix, step_reward, gamma)
+    if step_rewards:
+        if ix.step_reward is None:
+            raise ValueError("estimator 'gigpo': step_rewards=True needs a 'step_reward' column "
+                             "without missing values")
+        reward = ix.step_reward
     else:
-        returns = np.power(gamma, ix.remaining.astype(np.float64)) * ix.reward
-        returns = returns - penalty * ix.invalid
+        reward = np.where(ix.next_row < 0, ix.reward, 0.0)
+    if penalty_in_return:
+        returns = discounted_returns(ix, reward - penalty * ix.invalid, gamma)
+    elif step_rewards:
+        returns = discounted_returns(ix, reward, gamma) - penalty * ix.invalid
+    else:
+        returns = powers(gamma, ix.remaining) * ix.reward - penalty * ix.invalid
     adv_step = segment_norm(returns, ix.node, ix.n_nodes, mode, order=ix.order)
     adv_ep = episode_advantage(ix, penalty, mode)
     return {"adv": adv_ep + omega * adv_step, "adv_ep": adv_ep, "adv_step": adv_step,

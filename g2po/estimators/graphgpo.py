@@ -15,7 +15,7 @@ from g2po.estimators import register_estimator
 from g2po.estimators.g2po import episode_advantage
 from g2po.graph import check_gamma, terminal_values, transition_targets
 from g2po.index import StepIndex
-from g2po.segments import NormMode, segment_norm
+from g2po.segments import NormMode, powers, segment_norm
 
 __all__ = ["graphgpo", "distance_to_success"]
 
@@ -68,7 +68,9 @@ def graphgpo(
     dist, target = distance_to_success(ix, success)
     d_next = dist[target]
     exponent = d_next - dist[ix.node] + 1.0 if normalize_distance else d_next
-    returns = success_reward * np.power(gamma, exponent) - penalty * ix.invalid
+    # d(s) <= d(s') + 1 along every edge (and both are far + 1 where s cannot reach success), so
+    # the exponent is a non-negative whole number in both readings.
+    returns = success_reward * powers(gamma, exponent.astype(np.int64)) - penalty * ix.invalid
     n_exact = int(ix.exact_node.max()) + 1 if ix.n_steps else 0
     adv_step = segment_norm(returns, ix.exact_node, n_exact, mode, order=ix.order)
     adv_ep = episode_advantage(ix, penalty, mode)

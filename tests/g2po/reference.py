@@ -174,7 +174,7 @@ def graphhca(steps, gamma=0.95, w=1.0, mode="mean_std_norm", success_reward=10.0
 # The originals, as their trainers feed them.                                                 #
 # ------------------------------------------------------------------------------------------ #
 
-def trainer_batch(steps, penalty=0.1):
+def trainer_batch(steps, penalty=0.1, step_rewards=False):
     """The rows as verl-agent's trainers hold them: trajectory-major, each in step order, with
     the environment reward (R on the last step), and the token-level score after
     ``apply_invalid_action_penalty`` (R - p·invalid on every step row)."""
@@ -187,7 +187,8 @@ def trainer_batch(steps, penalty=0.1):
         "traj_uid": (rows["group_id"] + "\x00" + rows["traj_id"]).to_numpy(),
         "anchor_obs": rows["state_key"].to_numpy(dtype=object),
         "episode_rewards": rows["episode_reward"].to_numpy(dtype=float),
-        "rewards": np.where(last, rows["episode_reward"], 0.0),
+        "rewards": (rows["step_reward"].to_numpy(dtype=float) if step_rewards
+                    else np.where(last, rows["episode_reward"], 0.0)),
         "invalid": invalid.to_numpy(),
         "score": (rows["episode_reward"] - penalty * invalid).to_numpy(dtype=float),
     }
@@ -252,11 +253,11 @@ def _out(b, values):
 
 
 def gigpo_original(steps, gamma=0.95, omega=1.0, mode="mean_norm", penalty=0.1,
-                   similarity=None):
+                   similarity=None, step_rewards=False):
     """verl-agent: compute_step_discounted_returns per trajectory, then
     apply_invalid_action_penalty (step_rewards -= p·invalid), then
     compute_gigpo_outcome_advantage."""
-    b = trainer_batch(steps, penalty)
+    b = trainer_batch(steps, penalty, step_rewards)
     returns = [0.0] * len(b["row"])
     for tu in dict.fromkeys(b["traj_uid"]):
         idx = [i for i, x in enumerate(b["traj_uid"]) if x == tu]

@@ -1,4 +1,4 @@
-"""G2PO against numbers worked out by hand from shared/spec/estimators.md."""
+"""G2PO against numbers worked out by hand from docs/estimators.md."""
 
 from __future__ import annotations
 

@@ -131,3 +131,14 @@ def test_similarity_uses_difflib_autojunk():
     want = reference.gigpo_original(steps, similarity=threshold)
     np.testing.assert_allclose(merged["adv"], want.loc[steps.index], atol=1e-12)
     assert merged["adv_step"].tolist() == [0.0, 0.0]  # autojunk's lower ratio: not merged
+
+
+def test_logged_step_rewards_as_verl_agent():
+    for seed in range(6):
+        steps = reference.random_steps(seed)
+        steps["step_reward"] = np.random.default_rng(seed).choice([0.0, 0.5, 1.0], len(steps))
+        got = compute_advantages(steps, "gigpo", step_rewards=True, mode="mean_std_norm")
+        want = reference.gigpo_original(steps, step_rewards=True, mode="mean_std_norm")
+        np.testing.assert_allclose(got["adv"], want.loc[steps.index], rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="needs a 'step_reward' column"):
+        compute_advantages(trajectories(TWO), "gigpo", step_rewards=True)

@@ -56,3 +56,11 @@ def test_weight_zero_is_grpo_and_one_step():
         compute_advantages(steps, "grpo")["adv"].tolist()
     one = compute_advantages(trajectories({"a": (10, [("s0", "x", True)])}), "graphhca")
     assert one["adv"].tolist() == [0.0]
+
+
+def test_one_trajectory():
+    out = compute_advantages(trajectories({"a": TWO["a"]}), "graphhca")  # s0 -> s1 -> success
+    assert out["success_prob"].tolist() == pytest.approx([G * G, G])
+    credit = [phi(G) - phi(G * G), phi(1) - phi(G)]
+    assert out["credit"].tolist() == pytest.approx(credit)
+    assert out["adv"].tolist() == pytest.approx(z(credit))  # GRPO of a lone trajectory: 0

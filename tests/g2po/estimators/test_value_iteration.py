@@ -72,3 +72,12 @@ def test_graph_gae_one_step_and_one_trajectory():
 def test_graph_gae_lambda_is_checked():
     with pytest.raises(ValueError, match="lam"):
         compute_advantages(trajectories(TWO), "graph_gae", lam=1.5)
+
+
+def test_graph_gae_self_loop_and_a_state_that_cannot_reach_success():
+    spec = {"a": (10, [("s0", "x", True)]), "c": (0, [("s3", "look", False), ("s3", "x", True)])}
+    out = compute_advantages(trajectories(spec), "graph_gae", lam=0.5)  # rows a0 c0 c1
+    # V(s0) = γ·10; s3 -> s3 | failure, half each: V(s3) = γ/2·V(s3) => 0
+    assert out["node_value"].tolist() == pytest.approx([G * 10, 0.0, 0.0])
+    assert out["td_error"].tolist() == pytest.approx([0.0, 0.0, 0.0])
+    assert out["adv"].tolist() == [0.0, 0.0, 0.0]
