@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -232,6 +233,13 @@ def _edge_shapes(edges: pd.DataFrame) -> list[dict]:
     return shapes
 
 
+def _wrap(text: str, width: int = 20, lines: int = 2) -> str:
+    """A label in at most ``lines`` lines of about ``width`` characters (``…`` when cut), so
+    that labels of neighbouring columns do not run into each other."""
+    out = textwrap.wrap(text, width, break_long_words=True, max_lines=lines, placeholder=" …")
+    return "\n".join(out)
+
+
 def _success_share(graph: StateGraph) -> np.ndarray:
     """(n_edges,) share of each edge's steps whose trajectory succeeded."""
     steps = graph.steps
@@ -300,7 +308,7 @@ def build_network(
         if highlight.node == node_id:
             border, width = HIGHLIGHT_COLOR, 6
         if kind == "state":
-            label = str(node_id) if large else f"{node_id}: {row['label']}"
+            label = str(node_id) if large else _wrap(f"{node_id}: {row['label']}")
         else:
             label = kind
         net.add_node(
@@ -381,7 +389,7 @@ def build_network(
             "multiselect": False,
             "selectConnectedEdges": False,
         },
-        "nodes": {"font": {"size": 14, "face": "sans-serif", "multi": False},
+        "nodes": {"font": {"size": 14, "face": "sans-serif", "multi": False, "vadjust": -2},
                   "physics": False,
                   "color": {"highlight": {"border": HIGHLIGHT_COLOR}},
                   "scaling": {"label": {"drawThreshold": 5}}},

@@ -88,8 +88,8 @@ def layered_layout(
     nodes: pd.DataFrame,
     edges: pd.DataFrame,
     *,
-    dx: float = 170.0,
-    dy: float = 80.0,
+    dx: float = 210.0,
+    dy: float = 95.0,
     sweeps: int = 4,
 ) -> pd.DataFrame:
     """Node positions of a layered drawing, left to right by depth.

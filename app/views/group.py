@@ -53,7 +53,7 @@ __all__ = ["render", "node_from_click", "edge_from_click", "GRAPH_HEIGHT",
            "MAX_ROLLOUT_TABLES", "TABS"]
 
 #: Graph height: at 1280×720 the graph stays above the fold.
-GRAPH_HEIGHT = 430
+GRAPH_HEIGHT = 400
 #: Above this many rollouts the per-rollout tab shows the first ones only.
 MAX_ROLLOUT_TABLES = 16
 TABS = ("Steps", "One table per rollout", "Node", "Step text")
@@ -92,23 +92,23 @@ def render(ctx: AppContext) -> None:
     summary = trajectory_summary(graph)
     labels = _traj_labels(summary)
 
-    pick_traj, pick_outcome, pick_edge, pick_scale = st.columns([5, 3, 2, 2])
-    outcomes = pick_outcome.pills("Outcome", OUTCOMES, selection_mode="multi", key="g_outcome",
-                                  help="Show the trajectories with these outcomes only")
-    shown_ids = [t for t, o in zip(summary["traj_id"], summary["outcome"], strict=True)
-                 if not outcomes or o in outcomes]
-    st.session_state["g_traj"] = [t for t in st.session_state.get("g_traj") or []
-                                  if t in traj_ids]
-    chosen = pick_traj.multiselect("Highlight trajectories", traj_ids, key="g_traj",
-                                   format_func=lambda t: labels[t], placeholder="none")
-    edge_color = pick_edge.selectbox("Edge colour", list(EDGE_COLOR_MODES), key="g_edge_color",
-                                     format_func=EDGE_COLOR_MODES.get)
-    value_scale = pick_scale.selectbox("V scale", list(VALUE_SCALES), key="g_value_scale",
-                                       format_func=VALUE_SCALES.get)
+    left, right = st.columns([5, 2])
+    with right:
+        outcomes = st.pills("Outcome", OUTCOMES, selection_mode="multi", key="g_outcome",
+                            help="Show the trajectories with these outcomes only")
+        shown_ids = [t for t, o in zip(summary["traj_id"], summary["outcome"], strict=True)
+                     if not outcomes or o in outcomes]
+        st.session_state["g_traj"] = [t for t in st.session_state.get("g_traj") or []
+                                      if t in traj_ids]
+        chosen = st.multiselect("Highlight trajectories", traj_ids, key="g_traj",
+                                format_func=lambda t: labels[t], placeholder="none")
+        pick_edge, pick_scale = st.columns(2)
+        edge_color = pick_edge.selectbox("Edge colour", list(EDGE_COLOR_MODES),
+                                         key="g_edge_color", format_func=EDGE_COLOR_MODES.get)
+        value_scale = pick_scale.selectbox("V scale", list(VALUE_SCALES), key="g_value_scale",
+                                           format_func=VALUE_SCALES.get)
     style = DrawStyle(edge_color=edge_color, value_scale=value_scale)
     node, edge = st.session_state.get(SEL_NODE), st.session_state.get(SEL_EDGE)
-
-    left, right = st.columns([3, 1])
     with left:
         paths = chosen or (shown_ids if outcomes else [])
         highlight = _highlight(graph, paths, node, edge)
