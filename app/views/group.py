@@ -216,14 +216,12 @@ def _edge_row(graph: StateGraph, step: pd.Series) -> int | None:
 def _seed_view(graph: StateGraph, traj_ids: list[str]) -> None:
     """The URL's trajectories, node, edge and colours, once per session."""
     seed_from_url("g_traj", "traj", lambda s: [t for t in s.split(",") if t in traj_ids])
-    seed_from_url(SEL_NODE, "node", int, set(graph.nodes.index.astype(int)))
+    if seed_from_url(SEL_NODE, "node", int, set(graph.nodes.index.astype(int))):
+        st.session_state[FILTER] = ("node", int(st.session_state[SEL_NODE]))
     seed_from_url(SEL_EDGE, "edge", int, set(range(len(graph.edges))))
     seed_from_url("g_outcome", "outcome", lambda s: [o for o in s.split(",") if o in OUTCOMES])
     seed_from_url("g_edge_color", "edge_color", str, EDGE_COLOR_MODES)
     seed_from_url("g_value_scale", "value_scale", str, VALUE_SCALES)
-    node = st.session_state.get(SEL_NODE)
-    if node is not None and st.session_state.get(FILTER) is None:
-        st.session_state[FILTER] = ("node", int(node))
 
 
 def _highlight(graph: StateGraph, paths: list[str], node: int | None,
@@ -343,7 +341,7 @@ def _filtered_rows(graph: StateGraph, alarms: list[Alarm], shown_ids: list[str]
                    ) -> tuple[np.ndarray, str | None, Alarm | None]:
     """Positions in ``graph.steps`` of the steps the tables show, and what filters them."""
     steps = graph.steps
-    keep = steps["traj_id"].astype(str).isin(shown_ids).to_numpy()
+    keep = steps["traj_id"].astype(str).isin(shown_ids).to_numpy().copy()
     flt = st.session_state.get(FILTER)
     what, alarm = None, None
     if flt and flt[0] == "node" and flt[1] in graph.nodes.index:
