@@ -54,6 +54,8 @@ __all__ = ["render", "node_from_click", "edge_from_click", "GRAPH_HEIGHT",
 
 #: Graph height: at 1280×720 the graph stays above the fold.
 GRAPH_HEIGHT = 400
+#: Steps per page of the step table.
+PAGE_ROWS = 100
 #: Above this many rollouts the per-rollout tab shows the first ones only.
 MAX_ROLLOUT_TABLES = 16
 TABS = ("Steps", "One table per rollout", "Node", "Step text")
@@ -76,21 +78,21 @@ def render(ctx: AppContext) -> None:
     graph = chosen_graph(ctx)
     if graph is None:
         return
+    current = data.graph_id(opened.key, ctx.train_step, ctx.group_id, ctx.params)
     raw = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
-    outcome = check_outcomes(raw, ctx.params.success_reward, ctx.params.terminal)
+    tables = _tables(graph, raw, current, ctx.params)
+    outcome = tables["outcome"]
     _headline(graph, outcome)
     _outcome_warning(ctx, outcome)
-
-    current = data.graph_id(opened.key, ctx.train_step, ctx.group_id, ctx.params)
-    traj_ids = trajectory_order(graph)
+    traj_ids = tables["traj_ids"]
     if st.session_state.get(PICKS_FOR) != current:  # another graph: old picks mean nothing
         st.session_state[PICKS_FOR] = current
         for key in ("g_traj", SEL_NODE, "g_node2", SEL_EDGE, FILTER):
             st.session_state[key] = [] if key == "g_traj" else None
     _seed_view(graph, traj_ids)
     st.session_state[GRAPH_OBJ] = graph
-    summary = trajectory_summary(graph)
-    labels = _traj_labels(summary)
+    summary = tables["summary"]
+    labels = tables["labels"]
 
     left, right = st.columns([5, 2])
     with right:
@@ -116,7 +118,7 @@ def render(ctx: AppContext) -> None:
                        f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}")
         st.session_state[GRAPH_ID] = current
         graph_component(drawn, height=GRAPH_HEIGHT, key=GRAPH_KEY, on_change=_graph_clicked)
-    limits = scale_limits(graph)
+    limits = tables["limits"]
     with right:
         _critical(graph, style, limits)
         alarms = _alarms(graph, current, ctx)
@@ -136,7 +138,7 @@ def render(ctx: AppContext) -> None:
     tab = dict(zip(TABS, tabs, strict=True))
     with tab["Steps"]:
         if tab["Steps"].open is not False:
-            _steps_tab(graph, alarms, shown_ids, limits)
+            _steps_tab(graph, tables["steps"], alarms, shown_ids, limits)
     with tab["One table per rollout"]:
         if tab["One table per rollout"].open:
             ids = shown_ids
@@ -231,6 +233,21 @@ def _highlight(graph: StateGraph, paths: list[str], node: int | None,
     if node is not None:
         return node_highlight(graph, node, edge)
     return Highlight(edge=edge)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _tables_cached(_graph: StateGraph, _raw: pd.DataFrame, graph_id: str, params) -> dict:
+    summary = trajectory_summary(_graph)
+    return {"outcome": check_outcomes(_raw, params.success_reward, params.terminal),
+            "traj_ids": trajectory_order(_graph), "summary": summary,
+            "labels": _traj_labels(summary), "limits": scale_limits(_graph),
+            "steps": step_table(_graph)}
+
+
+def _tables(graph: StateGraph, raw: pd.DataFrame, graph_id: str, params) -> dict:
+    """What the page shows of one graph that no pick changes: computed once per graph.
+    Not mutated."""
+    return _tables_cached(graph, raw, graph_id, params)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -366,8 +383,8 @@ def _filtered_rows(graph: StateGraph, alarms: list[Alarm], shown_ids: list[str]
     return np.flatnonzero(keep), what, alarm
 
 
-def _steps_tab(graph: StateGraph, alarms: list[Alarm], shown_ids: list[str],
-               limits: dict[str, float]) -> None:
+def _steps_tab(graph: StateGraph, full: pd.DataFrame, alarms: list[Alarm],
+               shown_ids: list[str], limits: dict[str, float]) -> None:
     rows, what, alarm = _filtered_rows(graph, alarms, shown_ids)
     if what:
         info, clear = st.columns([5, 1])
@@ -375,7 +392,14 @@ def _steps_tab(graph: StateGraph, alarms: list[Alarm], shown_ids: list[str],
             md("Showing {}. {}", what, alarm.detail if alarm else "")
         clear.button("Show all steps", key="g_clear_filter", on_click=_set_filter,
                      args=(None,))
-    table = step_table(graph, rows=rows)
+    table = full[full.index.isin(rows)]
+    if len(table) > PAGE_ROWS:  # styling costs per cell: long tables come in pages
+        pages = (len(table) + PAGE_ROWS - 1) // PAGE_ROWS
+        if st.session_state.get("g_steps_page", 1) > pages:
+            st.session_state["g_steps_page"] = 1
+        page = st.number_input(f"Page (of {pages}, {PAGE_ROWS} steps each)", 1, pages,
+                               key="g_steps_page")
+        table = table.iloc[(page - 1) * PAGE_ROWS: page * PAGE_ROWS]
     st.session_state[STEP_ROWS] = table.index.tolist()
     st.dataframe(style_diverging(table, limits), hide_index=True, key="g_steps_table",
                  on_select=_row_clicked, selection_mode="single-row", height=360)
