@@ -105,7 +105,8 @@ def shorten_middle(texts: Sequence[str], limit: int = 24, head: int = 8) -> list
 
     Examples
     --------
-    >>> shorten_middle(["cooking-recipe3-take2-go9-open-s0:2", "cooking-recipe3-take2-go9-open-s1:10"], 20)
+    >>> shorten_middle(["cooking-recipe3-take2-go9-open-s0:2",
+    ...                 "cooking-recipe3-take2-go9-open-s1:10"], 20)
     ['cooking-…9-open-s0:2', 'cooking-…-open-s1:10']
     """
     texts = [str(t) for t in texts]

@@ -2,7 +2,8 @@
 about 100 nodes, one trajectory highlighted, taken in headless Chromium. The view is opened by
 its URL (run, group, trajectory in the query string), as a bookmark would.
 
-Usage: ``python scripts/app_screenshot.py [--run cooking] [--nodes 100] [--out docs/screenshot.png]``.
+Usage: ``python scripts/app_screenshot.py [--run cooking] [--nodes 100]
+[--out docs/screenshot.png]``.
 """
 
 from __future__ import annotations

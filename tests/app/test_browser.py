@@ -102,7 +102,7 @@ def test_sample_rollouts_draw_select_and_stay_offline(browser):
         assert "visits" in hover_node(page, frame, 1)
         click_node(page, frame, 1)
         visits = int(graph.nodes.loc[1, "visits"])
-        page.get_by_text(f"at node 1").first.wait_for(timeout=20_000)
+        page.get_by_text("at node 1").first.wait_for(timeout=20_000)
         assert f"Showing the {visits} step(s) at node 1" in page.inner_text("body")
         wait_idle(page)
 

@@ -5,12 +5,12 @@ from pandas.io.formats.style import Styler
 from app.tables import (
     ADVANTAGE_COLUMNS,
     OUTCOMES,
-    scale_limits,
     STEP_COLUMNS,
     node_choices,
     node_highlight,
     node_occurrences,
     outgoing_transitions,
+    scale_limits,
     step_table,
     style_diverging,
     trajectory_highlight,
