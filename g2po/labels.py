@@ -13,37 +13,108 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 
+import numpy as np
+
 __all__ = ["distinguishing_labels", "key_diff", "shorten_middle", "natural_key"]
 
 _GAP = "…"
 
 
-def distinguishing_labels(keys: Sequence[str], limit: int = 28) -> list[str]:
-    """One label per key (same order): the key's rarest words within ``keys``, kept in their
-    original order, ``…`` where words were left out, at most about ``limit`` characters.
+#: Up to this many keys, labels are chosen against every other key (a greedy hitting set);
+#: above it by word rarity alone (large drawings label nodes by id anyway).
+EXACT_LIMIT = 400
 
-    Words shared by every key never appear unless a key has nothing else. Keys that would get
-    the same label get more words until they differ (or the whole key is used).
+
+def distinguishing_labels(keys: Sequence[str], limit: int = 28) -> list[str]:
+    """One label per key (same order): words of the key that tell it apart from the group's
+    other keys, kept in their original order, ``…`` where words were left out, at most about
+    ``limit`` characters.
+
+    Words are chosen greedily: each next word is the one absent from the most keys not yet
+    told apart (so after the rarest word come the words that separate the key from its
+    near-duplicates, such as an inventory item). Words shared by every key never appear unless
+    a key has nothing else.
 
     Examples
     --------
     >>> distinguishing_labels(["You are in the kitchen. You carry a knife.",
     ...                        "You are in the kitchen. You carry nothing."])
-    ['… a knife.', '… nothing.']
+    ['… knife.', '… nothing.']
     """
     words = [str(k).split() for k in keys]
+    n = len(words)
     df = Counter()
     for ws in words:
         df.update(set(ws))
-    n = len(words)
-    labels = [_label(ws, df, limit, n) for ws in words]
+    exact = 1 < n <= EXACT_LIMIT
+    if exact:
+        chosen = _hitting_sets(words, limit)
+        labels = [_render(ws, chosen[i], limit) for i, ws in enumerate(words)]
+    else:
+        labels = [_label(ws, df, limit, n) for ws in words]
     seen: dict[str, list[int]] = {}
     for i, label in enumerate(labels):
         seen.setdefault(label, []).append(i)
-    for clash in (idx for idx in seen.values() if len(idx) > 1):
-        for i in clash:
-            labels[i] = _label(words[i], df, limit * 3, n)
+    clashing = [i for idx in seen.values() if len(idx) > 1 for i in idx]
+    if clashing:  # more words for the keys that still look alike
+        longer = _hitting_sets(words, limit * 2, only=clashing) if exact else {}
+        for i in clashing:
+            labels[i] = _render(words[i], longer[i], limit * 2) if exact else \
+                _label(words[i], df, limit * 2, n)
     return labels
+
+
+def _hitting_sets(words: list[list[str]], limit: int,
+                  only: list[int] | None = None) -> dict[int, set[int]]:
+    """Per key (of ``only``, default all), the positions of the words picked greedily to tell
+    it from the other keys."""
+    vocab: dict[str, int] = {}
+    for ws in words:
+        for w in ws:
+            vocab.setdefault(w, len(vocab))
+    n = len(words)
+    has = np.zeros((n, len(vocab)), dtype=bool)
+    for i, ws in enumerate(words):
+        has[i, [vocab[w] for w in ws]] = True
+    df = has.sum(axis=0)
+    out: dict[int, set[int]] = {}
+    for i in range(n) if only is None else only:
+        ws = words[i]
+        if not ws:
+            out[i] = set()
+            continue
+        ids = np.array([vocab[w] for w in ws])
+        lengths = np.array([len(w) + 1 for w in ws])
+        open_ = np.ones(n, dtype=bool)
+        open_[i] = False
+        picked: set[int] = set()
+        length = 0
+        while open_.any():
+            gain = (~has[open_][:, ids]).sum(axis=0)
+            gain[list(picked)] = -1
+            # most keys told apart; among equals the rarer, then the longer, then earlier word
+            best = int(np.lexsort((np.arange(len(ids)), -lengths, df[ids], -gain))[0])
+            if gain[best] <= 0 or (picked and length + lengths[best] > limit):
+                break
+            picked.add(best)
+            length += int(lengths[best])
+            open_ &= has[:, ids[best]]
+        out[i] = picked or {0}
+    return out
+
+
+def _render(words: list[str], chosen: set[int], limit: int) -> str:
+    parts: list[str] = []
+    previous = -1
+    for i in sorted(chosen):
+        if i != previous + 1:
+            parts.append(_GAP)
+        parts.append(words[i])
+        previous = i
+    if words and previous != len(words) - 1:
+        parts.append(_GAP)
+    text = " ".join(parts)
+    return text if len(text) <= limit + 12 else text[: limit + 11] + _GAP
 
 
 def _label(words: list[str], df: Counter, limit: int, n: int) -> str:
@@ -60,19 +131,7 @@ def _label(words: list[str], df: Counter, limit: int, n: int) -> str:
             break
         chosen.add(i)
         length += len(words[i]) + 1
-    parts: list[str] = []
-    previous = -1
-    for i in sorted(chosen):
-        if i != previous + 1:
-            parts.append(_GAP)
-        parts.append(words[i])
-        previous = i
-    if previous != len(words) - 1:
-        parts.append(_GAP)
-    text = " ".join(parts)
-    if len(text) > limit + 12:
-        text = text[: limit + 11] + _GAP
-    return text
+    return _render(words, chosen, limit)
 
 
 def key_diff(a: str, b: str) -> list[tuple[str, str]]:

@@ -26,8 +26,8 @@ from tests.app.browser import (  # noqa: E402
 
 
 def pick_group(run: str, nodes: int) -> tuple[int, str, str]:
-    """The (training step, group, first trajectory) of ``run`` whose graph size is nearest
-    ``nodes``."""
+    """The (training step, group, first successful trajectory) of ``run`` whose graph size
+    is nearest ``nodes``."""
     import loaders
     from g2po.graph import state_graph
     from g2po.labels import natural_key
@@ -39,7 +39,9 @@ def pick_group(run: str, nodes: int) -> tuple[int, str, str]:
             graph = state_graph(log.load_group(step, group))
             gap = abs(len(graph.nodes) - nodes)
             if best is None or gap < best[0]:
-                trajs = sorted(graph.steps["traj_id"].astype(str).unique(), key=natural_key)
+                won = graph.steps.loc[graph.steps["success"], "traj_id"].astype(str)
+                trajs = sorted((won if len(won) else graph.steps["traj_id"].astype(str))
+                               .unique(), key=natural_key)
                 best = (gap, step, group, trajs[0])
     assert best is not None, f"{run} holds no groups"
     return best[1], best[2], best[3]
@@ -57,7 +59,17 @@ def main() -> int:
         print(why, file=sys.stderr)
         return 2
     step, group, traj = pick_group(args.run, args.nodes)
-    query = urlencode({"run": args.run, "step": step, "group": group, "traj": traj})
+    # open on the group's first critical transition (largest |TD error|): node and edge
+    import loaders
+    from app.graph_html import critical_edges
+    from g2po.graph import state_graph
+
+    graph = state_graph(loaders.open_log(ROOT / "sample_rollouts" / args.run)
+                        .load_group(step, group))
+    top = critical_edges(graph, 1)
+    edge = int(graph.edges.index.get_loc(top.index[0]))
+    query = urlencode({"run": args.run, "step": step, "group": group, "traj": traj,
+                       "node": int(top["source"].iloc[0]), "edge": edge})
     with serve_app([]) as url, chromium() as browser:
         page = browser.new_page(viewport={"width": args.width, "height": args.height})
         page.goto(f"{url}/?{query}")
@@ -66,7 +78,8 @@ def main() -> int:
         time.sleep(1.5)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(args.out))
-    print(f"wrote {args.out} (training step {step}, group {group}, trajectory {traj})")
+    print(f"wrote {args.out} (training step {step}, group {group}, trajectory {traj}, "
+          f"{len(graph.nodes)} nodes)")
     return 0
 
 

@@ -55,7 +55,7 @@ __all__ = ["render", "node_from_click", "edge_from_click", "GRAPH_HEIGHT",
 #: Graph height: at 1280×720 the graph stays above the fold.
 GRAPH_HEIGHT = 400
 #: Steps per page of the step table.
-PAGE_ROWS = 100
+PAGE_ROWS = 50
 #: Above this many rollouts the per-rollout tab shows the first ones only.
 MAX_ROLLOUT_TABLES = 16
 TABS = ("Steps", "One table per rollout", "Node", "Step text")

@@ -252,7 +252,8 @@ def write_200_node_run(path):
     return state_graph(first)
 
 
-def test_row_clicks_urls_a_200_node_group_and_won(browser, tmp_path):
+def test_row_clicks_urls_a_200_node_group_and_won(browser, tmp_path, monkeypatch):
+    monkeypatch.setenv("STREAMLIT_THEME_BASE", "dark")  # the graph follows the app's theme
     write_reward_one_csv(tmp_path / "ones.csv")
     big = write_200_node_run(tmp_path / "big")
     assert 150 <= len(big.nodes) <= 260, len(big.nodes)
@@ -268,6 +269,8 @@ def test_row_clicks_urls_a_200_node_group_and_won(browser, tmp_path):
                                                             f"'group {group},')")
         wait_idle(page)
         assert frame.evaluate("window.g2po.nodes.length") == len(big.nodes)
+        assert frame.evaluate("window.g2po.dark && document.body.classList.contains("
+                              "'g2po-dark')")
         assert frame.evaluate("window.g2po.network.getSelectedNodes()") == [node]
         assert "mean advantage A" in frame.inner_text("#g2po-legend")
         assert f"Showing the {int(big.nodes.loc[node, 'visits'])} step(s) at node {node}" in \

@@ -40,7 +40,7 @@
     if (msg.args.height && msg.args.height !== height) {
       height = msg.args.height;
       container.style.height = height + "px";
-      send("streamlit:setFrameHeight", {height: height + 44});  // + the legend lines
+      send("streamlit:setFrameHeight", {height: height + 56});  // + the legend lines
     }
     if (state === null) {
       state = window.G2POGraph.draw(container, data, isDark(msg.theme));
