@@ -141,6 +141,11 @@ def render(ctx: AppContext) -> None:
             _steps_tab(graph, tables["steps"], alarms, shown_ids, limits)
     with tab["One table per rollout"]:
         if tab["One table per rollout"].open:
+            st.markdown("**Trajectories**")
+            shown = summary[summary["traj_id"].isin(shown_ids)]
+            st.dataframe(style_diverging(shown.drop(columns=["traj_id"]).rename(
+                columns={"adv_sum": "ΣA"}), ["ΣA"]), hide_index=True,
+                height=min(38 + 35 * len(shown), 300))
             ids = shown_ids
             if len(ids) > MAX_ROLLOUT_TABLES:
                 st.caption(f"{len(ids)} rollouts: showing the first {MAX_ROLLOUT_TABLES}; "
@@ -410,11 +415,12 @@ def _node_tab(ctx: AppContext, graph: StateGraph, node: int | None,
     nodes = node_choices(graph)
     st.session_state["g_node"] = node if node in nodes else None
     pick, other = st.columns(2)
-    node = pick.selectbox("Select a node", [None, *nodes], key="g_node",
-                          format_func=lambda n: "none" if n is None else nodes[n],
-                          on_change=_node_picked)
-    second = other.selectbox("Compare its key with node", [None, *nodes], key="g_node2",
-                             format_func=lambda n: "none" if n is None else nodes[n])
+    node = pick.selectbox("Select a node", list(nodes), key="g_node", placeholder="none",
+                          format_func=nodes.get, on_change=_node_picked)
+    if st.session_state.get("g_node2") not in nodes:
+        st.session_state["g_node2"] = None
+    second = other.selectbox("Compare its key with node", list(nodes), key="g_node2",
+                             placeholder="none", format_func=nodes.get)
     if node is None:
         st.caption("Click a node in the graph, or pick one here, to list its occurrences and "
                    "outgoing transitions.")

@@ -93,6 +93,7 @@ def test_sample_rollouts_draw_select_and_stay_offline(browser):
 
         # choosing a trajectory highlights its path (the rest fades), without a reload
         choose(page, "Highlight trajectories", index=1)
+        page.keyboard.press("Escape")
         frame = graph_frame(page, condition=f"window.g2po.edges.get().some("
                                             f"e => e.color === {FADED_EDGE!r})")
         wait_idle(page)
@@ -166,10 +167,14 @@ def test_untrusted_log_text_never_runs_and_shows_as_text(browser, hostile_run):
         assert any(payload in tip for payload in (XSS_SCRIPT, XSS_IMG, XSS_LINK)), tip
         # a trajectory with a hostile id, a node with hostile text, the step text
         choose(page, "Highlight trajectories", option_text=XSS_IMG[:12])
+        page.keyboard.press("Escape")  # a multiselect's menu stays open after a pick
         wait_idle(page)
         page.get_by_role("tab", name="Node").click()
         wait_idle(page)
-        choose(page, "Select a node", index=2)
+        box = page.get_by_role("combobox", name="Select a node").first
+        box.click()
+        box.press("ArrowDown")  # the first click after the tab switch only focuses it
+        page.get_by_role("option").nth(2).click()
         page.get_by_text("Occurrences").first.wait_for(timeout=20_000)
         wait_idle(page)
         body = page.inner_text("body")

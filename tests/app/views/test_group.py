@@ -59,7 +59,7 @@ def test_draws_the_groups_graph_critical_transitions_and_steps(runs_root):
     at.session_state["g_tab"] = "One table per rollout"
     at.run()
     assert not at.exception
-    assert len(at.dataframe) == before - 1 + graph.steps["traj_id"].nunique()
+    assert len(at.dataframe) == before - 1 + 1 + graph.steps["traj_id"].nunique()
 
 
 def faded_edges(drawn: dict) -> int:
@@ -124,7 +124,7 @@ def test_a_selected_node_filters_the_steps_and_lists_its_reference_set(runs_root
     occ = next(d.value for d in at.dataframe if "x = V(next) − p·invalid" in d.value.columns)
     assert len(occ) == int(re.search(r"visits (\d+)", text).group(1))
     # two nodes: a character diff of their keys
-    at.selectbox(key="g_node2").select_index(2).run()
+    at.selectbox(key="g_node2").select(1).run()
     assert not at.exception
     diff = at.get("html")
     assert diff and ("<del" in diff[0].proto.body or "<ins" in diff[0].proto.body)
