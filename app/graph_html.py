@@ -5,8 +5,8 @@ pyvis builds the vis-network node and edge records; the page around them is our 
 vis-network's JavaScript comes from the installed pyvis package: inlined in the standalone page
 (:func:`render_html`, the export), served by the app's own component in the app
 (:mod:`app.graph_component`), so the graph draws with no internet. Positions come from
-:func:`layout_positions` (deterministic, by step depth) and physics is off, so a graph of a few
-thousand nodes stays responsive.
+:func:`layout_positions` (a layered layout by step depth with crossings reduced,
+:mod:`g2po.layout`) and physics is off, so a graph of a few thousand nodes stays responsive.
 
 Log text (state keys, observations, actions) is untrusted. It reaches the page only as JSON data
 (``<``, ``>``, ``&`` escaped by Jinja's ``tojson``, or a ``postMessage`` to the app's component);
@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,10 +35,15 @@ from pyvis.network import Network
 from app.colors import EDGE_SCALE, diverging_colors, symmetric_limit, value_colors
 from app.safe import truncate
 from g2po.graph import StateGraph
+from g2po.layout import layered_layout
 
 __all__ = [
     "Highlight",
+    "DrawStyle",
+    "EDGE_COLOR_MODES",
+    "VALUE_SCALES",
     "layout_positions",
+    "critical_edges",
     "build_network",
     "network_data",
     "render_html",
@@ -50,25 +56,57 @@ __all__ = [
 _TEMPLATES = Path(__file__).with_name("templates")
 SUCCESS_COLOR = "#2ca02c"
 FAILURE_COLOR = "#d62728"
+TRUNCATED_COLOR = "#8c8c8c"
 HIGHLIGHT_COLOR = "#ff7f0e"
 FADED_NODE = "rgba(200, 200, 200, 0.35)"
 FADED_EDGE = "rgba(180, 180, 180, 0.25)"
 #: Above this many nodes labels shrink to node ids and edges hide while dragging or zooming.
 LARGE_GRAPH = 300
+#: Edge colour choices: name → what the legend calls it.
+EDGE_COLOR_MODES = {"td": "TD error", "adv": "mean advantage A",
+                    "success_share": "share of successful trajectories"}
+#: Node colour scales: fitted to the group's state values, or to [0, success reward].
+VALUE_SCALES = {"group": "fitted to the group", "reward": "0 to the success reward"}
+#: Every edge is at least this wide, so that its colour stays visible.
+MIN_EDGE_WIDTH = 2.0
+_TERMINAL_SHAPES = {"success": ("star", SUCCESS_COLOR), "failure": ("square", FAILURE_COLOR),
+                    "truncated": ("triangleDown", TRUNCATED_COLOR)}
 
 
 @dataclass(frozen=True)
 class Highlight:
-    """What to emphasise: the nodes and (source, action, target) edges of a trajectory, and a
-    selected node. Empty sets draw everything at full colour."""
+    """What to emphasise: the nodes and (source, action, target) edges of the highlighted
+    trajectories, a selected node and a selected edge (by its row in ``StateGraph.edges``).
+    Empty sets draw everything at full colour."""
 
     nodes: frozenset[int] = frozenset()
     edges: frozenset[tuple[int, str, int]] = frozenset()
     node: int | None = None
+    edge: int | None = None
 
     @property
     def active(self) -> bool:
         return bool(self.nodes or self.edges)
+
+
+@dataclass(frozen=True)
+class DrawStyle:
+    """How the graph is coloured.
+
+    edge_color : a key of :data:`EDGE_COLOR_MODES`.
+    value_scale : a key of :data:`VALUE_SCALES`.
+    critical : how many of the largest-|TD error| edges are emphasised and numbered.
+    """
+
+    edge_color: str = "td"
+    value_scale: str = "group"
+    critical: int = 5
+
+    def __post_init__(self) -> None:
+        if self.edge_color not in EDGE_COLOR_MODES:
+            raise ValueError(f"edge_color must be one of {', '.join(EDGE_COLOR_MODES)}")
+        if self.value_scale not in VALUE_SCALES:
+            raise ValueError(f"value_scale must be one of {', '.join(VALUE_SCALES)}")
 
 
 @functools.cache
@@ -88,63 +126,50 @@ def _template(name: str) -> jinja2.Template:
     return env.get_template(name)
 
 
-def layout_positions(
-    graph: StateGraph,
-    dx: float = 180.0,
-    dy: float = 70.0,
-    aspect: float = 1.3,
-) -> pd.DataFrame:
-    """Deterministic node positions: columns by depth, rows by order inside a column.
+def layout_positions(graph: StateGraph) -> pd.DataFrame:
+    """Node positions of :func:`g2po.layout.layered_layout` (columns by step depth, crossings
+    reduced), cached by the graph's structure: a parameter that changes only the numbers
+    (γ, w, the penalty) reuses the layout."""
+    nodes, edges = graph.nodes, graph.edges
+    structure = hashlib.sha256()
+    for array in (nodes.index.to_numpy(dtype=np.int64), nodes["depth"].to_numpy(np.int64),
+                  edges["source"].to_numpy(np.int64), edges["target"].to_numpy(np.int64),
+                  edges["count"].to_numpy(np.int64)):
+        structure.update(np.ascontiguousarray(array).tobytes())
+        structure.update(b"|")
+    return _cached_layout(structure.hexdigest(), nodes[["depth"]], edges[["source", "target",
+                                                                             "count"]])
 
-    A node's depth is the first step index it is seen at (terminals one past the deepest step);
-    each distinct depth is one column, left to right. Inside a column nodes sort by the mean y of
-    their already-placed predecessors (weighted by transition count), so paths run roughly
-    straight, ties broken by node id. Long, thin graphs wrap their columns into bands stacked
-    top to bottom (reading order), so the drawing stays near ``aspect`` (width / height) instead
-    of a line too thin to see. Returns a frame indexed like ``graph.nodes`` with float ``x``,
-    ``y`` and int ``column``, ``band``.
-    """
-    nodes = graph.nodes
-    ids = nodes.index.to_numpy(dtype=np.int64)
-    _, column = np.unique(nodes["depth"].to_numpy(dtype=np.int64), return_inverse=True)
-    column = column.ravel().astype(np.int64)
-    n_cols = int(column.max()) + 1 if len(column) else 0
-    col_height = int(np.bincount(column).max()) if len(column) else 0
-    band_height = col_height * dy + 2 * dy
-    n_bands = max(1, int(round(math.sqrt(n_cols * dx / (aspect * band_height))))) if n_cols else 1
-    per_band = max(1, math.ceil(n_cols / n_bands)) if n_cols else 1
-    band = column // per_band
 
+_LAYOUTS: dict[str, pd.DataFrame] = {}
+
+
+def _cached_layout(digest: str, nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
+    hit = _LAYOUTS.get(digest)
+    if hit is None:
+        hit = layered_layout(nodes, edges)
+        if len(_LAYOUTS) >= 64:
+            _LAYOUTS.pop(next(iter(_LAYOUTS)))
+        _LAYOUTS[digest] = hit
+    return hit
+
+
+def critical_edges(graph: StateGraph, k: int = 5) -> pd.DataFrame:
+    """The ``k`` edges with the largest |TD error| (ties: more steps first, then table order),
+    the transitions the globally standardised TD error singles out. Rows of ``graph.edges``
+    (index kept) with a ``rank`` column 1..k; edges with a TD error of 0 are left out."""
     edges = graph.edges
-    pos_of = pd.Series(np.arange(len(ids)), index=ids)
-    src_i = pos_of.reindex(edges["source"].to_numpy(dtype=np.int64)).to_numpy()
-    dst_i = pos_of.reindex(edges["target"].to_numpy(dtype=np.int64)).to_numpy()
-    weight = edges["count"].to_numpy(dtype=np.float64)
-    rank = np.zeros(len(ids))
-    by_col = np.argsort(column, kind="stable")
-    bounds = np.searchsorted(column[by_col], np.arange(n_cols + 1))
-    placed = np.zeros(len(ids), dtype=bool)
-    for c in range(n_cols):
-        members = by_col[bounds[c]:bounds[c + 1]]
-        into = placed[src_i] & (column[dst_i] == c)
-        bary = np.full(len(ids), np.inf)
-        if into.any():
-            sums = np.bincount(dst_i[into], weights=weight[into] * rank[src_i[into]],
-                               minlength=len(ids))
-            total = np.bincount(dst_i[into], weights=weight[into], minlength=len(ids))
-            has = total > 0
-            bary[has] = sums[has] / total[has]
-        order = members[np.lexsort((ids[members], bary[members]))]
-        rank[order] = np.arange(len(order)) - (len(order) - 1) / 2.0
-        placed[members] = True
-    x = (column - band * per_band).astype(np.float64) * dx
-    y = band.astype(np.float64) * band_height + rank * dy
-    return pd.DataFrame({"x": x, "y": y, "column": column, "band": band}, index=nodes.index)
+    if k <= 0 or edges.empty:
+        return edges.iloc[:0].assign(rank=pd.Series(dtype=np.int64))
+    mag = edges["td_error"].abs().to_numpy(dtype=np.float64)
+    order = np.lexsort((np.arange(len(edges)), -edges["count"].to_numpy(), -mag))
+    order = [i for i in order if mag[i] > 1e-12][:k]
+    return edges.iloc[order].assign(rank=np.arange(1, len(order) + 1))
 
 
 def node_tooltip(node_id: int, row: dict, text_limit: int = 800) -> str:
     """Plain-text hover text of a node (``row``: one record of ``StateGraph.nodes``): kind,
-    visits, value, value variance and the state text."""
+    visits, value, value variance, the state key's distinguishing words and the observation."""
     kind = row["kind"]
     head = f"node {node_id}" + (" (start)" if row["is_start"] else "")
     if kind != "state":
@@ -153,11 +178,13 @@ def node_tooltip(node_id: int, row: dict, text_limit: int = 800) -> str:
         head,
         f"visits {int(row['visits'])}   V {row['value']:.4g}   Var {row['value_var']:.4g}",
     ]
+    if kind == "truncated":
+        lines.append("episodes cut at the step limit; valued as failure by the estimator")
     if kind == "state":
-        text = str(row["label"])
+        text = str(row.get("observation", row["label"]))
         if len(text) > text_limit:
             text = text[:text_limit] + "…"
-        lines += ["", text]
+        lines += [f"key: {row['label']}", "", text]
     return "\n".join(lines)
 
 
@@ -166,7 +193,7 @@ _ADV_NAMES = (("adv", "A"), ("adv_ep", "A^EP"), ("adv_nc", "A^NC"), ("adv_ec", "
 
 def edge_tooltip(row: dict) -> str:
     """Plain-text hover text of an edge (``row``: one record of ``StateGraph.edges``):
-    endpoints, action, count, TD error and the mean advantages of its steps."""
+    endpoints, action, count, TD error, success share and the mean advantages of its steps."""
     invalid = int(row["invalid"])
     lines = [
         f"node {int(row['source'])} → node {int(row['target'])}",
@@ -174,6 +201,8 @@ def edge_tooltip(row: dict) -> str:
         f"count {int(row['count'])}" + (f" ({invalid} invalid)" if invalid else ""),
         f"TD error {row['td_error']:.4g}",
     ]
+    if "success_share" in row:
+        lines.append(f"successful trajectories {row['success_share']:.0%}")
     parts = [f"{name} {row[col]:.3g}" for col, name in _ADV_NAMES if col in row]
     if parts:
         lines.append("mean " + "   ".join(parts))
@@ -181,8 +210,9 @@ def edge_tooltip(row: dict) -> str:
 
 
 def _edge_shapes(edges: pd.DataFrame) -> list[dict]:
-    """Per edge, the vis options that keep parallel edges, opposite edges and repeated
-    self-loops apart: curvature for all but lone edges, growing loop sizes for self-loops."""
+    """Per edge, the vis options that keep parallel edges, opposite edges and a node's
+    self-loops apart: curvature for all but lone edges; self-loops (one per action) of one
+    size, fanned out around their node at different angles."""
     src = edges["source"].to_numpy(dtype=np.int64)
     dst = edges["target"].to_numpy(dtype=np.int64)
     lo, hi = np.minimum(src, dst), np.maximum(src, dst)
@@ -192,8 +222,9 @@ def _edge_shapes(edges: pd.DataFrame) -> list[dict]:
     shapes = []
     for s, d, size, k in zip(src, dst, pair_size, rank, strict=True):
         if s == d:
-            shapes.append({"selfReference": {"size": 14 + 9 * int(k),
-                                             "angle": math.pi / 4 + 0.6 * int(k)}})
+            step = 2 * math.pi / max(int(size), 1)
+            shapes.append({"selfReference": {"size": 16, "angle": round(
+                -math.pi / 2 + step * int(k), 3), "renderBehindTheNode": True}})
         elif size > 1:
             shapes.append({"smooth": {"enabled": True, "type": "curvedCW",
                                       "roundness": round(0.15 * (int(k) + 1), 3)}})
@@ -202,23 +233,59 @@ def _edge_shapes(edges: pd.DataFrame) -> list[dict]:
     return shapes
 
 
+def _wrap(text: str, width: int = 20, lines: int = 2) -> str:
+    """A label in at most ``lines`` lines of about ``width`` characters (``…`` when cut), so
+    that labels of neighbouring columns do not run into each other."""
+    out = textwrap.wrap(text, width, break_long_words=True, max_lines=lines, placeholder=" …")
+    return "\n".join(out)
+
+
+def _success_share(graph: StateGraph) -> np.ndarray:
+    """(n_edges,) share of each edge's steps whose trajectory succeeded."""
+    steps = graph.steps
+    keys = pd.MultiIndex.from_arrays([steps["node"].to_numpy(), steps["action"].astype(str)
+                                      .to_numpy(), steps["next_node"].to_numpy()])
+    share = pd.Series(steps["success"].to_numpy(dtype=np.float64), index=keys).groupby(
+        level=[0, 1, 2]).mean()
+    edges = graph.edges
+    at = pd.MultiIndex.from_arrays([edges["source"].to_numpy(), edges["action"].astype(str)
+                                    .to_numpy(), edges["target"].to_numpy()])
+    return share.reindex(at).to_numpy(dtype=np.float64)
+
+
+def _value_range(values: np.ndarray, style: DrawStyle, success_reward: float
+                 ) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    if style.value_scale == "reward" or not finite.size:
+        return min(0.0, float(success_reward)), max(0.0, float(success_reward))
+    lo, hi = float(finite.min()), float(finite.max())
+    return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
+
+
 def build_network(
     graph: StateGraph,
     highlight: Highlight | None = None,
     *,
     success_reward: float = 10.0,
+    style: DrawStyle | None = None,
 ) -> Network:
-    """A pyvis :class:`Network` of the graph: node colour = V, size = visits, start nodes as
-    diamonds, terminals as a green star (success) or red square (failure); edge width = count,
-    colour = TD error (red < 0 < blue); tooltips as plain text. Physics off, positions fixed."""
+    """A pyvis :class:`Network` of the graph: node colour = V (on the scale ``style`` names),
+    label = the state key's distinguishing words, size = visits; start nodes as diamonds,
+    terminals as a green star (success), a red square (failure) or a grey triangle
+    (truncated); edge width = count (at least :data:`MIN_EDGE_WIDTH`), colour = TD error, mean
+    advantage or success share; the largest-|TD| edges thicker and numbered; self-loops
+    labelled with their count. Tooltips as plain text. Physics off, positions fixed.
+
+    The legend's numbers travel in ``net.legend`` (see :func:`network_data`)."""
     highlight = highlight or Highlight()
+    style = style or DrawStyle()
     nodes, edges = graph.nodes, graph.edges
     large = len(nodes) > LARGE_GRAPH
     pos = layout_positions(graph)
+    states = (nodes["kind"] == "state").to_numpy()
     values = nodes["value"].to_numpy(dtype=np.float64)
-    lo = min(0.0, float(np.nanmin(values)) if len(values) else 0.0)
-    hi = max(float(success_reward), float(np.nanmax(values)) if len(values) else 1.0)
-    colors = value_colors(values, lo, hi)
+    v_lo, v_hi = _value_range(values[states], style, success_reward)
+    colors = value_colors(values, v_lo, v_hi)
     visits = nodes["visits"].to_numpy(dtype=np.float64)
     vmax = max(float(visits.max()) if len(visits) else 1.0, 1.0)
     sizes = 8.0 + 22.0 * np.sqrt(visits / vmax)
@@ -232,10 +299,8 @@ def build_network(
         faded = highlight.active and node_id not in highlight.nodes
         color = colors[i]
         shape = "dot"
-        if kind == "success":
-            shape, color = "star", SUCCESS_COLOR
-        elif kind == "failure":
-            shape, color = "square", FAILURE_COLOR
+        if kind in _TERMINAL_SHAPES:
+            shape, color = _TERMINAL_SHAPES[kind]
         elif row["is_start"]:
             shape = "diamond"
         border = "#222222"
@@ -243,7 +308,7 @@ def build_network(
         if highlight.node == node_id:
             border, width = HIGHLIGHT_COLOR, 6
         if kind == "state":
-            label = str(node_id) if large else f"{node_id}: {truncate(row['label'], 24)}"
+            label = str(node_id) if large else _wrap(f"{node_id}: {row['label']}")
         else:
             label = kind
         net.add_node(
@@ -260,24 +325,55 @@ def build_network(
         )
 
     td = edges["td_error"].to_numpy(dtype=np.float64)
-    edge_colors = diverging_colors(td, symmetric_limit(td), EDGE_SCALE)
+    share = _success_share(graph)
+    if style.edge_color == "td":
+        e_values, e_limit = td, symmetric_limit(td)
+        edge_colors = diverging_colors(td, e_limit, EDGE_SCALE)
+        e_lo, e_hi = -e_limit, e_limit
+    elif style.edge_color == "adv":
+        adv = edges["adv"].to_numpy(dtype=np.float64) if "adv" in edges.columns else \
+            np.zeros(len(edges))
+        e_limit = symmetric_limit(adv)
+        edge_colors = diverging_colors(adv, e_limit, EDGE_SCALE)
+        e_values, e_lo, e_hi = adv, -e_limit, e_limit
+    else:
+        edge_colors = diverging_colors(share - 0.5, 0.5, EDGE_SCALE)
+        e_values, e_lo, e_hi = share, 0.0, 1.0
+    del e_values
     counts = edges["count"].to_numpy(dtype=np.float64)
     cmax = max(float(counts.max()) if len(counts) else 1.0, 1.0)
-    widths = 1.0 + 6.0 * np.sqrt(counts / cmax)
+    widths = MIN_EDGE_WIDTH + 5.0 * np.sqrt(counts / cmax)
     shapes = _edge_shapes(edges)
-    for i, row in enumerate(edges.to_dict("records")):
+    critical = critical_edges(graph, style.critical)
+    crit_rank = dict(zip(critical.index.tolist(), critical["rank"].tolist(), strict=True))
+    src = edges["source"].to_numpy(dtype=np.int64)
+    dst = edges["target"].to_numpy(dtype=np.int64)
+    records = edges.assign(success_share=share).to_dict("records")
+    for i, row in enumerate(records):
         key = (int(row["source"]), str(row["action"]), int(row["target"]))
         on_path = key in highlight.edges
         faded = highlight.active and not on_path
+        label_parts = []
+        rank = crit_rank.get(edges.index[i])
+        if rank is not None:
+            label_parts.append(f"#{rank}")
+        if src[i] == dst[i]:
+            label_parts.append(f"×{int(row['count'])}")
+        extra = {}
+        if label_parts:
+            extra["label"] = " ".join(label_parts)
+            extra["font"] = {"size": 12, "align": "top", "strokeWidth": 3}
+        width = float(widths[i]) + (3.0 if on_path else 0.0) + (4.0 if rank else 0.0)
         net.add_edge(
             key[0],
             key[2],
             id=f"e{i}",  # stable ids: an update recolours these edges instead of adding more
             title=edge_tooltip(row),
             color=FADED_EDGE if faded else edge_colors[i],
-            width=round(float(widths[i]) + (3.0 if on_path else 0.0), 2),
+            width=round(width, 2),
             dashes=bool(row["invalid"] == row["count"]),
             **shapes[i],
+            **extra,
         )
 
     net.options = {
@@ -291,11 +387,12 @@ def build_network(
             "navigationButtons": False,
             "keyboard": False,
             "multiselect": False,
+            "selectConnectedEdges": False,
         },
-        "nodes": {"font": {"size": 13, "face": "sans-serif", "multi": False},
+        "nodes": {"font": {"size": 14, "face": "sans-serif", "multi": False, "vadjust": -2},
                   "physics": False,
                   "color": {"highlight": {"border": HIGHLIGHT_COLOR}},
-                  "scaling": {"label": {"drawThreshold": 6}}},
+                  "scaling": {"label": {"drawThreshold": 5}}},
         "edges": {
             "arrows": {"to": {"enabled": True, "scaleFactor": 0.5}},
             "smooth": False,
@@ -303,6 +400,12 @@ def build_network(
             "font": {"size": 0},
             "color": {"highlight": HIGHLIGHT_COLOR, "hover": HIGHLIGHT_COLOR, "inherit": False},
         },
+    }
+    net.legend = {
+        "value": {"lo": v_lo, "hi": v_hi, "scale": VALUE_SCALES[style.value_scale]},
+        "edge": {"lo": e_lo, "hi": e_hi, "name": EDGE_COLOR_MODES[style.edge_color]},
+        "critical": len(critical),
+        "truncated": bool((nodes["kind"] == "truncated").any()),
     }
     return net
 
@@ -314,15 +417,20 @@ def network_data(
     success_reward: float = 10.0,
     title: str = "G2PO state graph",
     graph_id: str = "",
+    style: DrawStyle | None = None,
 ) -> dict:
     """What the page draws, as JSON-ready data: ``nodes`` and ``edges`` (pyvis' records),
-    vis ``options``, ``title`` and ``graph_id`` (the same id keeps the view on an update)."""
-    net = build_network(graph, highlight, success_reward=success_reward)
+    vis ``options``, ``legend`` (the scales' ends and names), ``title``, ``graph_id`` (the same
+    id keeps the view on an update) and ``selected`` (node and edge ids to select)."""
+    highlight = highlight or Highlight()
+    net = build_network(graph, highlight, success_reward=success_reward, style=style)
     nodes, edges, _heading, _height, _width, options = net.get_network_data()
     if isinstance(options, str):
         options = json.loads(options)
+    selected = {"nodes": [] if highlight.node is None else [int(highlight.node)],
+                "edges": [] if highlight.edge is None else [f"e{int(highlight.edge)}"]}
     return {"nodes": nodes, "edges": edges, "options": options, "title": title,
-            "graph_id": graph_id}
+            "graph_id": graph_id, "legend": net.legend, "selected": selected}
 
 
 def render_html(data: dict, *, height: str = "620px", legend: bool = True) -> str:
@@ -363,7 +471,9 @@ def graph_html(
     height: str = "620px",
     success_reward: float = 10.0,
     title: str = "G2PO state graph",
+    style: DrawStyle | None = None,
 ) -> str:
     """The drawn graph as one standalone HTML string (the export; opens offline)."""
-    data = network_data(graph, highlight, success_reward=success_reward, title=title)
+    data = network_data(graph, highlight, success_reward=success_reward, title=title,
+                        style=style)
     return render_html(data, height=height)

@@ -13,9 +13,12 @@ from app.context import AppContext, OpenLog
 from app.options import AppOptions
 from app.params import NORM_MODES, STATE_KEY_CHOICES, TERMINAL_RULES, SpecParams
 from app.ui import show_error
+from app.url_state import seed_from_url, url_value, write_url
 from g2po.errors import G2POError
+from g2po.labels import shorten_middle
+from g2po.outcomes import success_reward_from_won
 
-__all__ = ["build_context", "GOTO_STEP"]
+__all__ = ["build_context", "GOTO_STEP", "success_key", "remember_success"]
 
 #: Session key: a training step requested by another page (overview click).
 GOTO_STEP = "_g2po_goto_step"
@@ -39,15 +42,17 @@ def build_context(options: AppOptions) -> AppContext:
             open_logs.load_reports(ctx.logs)
             ctx.active = _choose_active(ctx.logs)
             _choose_group(ctx)
-            ctx.params = _parameter_controls(ctx.active)
+            ctx.params = _parameter_controls(ctx.active, ctx)
             _live_watcher(ctx, options)
     return ctx
 
 
 def _choose_active(logs: list[OpenLog]) -> OpenLog:
-    if len(logs) == 1:
-        return logs[0]
     names = [o.name for o in logs]
+    if len(logs) == 1:
+        write_url(run=names[0])
+        return logs[0]
+    seed_from_url("active_run", "run", str, names)
     goto = st.session_state.get(GOTO_STEP)
     if goto:  # another page asked for a training step of a given run: make it the active one
         st.session_state["active_run"] = next((o.name for o in logs if o.key == goto[0]),
@@ -55,11 +60,13 @@ def _choose_active(logs: list[OpenLog]) -> OpenLog:
     name = st.selectbox("Run to inspect", names, key="active_run",
                         help="The group explorer, comparison, diagnostics and export look at "
                              "this run.")
+    write_url(run=name)
     return logs[names.index(name)] if name in names else logs[0]
 
 
 def _choose_group(ctx: AppContext) -> None:
-    """Training step and group of the active run (the last training step by default)."""
+    """Training step and group of the active run (the last training step by default; the
+    URL's on the first run of a session)."""
     opened = ctx.active
     assert opened is not None
     try:
@@ -75,6 +82,8 @@ def _choose_group(ctx: AppContext) -> None:
     goto = st.session_state.pop(GOTO_STEP, None)
     if goto and goto[0] == opened.key and goto[1] in steps:
         st.session_state[step_key] = goto[1]
+    elif seed_from_url(step_key, "step", int, steps):
+        pass
     elif st.session_state.get(step_key) == st.session_state.get(last_key):
         st.session_state[step_key] = steps[-1]  # on the newest step: follow a live run
     if st.session_state.get(step_key) not in steps:
@@ -85,6 +94,7 @@ def _choose_group(ctx: AppContext) -> None:
     else:
         st.caption("This log has no training steps: all its rows are one step.")
         ctx.train_step = steps[0]
+    write_url(step=ctx.train_step if opened.log.has_train_steps else None)
     try:
         groups = data.group_ids(opened.log, opened.key, ctx.train_step)
         summary = data.group_summary(opened.log, opened.key, ctx.train_step)
@@ -97,35 +107,93 @@ def _choose_group(ctx: AppContext) -> None:
     labels = _group_labels(groups, summary)
     group_key = f"group:{opened.key}:{ctx.train_step}"
     last = st.session_state.get("_g2po_last_group")
+    seed_from_url(group_key, "group", str, groups)
     if st.session_state.get(group_key) not in groups:
         st.session_state[group_key] = last if last in groups else groups[0]
     ctx.group_id = st.selectbox("Group (task)", groups, key=group_key,
                                 format_func=lambda g: labels.get(g, g))
     st.session_state["_g2po_last_group"] = ctx.group_id
+    write_url(group=ctx.group_id)
 
 
 def _group_labels(groups: list[str], summary) -> dict[str, str]:
+    """Group id → picker label: the id shortened in the middle, rollouts and success rate
+    (from the log's ``won`` where it has one, as the loaders' summary counts it)."""
+    short = dict(zip(groups, shorten_middle(groups, limit=40), strict=True))
     if summary is None or summary.empty or "group_id" not in summary.columns:
-        return {g: g for g in groups}
-    labels = {}
+        return short
+    labels = dict(short)
     for row in summary.itertuples(index=False):
-        labels[str(row.group_id)] = (f"{row.group_id} · {int(row.n_traj)} rollouts · success "
-                                     f"{row.success_rate:.0%}")
+        gid = str(row.group_id)
+        labels[gid] = (f"{short.get(gid, gid)} · {int(row.n_traj)} rollouts · success "
+                       f"{row.success_rate:.0%}")
     return labels
 
 
-def _parameter_controls(active: OpenLog) -> SpecParams:
-    """The spec's parameters; a change recomputes every view."""
-    defaults = SpecParams(success_reward=float(getattr(active.log, "success_reward", 10.0)))
+#: Session keys of the parameter widgets, with the URL name each is kept under.
+PARAM_URL = {"p_gamma": "gamma", "p_w": "w", "p_mode": "mode", "p_penalty": "penalty",
+             "p_terminal": "terminal"}
+#: The success reward of each run, kept while another run is shown (its widget is not).
+SUCCESS_BY_RUN = "_g2po_success_by_run"
+
+
+def success_key(active: OpenLog) -> str:
+    """The session key of the success-reward widget of a run (views' fix buttons set it)."""
+    return f"p_success:{active.key}"
+
+
+def remember_success(active: OpenLog, value: float) -> None:
+    """Set a run's success reward (a fix offered by a view): kept for that run."""
+    st.session_state[success_key(active)] = float(value)
+    st.session_state.setdefault(SUCCESS_BY_RUN, {})[active.key] = float(value)
+
+
+def _default_success_reward(active: OpenLog, ctx_group: tuple | None) -> float:
+    """The run's success reward as its log states it: the manifest's ``success_reward``, else
+    the reward every ``won`` trajectory of the shown group has, else 10."""
+    manifest = getattr(active.log, "manifest", None) or {}
+    holders = [manifest, manifest.get("config")] if isinstance(manifest, dict) else []
+    for holder in holders:
+        if isinstance(holder, dict) and isinstance(holder.get("success_reward"), int | float):
+            return float(holder["success_reward"])
+    if ctx_group is not None:
+        try:
+            steps = data.load_group(active.log, active.key, *ctx_group)
+            won = success_reward_from_won(steps)
+        except data.LOADER_ERRORS + (G2POError,):
+            won = None
+        if won is not None:
+            return won
+    return float(getattr(active.log, "success_reward", 10.0))
+
+
+def _parameter_controls(active: OpenLog, ctx: AppContext | None = None) -> SpecParams:
+    """The spec's parameters; a change recomputes every view. Each is kept in the URL; the
+    success reward is kept per run and defaults to what the log says."""
+    base = SpecParams()
+    group = (ctx.train_step, ctx.group_id) if ctx is not None and ctx.has_group else None
+    s_key = success_key(active)
+    by_run = st.session_state.setdefault(SUCCESS_BY_RUN, {})
+    seed_from_url(s_key, "success", float)
+    if s_key not in st.session_state:
+        st.session_state[s_key] = by_run.get(active.key, _default_success_reward(active, group))
+    defaults = {"p_gamma": base.gamma, "p_w": base.w, "p_mode": base.mode,
+                "p_penalty": base.penalty, "p_terminal": base.terminal}
+    parsers = {"p_mode": str, "p_terminal": str}
+    allowed = {"p_mode": NORM_MODES, "p_terminal": TERMINAL_RULES}
+    for key, name in PARAM_URL.items():
+        seed_from_url(key, name, parsers.get(key, float), allowed.get(key))
+        st.session_state.setdefault(key, defaults[key])
+    _seed_state_key()
     with st.expander("G2PO parameters", expanded=False):
-        gamma = st.number_input("γ (discount)", 0.01, 1.0, defaults.gamma, 0.01, key="p_gamma")
-        w = st.number_input("w (step-advantage weight)", 0.0, 10.0, defaults.w, 0.1,
-                            key="p_w")
+        gamma = st.number_input("γ (discount)", 0.01, 1.0, step=0.01, key="p_gamma")
+        w = st.number_input("w (step-advantage weight)", 0.0, 10.0, step=0.1, key="p_w")
         mode = st.selectbox("normalisation", NORM_MODES, key="p_mode")
-        penalty = st.number_input("invalid-action penalty p", 0.0, 100.0, defaults.penalty,
-                                  0.05, key="p_penalty")
-        success = st.number_input("success reward", value=defaults.success_reward, step=1.0,
-                                  key=f"p_success:{active.key}")
+        penalty = st.number_input("invalid-action penalty p", 0.0, 100.0, step=0.05,
+                                  key="p_penalty")
+        success = st.number_input("success reward", step=1.0, key=s_key,
+                                  help="A trajectory succeeds when its reward equals this "
+                                       "(kept per run; the default is the log's own).")
         terminal = st.selectbox("terminal rule", TERMINAL_RULES, key="p_terminal",
                                 help="binary: success reward or 0 (reference); reward: R_i")
         strategy = st.selectbox("state key", STATE_KEY_CHOICES, key="p_state_key",
@@ -133,19 +201,45 @@ def _parameter_controls(active: OpenLog) -> SpecParams:
         state_key = strategy
         if strategy == "regex":
             pattern = st.text_input("regex (first group or whole match is the key)",
-                                    value=r"^[^\n]*", key="p_regex")
+                                    key="p_regex")
             state_key = f"regex:{pattern}"
         elif strategy == "similarity":
-            threshold = st.slider("similarity threshold", 0.5, 1.0, 0.9, 0.01,
+            threshold = st.slider("similarity threshold", 0.5, 1.0, step=0.01,
                                   key="p_similarity")
             state_key = f"similarity:{threshold}"
+    by_run[active.key] = float(success)
+    write_url(gamma=float(gamma), w=float(w), mode=str(mode), penalty=float(penalty),
+              success=float(success), terminal=str(terminal), state_key=state_key)
     try:
         return SpecParams(gamma=float(gamma), w=float(w), mode=str(mode), penalty=float(penalty),
                           success_reward=float(success), terminal=str(terminal),
                           state_key=state_key)
     except (ValueError, KeyError, re.error, G2POError) as err:
         show_error("Bad parameter; using the defaults until it is fixed", err)
-        return defaults
+        return SpecParams(success_reward=float(success))
+
+
+def _seed_state_key() -> None:
+    """The state-key strategy and its argument, from the URL's ``state_key`` (e.g.
+    ``regex:^[^\\n]*`` or ``similarity:0.9``) on the first run, else their defaults."""
+    seeded = st.session_state.setdefault("_g2po_url_seeded", set())
+    if "state_key" not in seeded:
+        seeded.add("state_key")
+        raw = url_value("state_key")
+        if raw:
+            name, _, arg = raw.partition(":")
+            if name in STATE_KEY_CHOICES:
+                st.session_state["p_state_key"] = name
+                if name == "regex":
+                    st.session_state["p_regex"] = arg
+                elif name == "similarity":
+                    try:
+                        st.session_state["p_similarity"] = min(1.0, max(0.5, float(arg)))
+                    except ValueError:
+                        pass
+    st.session_state.setdefault("p_state_key", "exact")
+    st.session_state.setdefault("p_regex", r"^[^\n]*")
+    st.session_state.setdefault("p_similarity", 0.9)
 
 
 def _live_watcher(ctx: AppContext, options: AppOptions) -> None:

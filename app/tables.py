@@ -1,44 +1,61 @@
 """Tables of one group's graph for the views: per-step trajectories, trajectory summaries, a
-node's occurrences and outgoing transitions. Plain pandas on :class:`g2po.graph.StateGraph`;
-the numbers are the graph's, nothing is recomputed here."""
+node's occurrences and outgoing transitions, the critical transitions. Plain pandas on
+:class:`g2po.graph.StateGraph`; the numbers are the graph's, nothing is recomputed here.
+
+Colours: every quantity (A, A^EP, A^NC, A^EC, TD error, V, V′) has one zero-centred scale for
+the whole group (:func:`scale_limits`), shared by every table of the page, so one number has
+one colour wherever it is shown.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from app.colors import diverging_colors, symmetric_limit, text_color_for
+from app.colors import diverging_colors, text_color_for
 from app.graph_html import Highlight
 from app.safe import truncate
 from g2po.graph import StateGraph
+from g2po.labels import natural_key, shorten_middle
 
 __all__ = [
     "STEP_COLUMNS",
     "ADVANTAGE_COLUMNS",
+    "OUTCOMES",
     "step_table",
     "trajectory_summary",
+    "trajectory_order",
     "trajectory_highlight",
     "node_highlight",
     "node_occurrences",
     "outgoing_transitions",
+    "critical_table",
     "node_choices",
+    "scale_limits",
     "style_diverging",
     "STYLE_MAX_CELLS",
 ]
 
-#: Display names of the step table's computed columns, in the issue's order.
+#: Display names of the step table's computed columns, in the order shown (node first).
 STEP_COLUMNS = {
     "node": "node",
-    "node_value": "V(node)",
-    "next_value": "V(next)",
-    "td_error": "TD error",
+    "adv": "A",
+    "adv_ep": "A^EP",
     "adv_nc": "A^NC",
     "adv_ec": "A^EC",
-    "adv_ep": "A^EP",
-    "adv": "A",
+    "td_error": "TD error",
+    "node_value": "V",
+    "next_value": "V′",
 }
-ADVANTAGE_COLUMNS = ["TD error", "A^NC", "A^EC", "A^EP", "A"]
+#: The coloured quantities, each on its own zero-centred scale shared by the page's tables.
+ADVANTAGE_COLUMNS = ["A", "A^EP", "A^NC", "A^EC", "TD error", "V", "V′"]
+#: Aliases of a quantity in other tables (same scale).
+_SCALE_ALIASES = {"mean A": "A", "mean A^EP": "A^EP", "mean A^NC": "A^NC",
+                  "mean A^EC": "A^EC", "V(next)": "V′", "ΣA": None}
+OUTCOMES = ("success", "failure", "truncated")
 #: Above this many cells tables are shown without per-cell colours (styling is slow).
 STYLE_MAX_CELLS = 40_000
 
@@ -47,34 +64,64 @@ def _text_column(steps: pd.DataFrame) -> str:
     return "observation" if "observation" in steps.columns else "state_key"
 
 
-def step_table(graph: StateGraph, traj_id: str | None = None, text_limit: int = 80) -> pd.DataFrame:
-    """One row per step (of one trajectory, or all), ordered by trajectory then step:
-    traj_id, t, observation (truncated to ``text_limit``), action, valid, node, V(node),
-    V(next), TD error, A^NC, A^EC, A^EP, A."""
-    steps = graph.steps
+def trajectory_order(graph: StateGraph) -> list[str]:
+    """The group's trajectory ids, sorted naturally (``s0:2`` before ``s0:10``)."""
+    return sorted(pd.unique(graph.steps["traj_id"].astype(str)), key=natural_key)
+
+
+def _outcome(steps: pd.DataFrame) -> np.ndarray:
+    success = steps["success"].to_numpy(dtype=bool)
+    truncated = steps["truncated"].to_numpy(dtype=bool) if "truncated" in steps.columns else \
+        np.zeros(len(steps), dtype=bool)
+    return np.where(success, "success", np.where(truncated, "truncated", "failure"))
+
+
+def _short_ids(graph: StateGraph) -> dict[str, str]:
+    ids = trajectory_order(graph)
+    return dict(zip(ids, shorten_middle(ids), strict=True))
+
+
+def step_table(graph: StateGraph, traj_id: str | Iterable[str] | None = None,
+               text_limit: int = 80, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """One row per step (of one trajectory, several, or all; or the positional ``rows`` of
+    ``graph.steps``), ordered by trajectory (naturally) then step: rollout (its id shortened in
+    the middle), t, node, A, A^EP, A^NC, A^EC, TD error, V, V′, valid, end (the terminal the
+    last step leads to: success, failure or truncated), action, observation (both truncated to
+    ``text_limit``). The index is the step's position in ``graph.steps``."""
+    steps = graph.steps.reset_index(drop=True)
+    if rows is not None:
+        steps = steps.iloc[np.asarray(rows, dtype=np.int64)]
     if traj_id is not None:
-        steps = steps[steps["traj_id"].to_numpy() == traj_id]
-    steps = steps.sort_values(["traj_id", "t"], kind="stable")
-    text = steps[_text_column(steps)].map(lambda s: truncate(s, text_limit))
+        wanted = [traj_id] if isinstance(traj_id, str) else list(traj_id)
+        steps = steps[steps["traj_id"].astype(str).isin(wanted).to_numpy()]
+    order = {t: i for i, t in enumerate(trajectory_order(graph))}
+    steps = steps.assign(_order=steps["traj_id"].astype(str).map(order)).sort_values(
+        ["_order", "t"], kind="stable")
+    short = _short_ids(graph)
+    last = steps["next_node"].isin(graph.nodes.index[graph.nodes["kind"] != "state"])
     out = pd.DataFrame({
-        "traj_id": steps["traj_id"].to_numpy(),
+        "rollout": steps["traj_id"].astype(str).map(short).to_numpy(),
         "t": steps["t"].to_numpy(),
-        "observation": text.to_numpy(),
-        "action": steps["action"].map(lambda s: truncate(s, text_limit)).to_numpy(),
-        "valid": steps["is_action_valid"].to_numpy(dtype=bool),
-    })
+    }, index=steps.index)
     for col, name in STEP_COLUMNS.items():
         out[name] = steps[col].to_numpy()
-    return out.reset_index(drop=True)
+    out["valid"] = steps["is_action_valid"].to_numpy(dtype=bool)
+    out["end"] = np.where(last.to_numpy(), _outcome(steps), "")
+    out["action"] = steps["action"].map(lambda s: truncate(s, text_limit)).to_numpy()
+    out["observation"] = steps[_text_column(steps)].map(lambda s: truncate(s, text_limit)
+                                                        ).to_numpy()
+    return out
 
 
 def trajectory_summary(graph: StateGraph) -> pd.DataFrame:
-    """One row per trajectory: length, episode reward, success, invalid steps, the sum of its
-    combined advantage and the number of distinct nodes it visits."""
+    """One row per trajectory, naturally ordered: traj_id, rollout (shortened id), outcome
+    (success, failure or truncated), length, episode reward, success, invalid steps, the sum of
+    its combined advantage and the number of distinct nodes it visits."""
     steps = graph.steps
-    grouped = steps.assign(invalid=~steps["is_action_valid"].to_numpy(dtype=bool)).groupby(
-        "traj_id", sort=True)
+    grouped = steps.assign(invalid=~steps["is_action_valid"].to_numpy(dtype=bool),
+                           outcome=_outcome(steps)).groupby("traj_id", sort=False)
     table = grouped.agg(
+        outcome=("outcome", "first"),
         length=("t", "size"),
         reward=("episode_reward", "first"),
         success=("success", "first"),
@@ -82,37 +129,46 @@ def trajectory_summary(graph: StateGraph) -> pd.DataFrame:
         adv_sum=("adv", "sum"),
         nodes=("node", "nunique"),
     )
-    return table.reset_index()
+    table.index = table.index.astype(str)
+    order = trajectory_order(graph)
+    table = table.reindex(order).reset_index()
+    table.insert(1, "rollout", shorten_middle(order))
+    return table
 
 
-def trajectory_highlight(graph: StateGraph, traj_id: str, node: int | None = None) -> Highlight:
-    """The nodes and edges one trajectory walks, terminal included."""
+def trajectory_highlight(graph: StateGraph, traj_id: str | Iterable[str],
+                         node: int | None = None, edge: int | None = None) -> Highlight:
+    """The nodes and edges the given trajectories walk, terminals included."""
+    wanted = [traj_id] if isinstance(traj_id, str) else list(traj_id)
     steps = graph.steps
-    rows = steps[steps["traj_id"].to_numpy() == traj_id]
+    rows = steps[steps["traj_id"].astype(str).isin(wanted).to_numpy()]
     nodes = set(rows["node"].astype(int)) | set(rows["next_node"].astype(int))
     edges = {(int(a), str(b), int(c)) for a, b, c in
              zip(rows["node"], rows["action"], rows["next_node"], strict=True)}
-    return Highlight(nodes=frozenset(nodes), edges=frozenset(edges), node=node)
+    return Highlight(nodes=frozenset(nodes), edges=frozenset(edges), node=node, edge=edge)
 
 
-def node_highlight(graph: StateGraph, node: int) -> Highlight:
+def node_highlight(graph: StateGraph, node: int, edge: int | None = None) -> Highlight:
     """A node, its successors and its outgoing edges (its node-centric reference set)."""
     edges = graph.edges[graph.edges["source"].to_numpy() == node]
     keys = {(int(a), str(b), int(c)) for a, b, c in
             zip(edges["source"], edges["action"], edges["target"], strict=True)}
     nodes = {node} | {int(t) for t in edges["target"]}
-    return Highlight(nodes=frozenset(nodes), edges=frozenset(keys), node=node)
+    return Highlight(nodes=frozenset(nodes), edges=frozenset(keys), node=node, edge=edge)
 
 
 def node_occurrences(graph: StateGraph, node: int, penalty: float = 0.1,
                      text_limit: int = 80) -> pd.DataFrame:
     """Every step at ``node`` (one row per transition, duplicates kept, as A^NC counts them):
-    traj_id, t, action, valid, next node, V(next), x = V(next) − p·invalid, A^NC, A."""
+    rollout, t, action, valid, next node, V(next), x = V(next) − p·invalid, A^NC, A."""
     steps = graph.steps
-    rows = steps[steps["node"].to_numpy() == node].sort_values(["traj_id", "t"])
+    rows = steps[steps["node"].to_numpy() == node]
+    order = {t: i for i, t in enumerate(trajectory_order(graph))}
+    rows = rows.assign(_o=rows["traj_id"].astype(str).map(order)).sort_values(["_o", "t"])
+    short = _short_ids(graph)
     invalid = (~rows["is_action_valid"].to_numpy(dtype=bool)).astype(np.float64)
     return pd.DataFrame({
-        "traj_id": rows["traj_id"].to_numpy(),
+        "rollout": rows["traj_id"].astype(str).map(short).to_numpy(),
         "t": rows["t"].to_numpy(),
         "action": rows["action"].map(lambda s: truncate(s, text_limit)).to_numpy(),
         "valid": rows["is_action_valid"].to_numpy(dtype=bool),
@@ -134,8 +190,23 @@ def outgoing_transitions(graph: StateGraph, node: int, text_limit: int = 80) -> 
     return out.reset_index(drop=True)
 
 
+def critical_table(graph: StateGraph, critical: pd.DataFrame, text_limit: int = 40
+                   ) -> pd.DataFrame:
+    """The critical transitions (:func:`app.graph_html.critical_edges`) as a table: #, from,
+    action, to, TD error, count, mean A; the index is the edge's row in ``graph.edges``."""
+    return pd.DataFrame({
+        "#": critical["rank"].to_numpy(),
+        "from": critical["source"].to_numpy(),
+        "action": critical["action"].map(lambda s: truncate(s, text_limit)).to_numpy(),
+        "to": critical["target"].to_numpy(),
+        "TD error": critical["td_error"].to_numpy(),
+        "count": critical["count"].to_numpy(),
+        "mean A": critical["adv"].to_numpy() if "adv" in critical.columns else np.nan,
+    }, index=critical.index)
+
+
 def node_choices(graph: StateGraph, text_limit: int = 60) -> dict[int, str]:
-    """Node id → a one-line description for a picker (visits, value, truncated state text)."""
+    """Node id → a one-line description for a picker (visits, value, distinguishing key)."""
     nodes = graph.nodes
     return {
         int(i): (f"{i}: {row.kind}" if row.kind != "state" else
@@ -144,19 +215,43 @@ def node_choices(graph: StateGraph, text_limit: int = 60) -> dict[int, str]:
     }
 
 
-def style_diverging(frame: pd.DataFrame, columns: list[str],
+def scale_limits(graph: StateGraph) -> dict[str, float]:
+    """Per coloured quantity, the largest |value| over the whole group: the ends (±limit) of
+    its zero-centred colour scale in every table."""
+    steps = graph.steps
+    limits = {}
+    for col, name in STEP_COLUMNS.items():
+        if name not in ADVANTAGE_COLUMNS or col not in steps.columns:
+            continue
+        values = np.abs(steps[col].to_numpy(dtype=np.float64))
+        values = values[np.isfinite(values)]
+        limits[name] = float(values.max()) if values.size else 0.0
+    return limits
+
+
+def style_diverging(frame: pd.DataFrame, limits: dict[str, float] | list[str],
                     digits: int = 3) -> Styler | pd.DataFrame:
-    """Colour the numeric ``columns`` on the diverging scale (each column symmetric around 0),
-    or return the frame unstyled when it is too large to style quickly."""
-    present = [c for c in columns if c in frame.columns]
-    if frame.size > STYLE_MAX_CELLS or not present:
+    """Colour the columns of ``frame`` that ``limits`` names (directly or as ``mean A``,
+    ``V(next)``, …) on the diverging scale, zero white, full colour at ±limit: the same value
+    gets the same colour in every table styled with the same limits. A quantity whose limit is
+    0 stays white. ``limits`` may also be a list of columns, each then scaled to its own
+    largest |value|. Frames too large to style quickly come back unstyled."""
+    if not isinstance(limits, dict):
+        limits = {c: float(np.nanmax(np.abs(frame[c].to_numpy(dtype=np.float64))))
+                  if len(frame) else 0.0 for c in limits if c in frame.columns}
+    present = {c: c if c in limits else _SCALE_ALIASES.get(c) for c in frame.columns}
+    present = {c: q for c, q in present.items() if q in limits}
+    if frame.size > STYLE_MAX_CELLS:
         return frame
+    styler = frame.style
+    for col, quantity in present.items():
+        limit = max(limits[quantity], 1e-12)
 
-    def colour(col: pd.Series) -> list[str]:
-        values = col.to_numpy(dtype=np.float64)
-        backgrounds = diverging_colors(values, symmetric_limit(values))
-        return [f"background-color: {bg}; color: {text_color_for(bg)}" for bg in backgrounds]
+        def colour(values: pd.Series, limit: float = limit) -> list[str]:
+            backgrounds = diverging_colors(values.to_numpy(dtype=np.float64), limit)
+            return [f"background-color: {bg}; color: {text_color_for(bg)}"
+                    for bg in backgrounds]
 
-    styler = frame.style.apply(colour, subset=present)
+        styler = styler.apply(colour, subset=[col])
     floats = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
     return styler.format({c: f"{{:.{digits}f}}" for c in floats}, na_rep="")

@@ -14,10 +14,12 @@ import numpy as np
 import pandas as pd
 
 from g2po.index import StepIndex
+from g2po.labels import distinguishing_labels
+from g2po.outcomes import truncated_trajectories
+from g2po.segments import powers, segment_mean, segment_var
 
 if TYPE_CHECKING:
     import networkx as nx
-from g2po.segments import powers, segment_mean, segment_var
 
 __all__ = [
     "Terminal",
@@ -31,7 +33,7 @@ __all__ = [
 ]
 
 Terminal = Literal["binary", "reward"]
-SUCCESS, FAILURE = "success", "failure"
+SUCCESS, FAILURE, TRUNCATED = "success", "failure", "truncated"
 
 
 def check_gamma(gamma: float, *, strict: bool = False, name: str = "gamma") -> float:
@@ -132,12 +134,18 @@ class StateGraph:
     """One group's state graph.
 
     nodes : one row per node, indexed by ``node`` (int): ``kind`` (``state`` | ``success`` |
-        ``failure``), ``state_key``, ``visits``, ``value`` V(k), ``value_var``, ``is_start``
-        (some trajectory begins there), ``depth`` (smallest step index seen there; terminals one
-        past the deepest step), ``label`` (first observation shown there, else the key).
+        ``failure`` | ``truncated``, the last only when some trajectory was cut at the step
+        limit), ``state_key``, ``visits``, ``value`` V(k), ``value_var``, ``is_start`` (some
+        trajectory begins there), ``depth`` (smallest step index seen there; terminals one
+        past the deepest step), ``label`` (the words of the key that tell it apart from the
+        group's other keys, :func:`g2po.labels.distinguishing_labels`), ``observation`` (the
+        first observation seen there, else the key).
     edges : one row per (source, action, target): ``count``, ``td_error``, ``invalid`` (count of
         invalid steps), and the mean of each advantage column of the steps along it.
-    steps : the group's step rows with ``node`` and ``next_node`` added, in their input order.
+    steps : the group's step rows with ``node``, ``next_node`` and ``truncated`` (the
+        trajectory was cut at the step limit: ``done`` false on its last step) added, in their
+        input order. A truncated trajectory's last step leads to the ``truncated`` terminal;
+        its value there is the estimator's failure value.
     """
 
     nodes: pd.DataFrame
@@ -188,30 +196,43 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True, **params
     local, uniques = pd.factorize(ix.node, sort=False)
     n_states = len(uniques)
     success_id, failure_id = n_states, n_states + 1
+    # a trajectory cut at the step limit ends in its own terminal (valued as failure by the
+    # estimator, whose numbers are untouched: only where it is drawn changes)
+    cut = truncated_trajectories(table)
+    truncated = table["traj_id"].map(cut).fillna(False).to_numpy(dtype=bool)
+    has_truncated = bool(truncated.any())
+    truncated_id = n_states + 2
     next_node = np.where(table["success"].to_numpy(), success_id, failure_id)
+    if has_truncated:
+        next_node = np.where(truncated & ~table["success"].to_numpy(), truncated_id, next_node)
     has_next = ix.next_row >= 0
     next_node[has_next] = local[ix.next_row[has_next]]
-    table = table.assign(node=local, next_node=next_node)
+    table = table.assign(node=local, next_node=next_node, truncated=truncated)
 
     by_node = table.groupby("node", sort=True)
-    label_col = "observation" if "observation" in table.columns else "state_key"
+    text_col = "observation" if "observation" in table.columns else "state_key"
     max_t = int(table["t"].max()) + 1
+    keys = by_node["state_key"].first()
     nodes = pd.DataFrame(
         {
             "kind": "state",
-            "state_key": by_node["state_key"].first(),
+            "state_key": keys,
             "canonical_key": pd.Series(ix.canonical_key.to_numpy()).groupby(local).first(),
             "visits": by_node.size(),
             "value": by_node["node_value"].first(),
             "value_var": by_node["node_value_var"].first(),
             "is_start": by_node["t"].min() == 0,
             "depth": by_node["t"].min(),
-            "label": by_node[label_col].first(),
+            "label": distinguishing_labels([str(k) for k in keys]),
+            "observation": by_node[text_col].first(),
         }
     )
     ends = table.loc[ix.next_row < 0]
     terminal_rows = []
-    for node_id, kind in ((success_id, SUCCESS), (failure_id, FAILURE)):
+    terminals = [(success_id, SUCCESS), (failure_id, FAILURE)]
+    if has_truncated:
+        terminals.append((truncated_id, TRUNCATED))
+    for node_id, kind in terminals:
         hit = ends[ends["next_node"] == node_id]
         terminal_rows.append(
             {
@@ -224,9 +245,10 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True, **params
                 "is_start": False,
                 "depth": max_t,
                 "label": kind,
+                "observation": kind,
             }
         )
-    nodes = pd.concat([nodes, pd.DataFrame(terminal_rows, index=[success_id, failure_id])])
+    nodes = pd.concat([nodes, pd.DataFrame(terminal_rows, index=[i for i, _ in terminals])])
     nodes.index.name = "node"
 
     adv_cols = [c for c in ("adv", "adv_ep", "adv_nc", "adv_ec") if c in table.columns]
@@ -240,7 +262,7 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True, **params
     ).reset_index()
     edges = edges.rename(columns={"node": "source", "next_node": "target"})
     if not estimator_columns:
-        table = table[[*steps.columns, "node", "next_node"]]
+        table = table[[*steps.columns, "node", "next_node", "truncated"]]
     return StateGraph(nodes=nodes, edges=edges, steps=table)
 
 

@@ -1,37 +1,74 @@
-"""Group explorer: one group's state graph beside its trajectories, with per-step values,
-TD errors and the three G2PO advantages. Choosing a trajectory highlights its path; choosing a
-node lists its occurrences and outgoing transitions (its node-centric reference set)."""
+"""Group explorer: one group's state graph beside its critical transitions and credit alarms,
+with per-step values, TD errors and the three G2PO advantages below.
+
+Linked views: clicking a step row selects its node and edge in the graph; clicking a node or an
+edge in the graph (or a critical transition, or an alarm) filters the step tables to the steps
+concerned; several trajectories can be highlighted; trajectories can be filtered by outcome.
+The whole view (trajectories, node, filters, colours) is kept in the URL
+(:mod:`app.url_state`). Every number comes from :mod:`g2po` (graph, outcomes, alarms, labels).
+"""
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from app import data
 from app.context import AppContext
 from app.graph_component import graph_component
-from app.safe import truncate
+from app.graph_html import (
+    EDGE_COLOR_MODES,
+    VALUE_SCALES,
+    DrawStyle,
+    Highlight,
+    critical_edges,
+    network_data,
+)
+from app.safe import escape_html, truncate
+from app.sidebar import remember_success
 from app.tables import (
-    ADVANTAGE_COLUMNS,
+    OUTCOMES,
+    critical_table,
     node_choices,
+    node_highlight,
     node_occurrences,
     outgoing_transitions,
+    scale_limits,
     step_table,
     style_diverging,
+    trajectory_highlight,
+    trajectory_order,
     trajectory_summary,
 )
 from app.ui import chosen_graph, group_page, md
+from app.url_state import seed_from_url, write_url
+from g2po.alarms import Alarm, credit_alarms
 from g2po.diagnostics import merge_stats
 from g2po.graph import StateGraph
+from g2po.labels import key_diff, shorten_middle
+from g2po.outcomes import OutcomeCheck, check_outcomes
 
-__all__ = ["render", "node_from_click", "GRAPH_HEIGHT", "MAX_ROLLOUT_TABLES", "TABS"]
+__all__ = ["render", "node_from_click", "edge_from_click", "GRAPH_HEIGHT",
+           "MAX_ROLLOUT_TABLES", "TABS"]
 
-GRAPH_HEIGHT = 640
+#: Graph height: at 1280×720 the graph stays above the fold.
+GRAPH_HEIGHT = 400
+#: Steps per page of the step table.
+PAGE_ROWS = 50
 #: Above this many rollouts the per-rollout tab shows the first ones only.
 MAX_ROLLOUT_TABLES = 16
-TABS = ("One long table", "One table per rollout", "Node", "Step text")
+TABS = ("Steps", "One table per rollout", "Node", "Step text")
 GRAPH_KEY = "g_graph"
 GRAPH_ID = "_g2po_graph_id"
 PICKS_FOR = "_g2po_picks_for"
+#: What the step tables are filtered to: None, ("node", id), ("edge", row), ("alarm", kind).
+FILTER = "g_filter"
+STEP_ROWS = "_g2po_step_rows"
+#: The selected node and edge (row of ``StateGraph.edges``): plain session state, not a
+#: widget's, so they survive while the Node tab (with its picker) is closed.
+SEL_NODE, SEL_EDGE = "g_sel_node", "g_sel_edge"
+GRAPH_OBJ = "_g2po_graph_shown"
 
 
 def render(ctx: AppContext) -> None:
@@ -41,65 +78,90 @@ def render(ctx: AppContext) -> None:
     graph = chosen_graph(ctx)
     if graph is None:
         return
-    _headline(graph)
-
     current = data.graph_id(opened.key, ctx.train_step, ctx.group_id, ctx.params)
+    raw = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
+    tables = _tables(graph, raw, current, ctx.params)
+    outcome = tables["outcome"]
+    _headline(graph, outcome)
+    _outcome_warning(ctx, outcome)
+    traj_ids = tables["traj_ids"]
     if st.session_state.get(PICKS_FOR) != current:  # another graph: old picks mean nothing
         st.session_state[PICKS_FOR] = current
-        st.session_state["g_traj"] = None
-        st.session_state["g_node"] = None
-    summary = trajectory_summary(graph)
-    traj_ids = summary["traj_id"].astype(str).tolist()
-    labels = {t: _traj_label(row) for t, row in zip(traj_ids, summary.itertuples(), strict=True)}
-    nodes = node_choices(graph)
-    pick_traj, pick_node = st.columns(2)
-    traj = pick_traj.selectbox("Highlight a trajectory", [None, *traj_ids], key="g_traj",
-                               format_func=lambda t: "none" if t is None else labels[t])
-    node = pick_node.selectbox("Select a node", [None, *nodes], key="g_node",
-                               format_func=lambda n: "none" if n is None else nodes[n],
-                               on_change=_open_node_tab)
+        for key in ("g_traj", SEL_NODE, "g_node2", SEL_EDGE, FILTER):
+            st.session_state[key] = [] if key == "g_traj" else None
+    _seed_view(graph, traj_ids)
+    st.session_state[GRAPH_OBJ] = graph
+    summary = tables["summary"]
+    labels = tables["labels"]
 
-    left, right = st.columns([3, 2])
-    with left:
-        drawn = data.group_graph_data(opened.log, opened.key, ctx.train_step, ctx.group_id,
-                                      ctx.params, traj, node)
-        st.session_state[GRAPH_ID] = drawn["graph_id"]
-        graph_component(drawn, height=GRAPH_HEIGHT, key=GRAPH_KEY, on_change=_node_clicked)
-        st.caption(f"{len(graph.nodes)} nodes ({graph.n_states} states + success + failure) · "
-                   f"{len(graph.edges)} edges · hover a node or an edge for details, click a "
-                   "node to select it · layout by step depth")
+    left, right = st.columns([5, 2])
     with right:
-        st.subheader("Trajectories")
-        st.dataframe(style_diverging(summary.rename(columns={"adv_sum": "ΣA"}), ["ΣA"]),
-                     hide_index=True, height=min(38 + 35 * len(summary), 300))
-        shown = traj if traj is not None else traj_ids[0]
-        _trajectory_block(graph, shown, labels[shown], height=320)
+        outcomes = st.pills("Outcome", OUTCOMES, selection_mode="multi", key="g_outcome",
+                            help="Show the trajectories with these outcomes only")
+        shown_ids = [t for t, o in zip(summary["traj_id"], summary["outcome"], strict=True)
+                     if not outcomes or o in outcomes]
+        st.session_state["g_traj"] = [t for t in st.session_state.get("g_traj") or []
+                                      if t in traj_ids]
+        chosen = st.multiselect("Highlight trajectories", traj_ids, key="g_traj",
+                                format_func=lambda t: labels[t], placeholder="none")
+        pick_edge, pick_scale = st.columns(2)
+        edge_color = pick_edge.selectbox("Edge colour", list(EDGE_COLOR_MODES),
+                                         key="g_edge_color", format_func=EDGE_COLOR_MODES.get)
+        value_scale = pick_scale.selectbox("V scale", list(VALUE_SCALES), key="g_value_scale",
+                                           format_func=VALUE_SCALES.get)
+    style = DrawStyle(edge_color=edge_color, value_scale=value_scale)
+    node, edge = st.session_state.get(SEL_NODE), st.session_state.get(SEL_EDGE)
+    with left:
+        paths = chosen or (shown_ids if outcomes else [])
+        highlight = _highlight(graph, paths, node, edge)
+        drawn = _drawn(graph, current, highlight, style, ctx.params.success_reward,
+                       f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}")
+        st.session_state[GRAPH_ID] = current
+        graph_component(drawn, height=GRAPH_HEIGHT, key=GRAPH_KEY, on_change=_graph_clicked)
+    limits = tables["limits"]
+    with right:
+        _critical(graph, style, limits)
+        alarms = _alarms(graph, current, ctx)
+        _alarm_list(ctx, alarms)
+    stats = merge_stats(graph)
+    st.caption(f"{len(graph.nodes)} nodes ({graph.n_states} states + terminals) · "
+               f"{len(graph.edges)} edges · {stats['merge_rate']:.0%} merged · hover for "
+               "details, click a node or an edge to list its steps, click a step row to find "
+               "it in the graph · columns by step depth (Fit all shows the whole graph)")
+
+    write_url(traj=list(chosen), node=node, edge=edge, outcome=list(outcomes or []),
+              edge_color=None if edge_color == "td" else edge_color,
+              value_scale=None if value_scale == "group" else value_scale)
 
     # Lazy tabs: only the open one is computed and sent, so the graph draws sooner.
     tabs = st.tabs(list(TABS), key="g_tab", on_change="rerun")
     tab = dict(zip(TABS, tabs, strict=True))
-    with tab["One long table"]:
-        if tab["One long table"].open is not False:
-            table = step_table(graph)
-            st.dataframe(style_diverging(table, ADVANTAGE_COLUMNS), hide_index=True)
+    with tab["Steps"]:
+        if tab["Steps"].open is not False:
+            _steps_tab(graph, tables["steps"], alarms, shown_ids, limits)
     with tab["One table per rollout"]:
         if tab["One table per rollout"].open:
-            if len(traj_ids) > MAX_ROLLOUT_TABLES:
-                st.caption(f"{len(traj_ids)} rollouts: showing the first {MAX_ROLLOUT_TABLES}; "
-                           "the long table has them all.")
-            for t in traj_ids[:MAX_ROLLOUT_TABLES]:
-                _trajectory_block(graph, t, labels[t])
+            st.markdown("**Trajectories**")
+            shown = summary[summary["traj_id"].isin(shown_ids)]
+            st.dataframe(style_diverging(shown.drop(columns=["traj_id"]).rename(
+                columns={"adv_sum": "ΣA"}), ["ΣA"]), hide_index=True,
+                height=min(38 + 35 * len(shown), 300))
+            ids = shown_ids
+            if len(ids) > MAX_ROLLOUT_TABLES:
+                st.caption(f"{len(ids)} rollouts: showing the first {MAX_ROLLOUT_TABLES}; "
+                           "the Steps tab has them all.")
+            for t in ids[:MAX_ROLLOUT_TABLES]:
+                md("**{}**", labels[t])
+                st.dataframe(style_diverging(step_table(graph, t), limits), hide_index=True)
     with tab["Node"]:
         if tab["Node"].open:
-            if node is None:
-                st.caption("Select a node above to list its occurrences and outgoing "
-                           "transitions.")
-            else:
-                _node_block(graph, node, ctx.params.penalty)
+            _node_tab(ctx, graph, node, limits)
     with tab["Step text"]:
         if tab["Step text"].open:
-            _step_text(graph, shown)
+            _step_text(graph, chosen[0] if chosen else (shown_ids or traj_ids)[0], labels)
 
+
+# -- clicks and selections ----------------------------------------------------------------
 
 def node_from_click(clicked: dict | None, graph_id: str | None) -> int | None:
     """The node a click on the drawn graph chose, if it was a click on the graph now shown."""
@@ -109,62 +171,316 @@ def node_from_click(clicked: dict | None, graph_id: str | None) -> int | None:
     return None
 
 
-def _node_clicked() -> None:
-    """A click on a node of the drawn graph selects it (and shows its tab)."""
-    node = node_from_click(st.session_state.get(GRAPH_KEY), st.session_state.get(GRAPH_ID))
+def edge_from_click(clicked: dict | None, graph_id: str | None) -> int | None:
+    """The edge (its row in ``StateGraph.edges``) a click on the drawn graph chose."""
+    if isinstance(clicked, dict) and clicked.get("graph_id") == graph_id:
+        edge = clicked.get("edge")
+        if isinstance(edge, str) and edge.startswith("e") and edge[1:].isdigit():
+            return int(edge[1:])
+    return None
+
+
+def _graph_clicked() -> None:
+    """A click on a node selects it and filters the steps to its occurrences; a click on an
+    edge does the same for the steps along it."""
+    clicked, gid = st.session_state.get(GRAPH_KEY), st.session_state.get(GRAPH_ID)
+    node, edge = node_from_click(clicked, gid), edge_from_click(clicked, gid)
     if node is not None:
-        st.session_state["g_node"] = node
-        st.session_state["g_tab"] = "Node"
+        st.session_state[SEL_NODE], st.session_state[SEL_EDGE] = node, None
+        st.session_state[FILTER] = ("node", node)
+    elif edge is not None:
+        graph = st.session_state.get(GRAPH_OBJ)
+        source = int(graph.edges["source"].iloc[edge]) if graph is not None and \
+            edge < len(graph.edges) else None
+        st.session_state[SEL_NODE], st.session_state[SEL_EDGE] = source, edge
+        st.session_state[FILTER] = ("edge", edge)
+    if node is not None or edge is not None:
+        st.session_state["g_tab"] = "Steps"
 
 
-def _open_node_tab() -> None:
-    """Choosing a node shows its details at once."""
-    if st.session_state.get("g_node") is not None:
-        st.session_state["g_tab"] = "Node"
+def _row_clicked() -> None:
+    """A click on a step row selects its node and its edge in the graph."""
+    event = st.session_state.get("g_steps_table")
+    rows = st.session_state.get(STEP_ROWS) or []
+    graph = st.session_state.get(GRAPH_OBJ)
+    picked = list(getattr(getattr(event, "selection", None), "rows", None) or
+                  (event or {}).get("selection", {}).get("rows", []))
+    if not picked or graph is None or picked[0] >= len(rows):
+        return
+    step = graph.steps.iloc[rows[picked[0]]]
+    st.session_state[SEL_NODE] = int(step["node"])
+    st.session_state[SEL_EDGE] = _edge_row(graph, step)
 
 
-def _headline(graph: StateGraph) -> None:
+def _edge_row(graph: StateGraph, step: pd.Series) -> int | None:
+    edges = graph.edges
+    hit = np.flatnonzero((edges["source"].to_numpy() == int(step["node"])) &
+                         (edges["target"].to_numpy() == int(step["next_node"])) &
+                         (edges["action"].astype(str).to_numpy() == str(step["action"])))
+    return int(hit[0]) if len(hit) else None
+
+
+def _seed_view(graph: StateGraph, traj_ids: list[str]) -> None:
+    """The URL's trajectories, node, edge and colours, once per session."""
+    seed_from_url("g_traj", "traj", lambda s: [t for t in s.split(",") if t in traj_ids])
+    if seed_from_url(SEL_NODE, "node", int, set(graph.nodes.index.astype(int))):
+        st.session_state[FILTER] = ("node", int(st.session_state[SEL_NODE]))
+    seed_from_url(SEL_EDGE, "edge", int, set(range(len(graph.edges))))
+    seed_from_url("g_outcome", "outcome", lambda s: [o for o in s.split(",") if o in OUTCOMES])
+    seed_from_url("g_edge_color", "edge_color", str, EDGE_COLOR_MODES)
+    seed_from_url("g_value_scale", "value_scale", str, VALUE_SCALES)
+
+
+def _highlight(graph: StateGraph, paths: list[str], node: int | None,
+               edge: int | None) -> Highlight:
+    if paths:
+        return trajectory_highlight(graph, paths, node, edge)
+    if node is not None:
+        return node_highlight(graph, node, edge)
+    return Highlight(edge=edge)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _tables_cached(_graph: StateGraph, _raw: pd.DataFrame, graph_id: str, params) -> dict:
+    summary = trajectory_summary(_graph)
+    return {"outcome": check_outcomes(_raw, params.success_reward, params.terminal),
+            "traj_ids": trajectory_order(_graph), "summary": summary,
+            "labels": _traj_labels(summary), "limits": scale_limits(_graph),
+            "steps": step_table(_graph)}
+
+
+def _tables(graph: StateGraph, raw: pd.DataFrame, graph_id: str, params) -> dict:
+    """What the page shows of one graph that no pick changes: computed once per graph.
+    Not mutated."""
+    return _tables_cached(graph, raw, graph_id, params)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _drawn_cached(_graph: StateGraph, graph_id: str, highlight: Highlight, style: DrawStyle,
+                  success_reward: float, title: str) -> dict:
+    return network_data(_graph, highlight, success_reward=success_reward, title=title,
+                        graph_id=graph_id, style=style)
+
+
+def _drawn(graph: StateGraph, graph_id: str, highlight: Highlight, style: DrawStyle,
+           success_reward: float, title: str) -> dict:
+    """The component's data; a change of colours is another drawing of the same graph."""
+    out = _drawn_cached(graph, graph_id, highlight, style, success_reward, title)
+    return {**out, "graph_id": graph_id}
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _alarms_cached(_graph: StateGraph, graph_id: str, params) -> list[Alarm]:
+    return credit_alarms(_graph, **params.g2po_kwargs())
+
+
+def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:
+    return _alarms_cached(graph, graph_id, ctx.params)
+
+
+# -- headline, outcome check -------------------------------------------------------------
+
+def _headline(graph: StateGraph, outcome: OutcomeCheck) -> None:
     stats = merge_stats(graph)
-    success = graph.steps.groupby("traj_id")["success"].first()
-    cols = st.columns(5)
-    cols[0].metric("Rollouts", int(len(success)))
-    cols[1].metric("Success rate", f"{success.mean():.0%}")
-    cols[2].metric("Steps", stats["steps"])
-    cols[3].metric("State nodes", stats["state_nodes"])
-    cols[4].metric("Merge rate", f"{stats['merge_rate']:.0%}")
+    source = "from `won`" if outcome.n_won is not None else "reward = success reward"
+    truncated = f" · **{outcome.n_truncated}** truncated" if outcome.n_truncated else ""
+    st.markdown(f"**{outcome.n_traj}** rollouts · success rate **{outcome.success_rate:.0%}** "
+                f"({source}){truncated} · **{stats['steps']}** steps · "
+                f"**{stats['state_nodes']}** state nodes · merge rate "
+                f"**{stats['merge_rate']:.0%}**")
 
 
-def _traj_label(row) -> str:
-    outcome = "success" if row.success else "failure"
-    return (f"{truncate(row.traj_id, 40)} · {outcome} · reward {row.reward:g} · "
-            f"{row.length} steps")
+def _outcome_warning(ctx: AppContext, outcome: OutcomeCheck) -> None:
+    """When the success rule does not match the log: say so and offer the fixes."""
+    if not outcome.problems:
+        return
+    with st.container(border=True):
+        md("⚠ {}", " ".join(outcome.problems))
+        cols = st.columns(max(len(outcome.fixes), 1) + 1)
+        for i, fix in enumerate(outcome.fixes):
+            cols[i].button(fix.label, key=f"g_fix_{i}", on_click=_apply_fix,
+                           args=(ctx.active, fix.kind, fix.value))
+        cols[-1].caption("A threshold rule (reward ≥ T counts as success) is not offered: "
+                         "the estimators define success by equality.")
 
 
-def _trajectory_block(graph: StateGraph, traj_id: str, label: str,
-                      height: int | str = "auto") -> None:
-    md("**{}**", label)
-    table = step_table(graph, traj_id).drop(columns=["traj_id"])
-    st.dataframe(style_diverging(table, ADVANTAGE_COLUMNS), hide_index=True, height=height)
+def _apply_fix(active, kind: str, value: float | None) -> None:
+    if kind == "success_reward" and value is not None:
+        remember_success(active, value)
+    elif kind == "terminal_reward":
+        st.session_state["p_terminal"] = "reward"
 
 
-def _node_block(graph: StateGraph, node: int, penalty: float) -> None:
+# -- beside the graph: critical transitions and alarms --------------------------------------
+
+def _critical(graph: StateGraph, style: DrawStyle, limits: dict[str, float]) -> None:
+    crit = critical_edges(graph, style.critical)
+    st.markdown("**Critical transitions** (largest \\|TD error\\|)")
+    if crit.empty:
+        st.caption("No transition has a non-zero TD error.")
+        return
+    table = critical_table(graph, crit)
+    st.session_state["_g2po_critical_rows"] = table.index.tolist()
+    st.dataframe(style_diverging(table.drop(columns=["count"]), limits), hide_index=True,
+                 key="g_critical", on_select=_critical_clicked, selection_mode="single-row",
+                 height=min(38 + 35 * len(table), 215))
+
+
+def _critical_clicked() -> None:
+    event = st.session_state.get("g_critical")
+    rows = st.session_state.get("_g2po_critical_rows") or []
+    picked = list(getattr(getattr(event, "selection", None), "rows", None) or
+                  (event or {}).get("selection", {}).get("rows", []))
+    graph = st.session_state.get(GRAPH_OBJ)
+    if picked and picked[0] < len(rows) and graph is not None:
+        edge = int(rows[picked[0]])
+        st.session_state[SEL_EDGE] = edge
+        st.session_state[SEL_NODE] = int(graph.edges["source"].iloc[edge])
+        st.session_state[FILTER] = ("edge", edge)
+        st.session_state["g_tab"] = "Steps"
+
+
+def _alarm_list(ctx: AppContext, alarms: list[Alarm]) -> None:
+    st.markdown("**Credit alarms**")
+    if not alarms:
+        st.caption("None for this group.")
+        return
+    for alarm in alarms:
+        st.button(alarm.title, key=f"g_alarm_{alarm.kind}", help=alarm.detail,
+                  on_click=_set_filter, args=(("alarm", alarm.kind),), width="stretch")
+        if alarm.kind == "disagreement" and "compare" in ctx.pages:
+            st.page_link(ctx.pages["compare"], label="compare G2PO and GRPO →")
+
+
+def _set_filter(value) -> None:
+    st.session_state[FILTER] = value
+    st.session_state["g_tab"] = "Steps"
+
+
+# -- the tabs ------------------------------------------------------------------------------
+
+def _filtered_rows(graph: StateGraph, alarms: list[Alarm], shown_ids: list[str]
+                   ) -> tuple[np.ndarray, str | None, Alarm | None]:
+    """Positions in ``graph.steps`` of the steps the tables show, and what filters them."""
+    steps = graph.steps
+    keep = steps["traj_id"].astype(str).isin(shown_ids).to_numpy().copy()
+    flt = st.session_state.get(FILTER)
+    what, alarm = None, None
+    if flt and flt[0] == "node" and flt[1] in graph.nodes.index:
+        keep &= steps["node"].to_numpy() == flt[1]
+        what = f"the {int(keep.sum())} step(s) at node {flt[1]}"
+    elif flt and flt[0] == "edge" and 0 <= flt[1] < len(graph.edges):
+        e = graph.edges.iloc[flt[1]]
+        keep &= (steps["node"].to_numpy() == e["source"]) & \
+            (steps["next_node"].to_numpy() == e["target"]) & \
+            (steps["action"].astype(str).to_numpy() == str(e["action"]))
+        what = (f"the {int(keep.sum())} step(s) along edge {int(e['source'])} → "
+                f"{int(e['target'])} ({truncate(e['action'], 40)})")
+    elif flt and flt[0] == "alarm":
+        alarm = next((a for a in alarms if a.kind == flt[1]), None)
+        if alarm is not None:
+            pairs = set(zip(alarm.steps["traj_id"].astype(str), alarm.steps["t"].astype(int),
+                            strict=True))
+            keep &= np.fromiter(((t, int(s)) in pairs for t, s in
+                                 zip(steps["traj_id"].astype(str), steps["t"], strict=True)),
+                                dtype=bool, count=len(steps))
+            what = f"the {int(keep.sum())} step(s) of “{alarm.title}”"
+    return np.flatnonzero(keep), what, alarm
+
+
+def _steps_tab(graph: StateGraph, full: pd.DataFrame, alarms: list[Alarm],
+               shown_ids: list[str], limits: dict[str, float]) -> None:
+    rows, what, alarm = _filtered_rows(graph, alarms, shown_ids)
+    if what:
+        info, clear = st.columns([5, 1])
+        with info:
+            md("Showing {}. {}", what, alarm.detail if alarm else "")
+        clear.button("Show all steps", key="g_clear_filter", on_click=_set_filter,
+                     args=(None,))
+    table = full[full.index.isin(rows)]
+    if len(table) > PAGE_ROWS:  # styling costs per cell: long tables come in pages
+        pages = (len(table) + PAGE_ROWS - 1) // PAGE_ROWS
+        if st.session_state.get("g_steps_page", 1) > pages:
+            st.session_state["g_steps_page"] = 1
+        page = st.number_input(f"Page (of {pages}, {PAGE_ROWS} steps each)", 1, pages,
+                               key="g_steps_page")
+        table = table.iloc[(page - 1) * PAGE_ROWS: page * PAGE_ROWS]
+    st.session_state[STEP_ROWS] = table.index.tolist()
+    st.dataframe(style_diverging(table, limits), hide_index=True, key="g_steps_table",
+                 on_select=_row_clicked, selection_mode="single-row", height=360)
+
+
+def _node_tab(ctx: AppContext, graph: StateGraph, node: int | None,
+              limits: dict[str, float]) -> None:
+    nodes = node_choices(graph)
+    st.session_state["g_node"] = node if node in nodes else None
+    pick, other = st.columns(2)
+    node = pick.selectbox("Select a node", list(nodes), key="g_node", placeholder="none",
+                          format_func=nodes.get, on_change=_node_picked)
+    if st.session_state.get("g_node2") not in nodes:
+        st.session_state["g_node2"] = None
+    second = other.selectbox("Compare its key with node", list(nodes), key="g_node2",
+                             placeholder="none", format_func=nodes.get)
+    if node is None:
+        st.caption("Click a node in the graph, or pick one here, to list its occurrences and "
+                   "outgoing transitions.")
+        return
     row = graph.nodes.loc[node]
-    md("**Node {}** ({}) · visits {} · V {} · value variance {}", node, row["kind"],
-       int(row["visits"]), f"{row['value']:.4g}", f"{row['value_var']:.4g}")
+    md("**Node {}** ({}) · visits {} · V {} · value variance {} · key: {}", node, row["kind"],
+       int(row["visits"]), f"{row['value']:.4g}", f"{row['value_var']:.4g}", row["label"])
+    _state_over_training_link(ctx, graph, node)
     if row["kind"] == "state":
-        st.code(str(row["label"]), language=None, wrap_lines=True)
+        st.code(str(row["state_key"]), language=None, wrap_lines=True)
+    if second is not None and second != node:
+        _key_diff(graph, node, second)
     st.markdown("**Occurrences** (the node-centric reference set: one row per transition)")
-    st.dataframe(style_diverging(node_occurrences(graph, node, penalty), ["A^NC", "A"]),
+    st.dataframe(style_diverging(node_occurrences(graph, node, ctx.params.penalty), limits),
                  hide_index=True)
     st.markdown("**Outgoing transitions**")
-    st.dataframe(style_diverging(outgoing_transitions(graph, node), ["TD error", "mean A"]),
-                 hide_index=True)
+    st.dataframe(style_diverging(outgoing_transitions(graph, node), limits), hide_index=True)
 
 
-def _step_text(graph: StateGraph, traj_id: str) -> None:
-    steps = graph.steps[graph.steps["traj_id"].to_numpy() == traj_id].sort_values("t")
+def _node_picked() -> None:
+    """Picking a node in the Node tab selects it (and filters the steps to it)."""
+    node = st.session_state.get("g_node")
+    st.session_state[SEL_NODE], st.session_state[SEL_EDGE] = node, None
+    st.session_state[FILTER] = None if node is None else ("node", int(node))
+
+
+def _state_over_training_link(ctx: AppContext, graph: StateGraph, node: int) -> None:
+    """Spot for the link to the "state across training steps" page (helper h15's page, wired
+    by the lead at merge): it should open that page on this node's ``state_key``."""
+    return None
+
+
+def _key_diff(graph: StateGraph, a: int, b: int) -> None:
+    """The character diff of two nodes' state keys: why they did not merge."""
+    key_a, key_b = str(graph.nodes.loc[a, "state_key"]), str(graph.nodes.loc[b, "state_key"])
+    parts = []
+    for op, text in key_diff(key_a, key_b):
+        safe = escape_html(text)
+        if op == "delete":
+            parts.append(f'<del style="background:#f8c4c4;color:#000">{safe}</del>')
+        elif op == "insert":
+            parts.append(f'<ins style="background:#c4f0c4;color:#000">{safe}</ins>')
+        else:
+            parts.append(safe)
+    st.markdown(f"**Key diff, node {int(a)} → node {int(b)}** (struck out: only in {int(a)}; "
+                f"underlined: only in {int(b)})")
+    st.html('<pre style="white-space:pre-wrap;font-size:0.85em">' + "".join(parts) + "</pre>")
+
+
+def _traj_labels(summary: pd.DataFrame) -> dict[str, str]:
+    return {str(r.traj_id): f"{r.rollout} · {r.outcome} · reward {r.reward:g} · "
+                            f"{r.length} steps" for r in summary.itertuples()}
+
+
+def _step_text(graph: StateGraph, traj_id: str, labels: dict[str, str]) -> None:
+    md("**{}**", labels.get(traj_id, shorten_middle([traj_id])[0]))
+    steps = graph.steps[graph.steps["traj_id"].astype(str).to_numpy() == traj_id].sort_values(
+        "t")
     ts = steps["t"].tolist()
-    t = st.selectbox("Step of the shown trajectory", ts, key=f"g_step_text:{traj_id}")
+    t = st.selectbox("Step of the trajectory", ts, key=f"g_step_text:{traj_id}")
     row = steps[steps["t"] == t].iloc[0]
     text_col = "observation" if "observation" in steps.columns else "state_key"
     st.markdown("**Observation**")

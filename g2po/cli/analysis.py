@@ -160,7 +160,7 @@ def _graph(args: argparse.Namespace) -> int:
     graph = state_graph(steps, state_key=args.state_key, **_parse_params(args.param))
     nodes, edges = graph.nodes.copy(), graph.edges.copy()
     nodes["state_key"] = nodes["state_key"].str.slice(0, args.width)
-    nodes = nodes.drop(columns=["label", "canonical_key"])
+    nodes = nodes.drop(columns=["label", "canonical_key", "observation"])
     edges["action"] = edges["action"].str.slice(0, args.width)
     n_states = graph.n_states
     merged = 1.0 - n_states / max(len(graph.steps), 1)

@@ -7,6 +7,7 @@ import shutil
 import time
 from urllib.parse import urlparse
 
+import pandas as pd
 import pytest
 
 import loaders
@@ -91,17 +92,19 @@ def test_sample_rollouts_draw_select_and_stay_offline(browser):
         page.screenshot(path=str(ARTIFACTS / "app-group-explorer.png"))
 
         # choosing a trajectory highlights its path (the rest fades), without a reload
-        choose(page, "Highlight a trajectory", index=1)
+        choose(page, "Highlight trajectories", index=1)
+        page.keyboard.press("Escape")
         frame = graph_frame(page, condition=f"window.g2po.edges.get().some("
                                             f"e => e.color === {FADED_EDGE!r})")
         wait_idle(page)
         page.screenshot(path=str(ARTIFACTS / "app-trajectory-highlight.png"))
 
-        # hovering a node shows its text; clicking it selects it in the app
+        # hovering a node shows its text; clicking it filters the step table to its steps
         assert "visits" in hover_node(page, frame, 1)
         click_node(page, frame, 1)
-        page.get_by_text("Occurrences").first.wait_for(timeout=20_000)
-        assert page.get_by_role("combobox", name="Select a node").input_value().startswith("1:")
+        visits = int(graph.nodes.loc[1, "visits"])
+        page.get_by_text("at node 1").first.wait_for(timeout=20_000)
+        assert f"Showing the {visits} step(s) at node 1" in page.inner_text("body")
         wait_idle(page)
 
         # the other pages render too
@@ -163,9 +166,15 @@ def test_untrusted_log_text_never_runs_and_shows_as_text(browser, hostile_run):
         tip = hover_node(page, frame, node)
         assert any(payload in tip for payload in (XSS_SCRIPT, XSS_IMG, XSS_LINK)), tip
         # a trajectory with a hostile id, a node with hostile text, the step text
-        choose(page, "Highlight a trajectory", option_text=XSS_IMG[:12])
+        choose(page, "Highlight trajectories", option_text=XSS_IMG[:12])
+        page.keyboard.press("Escape")  # a multiselect's menu stays open after a pick
         wait_idle(page)
-        choose(page, "Select a node", index=2)
+        page.get_by_role("tab", name="Node").click()
+        wait_idle(page)
+        box = page.get_by_role("combobox", name="Select a node").first
+        box.click()
+        box.press("ArrowDown")  # the first click after the tab switch only focuses it
+        page.get_by_role("option").nth(2).click()
         page.get_by_text("Occurrences").first.wait_for(timeout=20_000)
         wait_idle(page)
         body = page.inner_text("body")
@@ -225,3 +234,77 @@ def test_the_exported_graph_opens_offline_from_a_file(browser, tmp_path):
     assert seen.console_errors == []  # the CSP let exactly the page's own scripts run
     page.screenshot(path=str(ARTIFACTS / "exported-graph.png"))
     page.close()
+
+
+def write_reward_one_csv(path):
+    """Successes rewarded 1.0 and marked ``won``: 3 of 4 rollouts won."""
+    rows = []
+    for i in range(4):
+        for t in range(3):
+            rows.append({"group_id": "ones", "traj_id": f"s0:{i}", "t": t,
+                         "state_key": f"room {t} {i % 2 if t == 2 else ''}", "action": "go",
+                         "episode_reward": 1.0 if i < 3 else 0.0, "is_action_valid": True,
+                         "won": i < 3 and t == 2, "done": t == 2})
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def write_200_node_run(path):
+    """One group whose state graph has about 200 nodes."""
+    steps = group_steps(seed=7, rows=600, rollouts=8, max_len=120, states_per_task=300)
+    first = steps[steps["group_id"] == steps["group_id"].iloc[0]]
+    RunWriter(path, {"env": "synthetic", "config": {"success_reward": 10.0}}).write_step(
+        1, first)
+    return state_graph(first)
+
+
+def test_row_clicks_urls_a_200_node_group_and_won(browser, tmp_path, monkeypatch):
+    monkeypatch.setenv("STREAMLIT_THEME_BASE", "dark")  # the graph follows the app's theme
+    write_reward_one_csv(tmp_path / "ones.csv")
+    big = write_200_node_run(tmp_path / "big")
+    assert 150 <= len(big.nodes) <= 260, len(big.nodes)
+    group = str(big.steps["group_id"].iloc[0])
+    with serve_app(["--log", str(tmp_path / "ones.csv"), "--log", str(tmp_path / "big")]
+                   ) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        seen = watch(page)
+        # a URL opens the view it names: run, group, node (and the node's steps listed)
+        node = int(big.nodes.index[big.nodes["visits"] > 1][1])
+        page.goto(f"{url}/?run=big&step=1&group={group}&node={node}&edge_color=adv")
+        frame = graph_frame(page, timeout=60_000, condition=f"document.title.includes("
+                                                            f"'group {group},')")
+        wait_idle(page)
+        assert frame.evaluate("window.g2po.nodes.length") == len(big.nodes)
+        assert frame.evaluate("window.g2po.dark && document.body.classList.contains("
+                              "'g2po-dark')")
+        assert frame.evaluate("window.g2po.network.getSelectedNodes()") == [node]
+        assert "mean advantage A" in frame.inner_text("#g2po-legend")
+        assert f"Showing the {int(big.nodes.loc[node, 'visits'])} step(s) at node {node}" in \
+            page.inner_text("body")
+        # at 1280×720 the graph is above the fold
+        box = page.locator("iframe").first.bounding_box()
+        assert box["y"] + box["height"] <= 720 + 50, box
+        page.screenshot(path=str(ARTIFACTS / "app-200-node-group.png"))
+        assert canvas_ink(frame) > 5_000
+        page.get_by_role("button", name="Show all steps").click()
+        page.get_by_text(f"at node {node}").first.wait_for(state="detached", timeout=20_000)
+        wait_idle(page)
+
+        # a step-row click selects its node and edge in the graph (read back from vis)
+        grid = page.locator("[data-testid='stDataFrame']").last
+        grid.scroll_into_view_if_needed()
+        gbox = grid.bounding_box()
+        page.mouse.click(gbox["x"] + 18, gbox["y"] + 35 + 35 * 2 + 17)  # the third row
+        steps = big.steps.assign(_o=big.steps["traj_id"].map(lambda t: (len(t), t)))
+        third = steps.sort_values(["_o", "t"], kind="stable").iloc[2]
+        frame = graph_frame(page, condition=f"window.g2po.network.getSelectedNodes()"
+                                            f"[0] === {int(third['node'])}")
+        assert len(frame.evaluate("window.g2po.network.getSelectedEdges()")) == 1
+
+        # a reward-1.0 log with `won`: the right success rate, no false alarm
+        page.goto(f"{url}/?run=ones.csv")
+        graph_frame(page, timeout=60_000, condition="document.title.includes('group ones,')")
+        wait_idle(page)
+        body = page.inner_text("body")
+        assert "success rate 75%" in body and "disagrees" not in body
+        assert seen.console_errors == [] and seen.external() == []
+        page.close()

@@ -9,9 +9,13 @@ import pandas as pd
 import pytest
 
 from app.graph_html import (
+    EDGE_COLOR_MODES,
     FADED_EDGE,
+    MIN_EDGE_WIDTH,
+    DrawStyle,
     Highlight,
     build_network,
+    critical_edges,
     edge_tooltip,
     graph_html,
     layout_positions,
@@ -35,28 +39,14 @@ def tiny_steps() -> pd.DataFrame:
                         is_action_valid=True)
 
 
-def test_layout_is_deterministic_finite_and_columns_follow_depth():
+def test_layout_is_layered_by_depth_and_cached_by_structure():
     graph = state_graph(group_steps(rows=400)[lambda d: d["group_id"] == "task-0"])
     pos = layout_positions(graph)
-    again = layout_positions(graph)
-    pd.testing.assert_frame_equal(pos, again)
+    assert layout_positions(graph) is pos  # same structure: the cached layout
     assert np.isfinite(pos[["x", "y"]].to_numpy()).all()
-    depth = graph.nodes["depth"]
-    # deeper nodes sit in later columns; no two nodes share a position
-    assert (np.diff(pos["column"].to_numpy()[np.argsort(depth.to_numpy(), kind="stable")]) >= 0
-            ).all()
+    depth = graph.nodes["depth"].to_numpy()
+    assert (np.diff(pos["x"].to_numpy()[np.argsort(depth, kind="stable")]) >= 0).all()
     assert not pos[["x", "y"]].duplicated().any()
-
-
-def test_long_thin_graphs_wrap_into_bands():
-    steps = pd.DataFrame({"group_id": "g", "traj_id": "a", "t": range(60),
-                          "state_key": [f"s{i}" for i in range(60)], "action": "go",
-                          "episode_reward": 10.0, "is_action_valid": True})
-    pos = layout_positions(state_graph(steps))
-    assert pos["band"].nunique() > 1
-    width = pos["x"].max() - pos["x"].min()
-    height = pos["y"].max() - pos["y"].min()
-    assert width / height < 10
 
 
 def test_network_has_every_node_and_edge_with_marks():
@@ -79,8 +69,9 @@ def test_network_has_every_node_and_edge_with_marks():
 def test_parallel_edges_and_self_loops_are_drawn_apart():
     net = build_network(state_graph(tiny_steps()))
     loops = [e for e in net.edges if e["from"] == e["to"]]
-    assert len(loops) == 2
-    assert len({e["selfReference"]["size"] for e in loops}) == 2
+    assert len(loops) == 2  # one per (node, action), each with its count, at its own angle
+    assert len({e["selfReference"]["angle"] for e in loops}) == 2
+    assert all("×1" in e["label"] for e in loops)
     s0_s1 = [e for e in net.edges if (e["from"], e["to"]) == (0, 1)]
     assert len(s0_s1) == 2
     assert len({e["smooth"]["roundness"] for e in s0_s1}) == 2
@@ -98,8 +89,10 @@ def test_edge_width_grows_with_count():
 
 def test_highlight_fades_what_is_off_the_path():
     graph = state_graph(tiny_steps())
-    hl = Highlight(nodes=frozenset({0}), edges=frozenset({(0, "go", 1)}), node=0)
+    hl = Highlight(nodes=frozenset({0}), edges=frozenset({(0, "go", 1)}), node=0, edge=1)
     net = build_network(graph, hl)
+    data = network_data(graph, hl)
+    assert data["selected"] == {"nodes": [0], "edges": ["e1"]}
     faded = [e for e in net.edges if e["color"] == FADED_EDGE]
     assert len(faded) == len(net.edges) - 1
     node0 = next(n for n in net.nodes if n["id"] == 0)
@@ -111,6 +104,7 @@ def test_tooltips_are_plain_text_with_the_numbers():
     row = graph.nodes.iloc[0].to_dict()
     tip = node_tooltip(0, row)
     assert "visits 3" in tip and "V " in tip and "Var " in tip and "s0" in tip
+    assert "key: " in tip
     edge = graph.edges.iloc[0].to_dict()
     assert "TD error" in edge_tooltip(edge) and "A^NC" in edge_tooltip(edge)
 
@@ -159,3 +153,36 @@ def test_big_graph_switches_to_compact_drawing(n_rows):
     net = build_network(graph)
     assert net.options["interaction"]["hideEdgesOnDrag"]
     assert all(":" not in n["label"] for n in net.nodes if n["shape"] == "dot")
+
+
+def test_colours_scales_widths_and_critical_edges():
+    graph = state_graph(group_steps(rows=400)[lambda d: d["group_id"] == "task-0"])
+    net = build_network(graph)
+    assert min(e["width"] for e in net.edges) >= MIN_EDGE_WIDTH
+    states = graph.nodes["kind"] == "state"
+    values = graph.nodes.loc[states, "value"]
+    assert net.legend["value"]["lo"] == values.min() and net.legend["value"]["hi"] == values.max()
+    reward = build_network(graph, style=DrawStyle(value_scale="reward"), success_reward=10.0)
+    assert (reward.legend["value"]["lo"], reward.legend["value"]["hi"]) == (0.0, 10.0)
+    critical = critical_edges(graph, 3)
+    top = graph.edges["td_error"].abs().max()
+    assert list(critical["rank"]) == [1, 2, 3]
+    assert critical["td_error"].abs().iloc[0] == top
+    labelled = [e for e in net.edges if e.get("label", "").startswith("#")]
+    assert len(labelled) == 5
+    colours = {mode: [e["color"] for e in build_network(
+        graph, style=DrawStyle(edge_color=mode)).edges] for mode in EDGE_COLOR_MODES}
+    assert len({tuple(c) for c in colours.values()}) == 3
+    share = build_network(graph, style=DrawStyle(edge_color="success_share"))
+    assert share.legend["edge"] == {"lo": 0.0, "hi": 1.0,
+                                    "name": EDGE_COLOR_MODES["success_share"]}
+    with pytest.raises(ValueError, match="edge_color"):
+        DrawStyle(edge_color="nope")
+
+
+def test_state_labels_are_the_distinguishing_key_words_and_wrap():
+    graph = state_graph(tiny_steps())
+    net = build_network(graph)
+    labels = {n["id"]: n["label"] for n in net.nodes}
+    assert labels[0].startswith("0: ") and "s0" in labels[0]
+    assert all(len(line) <= 22 for label in labels.values() for line in label.split("\n"))

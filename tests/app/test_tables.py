@@ -4,17 +4,20 @@ from pandas.io.formats.style import Styler
 
 from app.tables import (
     ADVANTAGE_COLUMNS,
+    OUTCOMES,
     STEP_COLUMNS,
     node_choices,
     node_highlight,
     node_occurrences,
     outgoing_transitions,
+    scale_limits,
     step_table,
     style_diverging,
     trajectory_highlight,
     trajectory_summary,
 )
 from g2po.graph import state_graph
+from g2po.labels import natural_key
 from tests.app.builders import group_steps
 
 
@@ -26,15 +29,20 @@ def graph_of(seed: int = 0):
 def test_step_table_has_the_issue_columns_and_the_graph_numbers():
     graph = graph_of()
     table = step_table(graph)
-    assert list(table.columns) == ["traj_id", "t", "observation", "action", "valid",
-                                   *STEP_COLUMNS.values()]
+    assert list(table.columns) == ["rollout", "t", *STEP_COLUMNS.values(), "valid", "end",
+                                   "action", "observation"]
+    assert list(table.columns)[2:5] == ["node", "A", "A^EP"]  # node first, A early
     assert len(table) == len(graph.steps)
-    ordered = graph.steps.sort_values(["traj_id", "t"], kind="stable")
-    np.testing.assert_allclose(table["A"], ordered["adv"])
-    np.testing.assert_allclose(table["TD error"], ordered["td_error"])
+    steps = graph.steps.reset_index(drop=True)
+    np.testing.assert_allclose(table["A"], steps.loc[table.index, "adv"])
+    np.testing.assert_allclose(table["TD error"], steps.loc[table.index, "td_error"])
     assert table["observation"].str.len().max() <= 80
+    assert set(table["end"]) - {""} <= {"success", "failure", "truncated"}
+    assert (table["end"] != "").sum() == graph.steps["traj_id"].nunique()
     one = step_table(graph, "r1")
-    assert set(one["traj_id"]) == {"r1"} and list(one["t"]) == sorted(one["t"])
+    assert set(one["rollout"]) == {"r1"} and list(one["t"]) == sorted(one["t"])
+    rows = step_table(graph, rows=np.array([3, 1]))
+    assert sorted(rows.index) == [1, 3]
 
 
 def test_trajectory_summary_matches_the_steps():
@@ -43,6 +51,8 @@ def test_trajectory_summary_matches_the_steps():
     lengths = graph.steps.groupby("traj_id").size()
     assert dict(zip(summary["traj_id"], summary["length"], strict=True)) == lengths.to_dict()
     assert summary["success"].dtype == bool
+    assert list(summary["traj_id"]) == sorted(summary["traj_id"], key=natural_key)
+    assert set(summary["outcome"]) <= set(OUTCOMES)
 
 
 def test_trajectory_highlight_follows_the_path_to_its_terminal():
@@ -81,11 +91,31 @@ def test_node_choices_describe_every_node():
     assert any("success" in v for v in choices.values())
 
 
-def test_styling_colours_advantages_and_gives_up_on_huge_tables():
+def test_one_zero_centred_scale_per_quantity_shared_by_every_table():
     graph = graph_of()
-    styled = style_diverging(step_table(graph), ADVANTAGE_COLUMNS)
-    assert isinstance(styled, Styler)
-    html = styled.to_html()
-    assert "background-color: rgb(" in html
+    limits = scale_limits(graph)
+    assert set(limits) == set(ADVANTAGE_COLUMNS)
+    assert limits["A"] == graph.steps["adv"].abs().max()
+    whole = style_diverging(step_table(graph), limits)
+    part = style_diverging(step_table(graph, "r1"), limits)
+    assert isinstance(whole, Styler)
+
+    def colour_of(styler, column, row):
+        styler._compute()
+        j = list(styler.data.columns).index(column)
+        return dict(styler.ctx[(row, j)])["background-color"]
+
+    # the same step has the same colour in the long table and in its trajectory's table
+    first = step_table(graph, "r1").index[0]
+    i_whole = list(step_table(graph).index).index(first)
+    assert colour_of(whole, "A", i_whole) == colour_of(part, "A", 0)
+    # a constant quantity of zeros stays white instead of being painted darkest
+    zeros = pd.DataFrame({"A": [0.0, 0.0]})
+    styled = style_diverging(zeros, {"A": 0.0})
+    assert colour_of(styled, "A", 0) == "rgb(247, 247, 247)"
+    # other tables' names of a quantity share its scale
+    occ = style_diverging(pd.DataFrame({"mean A": [limits["A"]]}), limits)
+    assert colour_of(occ, "mean A", 0) == colour_of(
+        style_diverging(pd.DataFrame({"A": [limits["A"]]}), limits), "A", 0)
     big = pd.DataFrame(np.zeros((50_000, 2)), columns=["A", "x"])
     assert isinstance(style_diverging(big, ["A"]), pd.DataFrame)

@@ -1,6 +1,6 @@
 /* The Streamlit side of the graph component (Streamlit's component message protocol, by
- * hand): draw on the first render, update on later ones without reloading vis-network, and
- * report a clicked node back to the app. */
+ * hand): draw on the first render, update on later ones without reloading vis-network, follow
+ * the app's theme, and report a clicked node or edge back to the app. */
 (function () {
   "use strict";
   var container = document.getElementById("g2po-graph");
@@ -13,12 +13,22 @@
   }
 
   function onClick(params) {
+    var value = null;
     if (params.nodes && params.nodes.length) {
-      clicks += 1;
-      send("streamlit:setComponentValue",
-           {value: {node: params.nodes[0], graph_id: state.graphId, click: clicks},
-            dataType: "json"});
+      value = {node: params.nodes[0]};
+    } else if (params.edges && params.edges.length) {
+      value = {edge: params.edges[0]};
     }
+    if (value !== null) {
+      clicks += 1;
+      value.graph_id = state.graphId;
+      value.click = clicks;
+      send("streamlit:setComponentValue", {value: value, dataType: "json"});
+    }
+  }
+
+  function isDark(theme) {
+    return theme ? theme.base === "dark" : undefined;
   }
 
   window.addEventListener("message", function (event) {
@@ -30,13 +40,13 @@
     if (msg.args.height && msg.args.height !== height) {
       height = msg.args.height;
       container.style.height = height + "px";
-      send("streamlit:setFrameHeight", {height: height + 42});  // + the legend lines
+      send("streamlit:setFrameHeight", {height: height + 56});  // + the legend lines
     }
     if (state === null) {
-      state = window.G2POGraph.draw(container, data);
+      state = window.G2POGraph.draw(container, data, isDark(msg.theme));
       state.network.on("click", onClick);
     } else {
-      state = window.G2POGraph.update(state, container, data);
+      state = window.G2POGraph.update(state, container, data, isDark(msg.theme));
     }
     window.g2po.receivedAt = received;  // when this graph's data arrived (for benchmarks)
   });

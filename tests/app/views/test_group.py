@@ -2,12 +2,16 @@ import json
 import re
 
 import numpy as np
+import pandas as pd
+from streamlit.testing.v1 import AppTest
 
 import loaders
 from app.graph_html import FADED_EDGE
-from app.views.group import node_from_click
+from app.safe import escape_markdown
+from app.views.group import edge_from_click, node_from_click
+from g2po.alarms import credit_alarms
 from g2po.graph import state_graph
-from tests.app.builders import app_test, texts, write_run
+from tests.app.builders import app_test, entry, texts, write_run
 
 
 def drawn_graph(at) -> dict:
@@ -17,86 +21,216 @@ def drawn_graph(at) -> dict:
     return json.loads(component.proto.json_args)["graph"]
 
 
-def metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
-
-
-def long_table(at):
-    return next(d.value for d in at.dataframe if "traj_id" in d.value.columns
+def steps_table(at) -> pd.DataFrame:
+    return next(d.value for d in at.dataframe if "rollout" in d.value.columns
                 and "A^EP" in d.value.columns)
 
 
-def test_draws_the_groups_graph_and_its_trajectories(runs_root):
+def run_a(runs_root):
+    run = loaders.open_log(runs_root / "run_a")
+    step = run.train_steps()[-1]
+    return run, step
+
+
+def shown_graph(at, runs_root):
+    run, step = run_a(runs_root)
+    group = at.selectbox(key=f"group:auto:{(runs_root / 'run_a').resolve()}:{step}").value
+    return state_graph(run.load_group(step, group)), group
+
+
+def test_draws_the_groups_graph_critical_transitions_and_steps(runs_root):
     at = app_test("group", ["--log", str(runs_root)])
     assert not at.exception
     assert at.title[0].value == "Group explorer"
-    run = loaders.open_log(runs_root / "run_a")
-    step = run.train_steps()[-1]
-    group = at.selectbox(key=f"group:auto:{(runs_root / 'run_a').resolve()}:{step}").value
-    graph = state_graph(run.load_group(step, group))
+    graph, _ = shown_graph(at, runs_root)
     drawn = drawn_graph(at)
     assert len(drawn["nodes"]) == len(graph.nodes) and len(drawn["edges"]) == len(graph.edges)
     assert drawn["options"]["physics"] == {"enabled": False}
-    assert metric(at, "State nodes") == str(graph.n_states)
-    table = long_table(at)
+    assert drawn["legend"]["edge"]["name"] == "TD error"
+    assert f"**{graph.n_states}** state nodes" in texts(at)
+    table = steps_table(at)
     assert len(table) == len(graph.steps)
-    assert {"V(node)", "V(next)", "TD error", "A^NC", "A^EC", "A^EP", "A"} <= set(table.columns)
-    # the other tabs are computed only when open: one table per rollout, with its outcome
-    assert len(at.dataframe) == 3  # trajectories, the shown trajectory, the long table
+    assert list(table.columns[:4]) == ["rollout", "t", "node", "A"]
+    critical = next(d.value for d in at.dataframe if "#" in d.value.columns)
+    assert list(critical["#"]) == list(range(1, len(critical) + 1))
+    assert abs(critical["TD error"].iloc[0]) == graph.edges["td_error"].abs().max()
+    # the other tabs are computed only when open: one table per rollout
+    before = len(at.dataframe)
     at.session_state["g_tab"] = "One table per rollout"
     at.run()
     assert not at.exception
-    headers = [m.value for m in at.markdown if "reward" in m.value and "steps" in m.value]
-    assert len(headers) == graph.steps["traj_id"].nunique() + 1  # + the one beside the graph
-    assert len(at.dataframe) == 2 + graph.steps["traj_id"].nunique()
+    assert len(at.dataframe) == before - 1 + 1 + graph.steps["traj_id"].nunique()
 
 
 def faded_edges(drawn: dict) -> int:
     return sum(e["color"] == FADED_EDGE for e in drawn["edges"])
 
 
-def test_choosing_a_trajectory_highlights_its_path(runs_root):
+def test_several_trajectories_are_highlighted_and_outcomes_filter(runs_root):
     at = app_test("group", ["--log", str(runs_root)])
     before = drawn_graph(at)
     assert faded_edges(before) == 0
-    traj = at.selectbox(key="g_traj").options[2]
-    at.selectbox(key="g_traj").select_index(2).run()
+    options = at.multiselect(key="g_traj").options
+    at.multiselect(key="g_traj").select(options[0]).run()
+    one = faded_edges(drawn_graph(at))
+    at.multiselect(key="g_traj").select(options[1]).run()
     assert not at.exception
-    after = drawn_graph(at)
-    assert 0 < faded_edges(after) < len(after["edges"])
-    assert after["graph_id"] == before["graph_id"]  # same graph: the view only recolours
-    assert any(traj.split(" ·")[0] in m.value for m in at.markdown)
+    two = drawn_graph(at)
+    assert 0 < faded_edges(two) < one  # two paths emphasised: fewer edges faded
+    assert two["graph_id"] == before["graph_id"]  # same graph: the view only recolours
+    assert at.query_params["traj"] == ",".join(at.multiselect(key="g_traj").value)
+    # filter by outcome: only those trajectories' steps are listed
+    graph, _ = shown_graph(at, runs_root)
+    at.multiselect(key="g_traj").set_value([]).run()
+    at.pills(key="g_outcome").set_value(["success"]).run()
+    assert not at.exception
+    wins = graph.steps[graph.steps["success"]]
+    assert len(steps_table(at)) == len(wins)
+    assert set(steps_table(at)["end"]) <= {"", "success"}
 
 
-def test_a_click_selects_a_node_of_the_drawn_graph_only():
+def test_clicks_on_the_drawn_graph_are_read_for_this_graph_only():
     assert node_from_click({"node": 3, "graph_id": "g1", "click": 1}, "g1") == 3
     assert node_from_click({"node": 3, "graph_id": "old", "click": 1}, "g1") is None
     assert node_from_click(None, "g1") is None
+    assert edge_from_click({"edge": "e7", "graph_id": "g1", "click": 2}, "g1") == 7
+    assert edge_from_click({"edge": "e7", "graph_id": "old", "click": 2}, "g1") is None
+    assert edge_from_click({"node": 1, "graph_id": "g1"}, "g1") is None
 
 
-def test_choosing_a_node_lists_occurrences_and_outgoing_transitions(runs_root):
+def test_a_selected_node_filters_the_steps_and_lists_its_reference_set(runs_root):
     at = app_test("group", ["--log", str(runs_root)])
-    at.selectbox(key="g_node").select_index(1).run()  # node 0: the start node
+    graph, _ = shown_graph(at, runs_root)
+    # what a click on node 0 does (the browser test clicks for real)
+    at.session_state["g_sel_node"] = 0
+    at.session_state["g_filter"] = ("node", 0)
+    at.run()
     assert not at.exception
-    assert at.session_state["g_tab"] == "Node"  # choosing a node opens its tab
+    assert len(steps_table(at)) == int(graph.nodes.loc[0, "visits"])
+    assert (steps_table(at)["node"] == 0).all()
+    assert drawn_graph(at)["selected"]["nodes"] == [0]
+    assert at.query_params["node"] == "0"
+    at.button(key="g_clear_filter").click().run()
+    assert len(steps_table(at)) == len(graph.steps)
+    # an edge filter: the steps along it
+    at.session_state["g_filter"] = ("edge", 0)
+    at.run()
+    e = graph.edges.iloc[0]
+    assert len(steps_table(at)) == int(e["count"])
+    at.session_state["g_tab"] = "Node"
+    at.run()
     text = texts(at)
     assert "Node 0" in text and "Occurrences" in text and "Outgoing transitions" in text
     occ = next(d.value for d in at.dataframe if "x = V(next) − p·invalid" in d.value.columns)
-    visits = int(re.search(r"visits (\d+)", text).group(1))
-    assert len(occ) == visits
+    assert len(occ) == int(re.search(r"visits (\d+)", text).group(1))
+    # two nodes: a character diff of their keys
+    at.selectbox(key="g_node2").select(1).run()
+    assert not at.exception
+    diff = at.get("html")
+    assert diff and ("<del" in diff[0].proto.body or "<ins" in diff[0].proto.body)
 
 
-def test_changing_a_parameter_recomputes(runs_root):
+def test_alarms_are_listed_and_each_filters_to_its_steps(runs_root):
     at = app_test("group", ["--log", str(runs_root)])
-    before = long_table(at)
+    graph, _ = shown_graph(at, runs_root)
+    alarms = credit_alarms(graph)
+    assert alarms, "the synthetic group raises no alarm"
+    buttons = [b for b in at.button if (b.key or "").startswith("g_alarm_")]
+    assert [b.label for b in buttons] == [a.title for a in alarms]
+    buttons[0].click().run()
+    assert not at.exception
+    assert len(steps_table(at)) == len(alarms[0].steps)
+    assert escape_markdown(alarms[0].title) in texts(at)
+
+
+def test_changing_a_parameter_recomputes_and_lands_in_the_url(runs_root):
+    at = app_test("group", ["--log", str(runs_root)])
+    before = steps_table(at)
     assert not np.allclose(before["A"], before["A^EP"])
     at.number_input(key="p_w").set_value(0.0).run()
     assert not at.exception
-    after = long_table(at)
+    after = steps_table(at)
     np.testing.assert_allclose(after["A"], after["A^EP"])
     at.number_input(key="p_gamma").set_value(0.5).run()
-    np.testing.assert_allclose(long_table(at)["A"], long_table(at)["A^EP"])
-    assert not np.allclose(long_table(at)["V(node)"], after["V(node)"])
+    np.testing.assert_allclose(steps_table(at)["A"], steps_table(at)["A^EP"])
+    assert not np.allclose(steps_table(at)["V"], after["V"])
+    assert at.query_params["gamma"] == "0.5" and at.query_params["w"] == "0"
+    at.selectbox(key="g_edge_color").select("success_share").run()
+    assert drawn_graph(at)["legend"]["edge"]["lo"] == 0.0
+    assert at.query_params["edge_color"] == "success_share"
+
+
+def test_a_url_opens_the_view_it_names(runs_root):
+    run, _ = run_a(runs_root)
+    step = run.train_steps()[0]
+    group = run.groups(step)[1]
+    graph = state_graph(run.load_group(step, group), gamma=0.9)
+    traj = sorted(graph.steps["traj_id"].unique())[1]
+    at = AppTest.from_function(entry, kwargs={"page": "group",
+                                              "argv": ["--log", str(runs_root)]},
+                               default_timeout=60)
+    at.query_params.update({"run": "run_a", "step": str(step), "group": group, "traj": traj,
+                            "node": "1", "gamma": "0.9", "edge_color": "adv"})
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="active_run").value == "run_a"
+    assert f"training step **{step}**" in texts(at)
+    assert at.multiselect(key="g_traj").value == [traj]
+    assert at.number_input(key="p_gamma").value == 0.9
+    drawn = drawn_graph(at)
+    assert drawn["selected"]["nodes"] == [1]
+    assert drawn["legend"]["edge"]["name"] == "mean advantage A"
+    assert len(steps_table(at)) == int(graph.nodes.loc[1, "visits"])  # the node's steps
+    np.testing.assert_allclose(np.sort(steps_table(at)["V"]),
+                               np.sort(graph.steps.loc[graph.steps["node"] == 1,
+                                                       "node_value"]))
+
+
+def write_reward_one_csv(path):
+    """A CSV whose successes are rewarded 1.0 and marked ``won``, one trajectory truncated."""
+    rows = []
+    for i in range(4):
+        won = i < 3
+        for t in range(3):
+            rows.append({"group_id": "g", "traj_id": f"s0:{i}", "t": t,
+                         "state_key": f"room {t}" if t < 2 else f"room {t} {i % 2}",
+                         "action": "go", "episode_reward": 1.0 if won else 0.0,
+                         "is_action_valid": True, "won": won and t == 2,
+                         "done": (t == 2 and won)})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_a_reward_one_log_with_won_gets_the_right_success_rate_and_fix(tmp_path, runs_root):
+    csv = write_reward_one_csv(tmp_path / "ones.csv")
+    at = app_test("group", ["--log", str(csv), "--log", str(runs_root / "run_a")])
+    assert not at.exception
+    text = texts(at)
+    # the default success reward is what `won` says: 1.0, so no warning and 75 %
+    assert "success rate **75%** (from `won`)" in text
+    assert "**1** truncated" in text
+    drawn = drawn_graph(at)
+    assert any(n["label"] == "truncated" for n in drawn["nodes"])
+    assert "truncated" in set(steps_table(at)["end"])
+    assert any(a.label.startswith("Truncation treated as failure") for a in at.button)
+    key = next(n.key for n in at.number_input if n.key.startswith("p_success:") and
+               "ones.csv" in n.key)
+    assert at.number_input(key=key).value == 1.0
+    # a wrong success reward: the page says so and offers the fixes
+    at.number_input(key=key).set_value(10.0).run()
+    warned = texts(at)
+    assert "disagrees" in warned
+    fix = next(b for b in at.button if b.label.startswith("Use `won`"))
+    fix.click().run()
+    assert not at.exception
+    assert at.number_input(key=key).value == 1.0
+    assert "disagrees" not in texts(at)
+    # kept per run: switching to another run and back keeps 1.0
+    at.number_input(key=key).set_value(2.0).run()
+    at.selectbox(key="active_run").select("run_a").run()
+    assert not at.exception
+    at.selectbox(key="active_run").select("ones.csv").run()
+    assert at.number_input(key=key).value == 2.0
 
 
 def test_state_key_strategy_changes_the_merge(tmp_path):
@@ -110,10 +244,15 @@ def test_state_key_strategy_changes_the_merge(tmp_path):
     other = tmp_path / "cased"
     loaders.RunWriter(other, {"env": "x"}).write_step(1, steps.drop(columns="train_step"))
     at = app_test("group", ["--log", str(other)])
-    exact = int(metric(at, "State nodes"))
+
+    def states():
+        return int(re.search(r"\*\*(\d+)\*\* state nodes", texts(at)).group(1))
+
+    exact = states()
     at.selectbox(key="p_state_key").select("normalized").run()
     assert not at.exception
-    assert int(metric(at, "State nodes")) < exact
+    assert states() < exact
+    assert at.query_params["state_key"] == "normalized"
     at.selectbox(key="p_state_key").select("regex").run()
     at.text_input(key="p_regex").input("(").run()  # an invalid pattern: a message, no crash
     assert not at.exception
@@ -124,13 +263,13 @@ def test_switching_group_and_training_step(runs_root):
     at = app_test("group", ["--log", str(runs_root)])
     run_key = f"auto:{(runs_root / 'run_a').resolve()}"
     first = drawn_graph(at)
-    at.selectbox(key="g_traj").select_index(1).run()
-    assert at.selectbox(key="g_traj").value is not None
+    at.multiselect(key="g_traj").select(at.multiselect(key="g_traj").options[0]).run()
     box = at.selectbox(key=f"group:{run_key}:3")
     box.select_index(1).run()
     assert not at.exception
     assert drawn_graph(at)["graph_id"] != first["graph_id"]
-    assert at.selectbox(key="g_traj").value is None  # picks of another graph are dropped
+    assert at.multiselect(key="g_traj").value == []  # picks of another graph are dropped
     at.selectbox(key=f"train_step:{run_key}").select(1).run()
     assert not at.exception
     assert any("training step **1**" in m.value for m in at.markdown)
+    assert at.query_params["step"] == "1"

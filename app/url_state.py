@@ -1,0 +1,63 @@
+"""The view in the URL: run, training step, group, trajectories, node and every parameter live
+in ``st.query_params``, so a view can be bookmarked, shared and reloaded.
+
+The URL is read once per browser session (when the page is opened or reloaded): each value seeds
+its widget's state before the widget is drawn. From then on the widgets are the truth and every
+script run writes them back to the URL. The page itself is the URL's path (``st.navigation``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+import streamlit as st
+
+__all__ = ["seed_from_url", "write_url", "url_value", "URL_KEYS"]
+
+#: Query-string names, in the order they are written.
+URL_KEYS = ("run", "step", "group", "traj", "node", "edge", "outcome", "gamma", "w", "mode",
+            "penalty", "success", "terminal", "state_key", "edge_color", "value_scale")
+_SEEDED = "_g2po_url_seeded"
+
+
+def url_value(name: str) -> str | None:
+    """The URL's raw value of ``name`` (None when absent)."""
+    value = st.query_params.get(name)
+    return None if value is None else str(value)
+
+
+def seed_from_url(widget_key: str, name: str, parse: Callable[[str], Any] = str,
+                  allowed: Collection | None = None) -> bool:
+    """Once per session, set the state of widget ``widget_key`` from the URL's ``name``
+    (parsed by ``parse``; ignored when it does not parse or is not in ``allowed``). Returns
+    whether it did."""
+    seeded = st.session_state.setdefault(_SEEDED, set())
+    if name in seeded:
+        return False
+    seeded.add(name)
+    raw = url_value(name)
+    if raw is None:
+        return False
+    try:
+        value = parse(raw)
+    except (TypeError, ValueError):
+        return False
+    if allowed is not None and value not in allowed:
+        return False
+    st.session_state[widget_key] = value
+    return True
+
+
+def write_url(**values: object) -> None:
+    """Put ``values`` into the query string (None removes a name); unchanged names are not
+    rewritten."""
+    for name, value in values.items():
+        if value is None or value == "" or value == []:
+            if name in st.query_params:
+                del st.query_params[name]
+            continue
+        text = ",".join(str(v) for v in value) if isinstance(value, list | tuple) else \
+            (f"{value:g}" if isinstance(value, float) else str(value))
+        if st.query_params.get(name) != text:
+            st.query_params[name] = text

@@ -1,0 +1,58 @@
+import numpy as np
+import pandas as pd
+
+from g2po.graph import state_graph
+from g2po.outcomes import check_outcomes, success_reward_from_won, truncated_trajectories
+
+
+def steps(rewards, won=None, done_last=None, length=2):
+    rows = []
+    for i, r in enumerate(rewards):
+        for t in range(length):
+            row = {"group_id": "g", "traj_id": f"r{i}", "t": t, "state_key": f"s{t}",
+                   "action": "go", "episode_reward": r, "is_action_valid": True}
+            if won is not None:
+                row["won"] = bool(won[i]) and t == length - 1
+            if done_last is not None:
+                row["done"] = bool(done_last[i]) if t == length - 1 else False
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_a_reward_one_log_with_won_is_flagged_and_the_fix_named():
+    check = check_outcomes(steps([1.0, 0.0, 1.0, 0.0], won=[1, 0, 1, 0]), 10.0)
+    assert check.success_rate == 0.5 and check.n_won == 2 and check.n_success == 0
+    assert check.problems and "won" in check.problems[0]
+    fixes = {f.kind: f.value for f in check.fixes}
+    assert fixes["success_reward"] == 1.0 and "terminal_reward" in fixes
+    assert success_reward_from_won(steps([1.0, 0.0], won=[1, 0])) == 1.0
+    # with the fix applied, nothing is left to say
+    assert check_outcomes(steps([1.0, 0.0], won=[1, 0]), 1.0).problems == []
+
+
+def test_rewards_that_never_match_or_are_not_two_valued():
+    never = check_outcomes(steps([1.0, 0.0]), 10.0)
+    assert never.success_rate == 0.0 and "No trajectory" in never.problems[0]
+    assert [f.value for f in never.fixes if f.kind == "success_reward"] == [1.0]
+    scores = check_outcomes(steps([0.2, 0.5, 10.0]), 10.0)
+    assert any("3 values" in p for p in scores.problems)
+    by_reward = check_outcomes(steps([0.2, 0.5, 10.0]), 10.0, terminal="reward")
+    assert by_reward.problems == [] and by_reward.fixes == []  # scores valued as they are
+    assert check_outcomes(steps([0.0, 10.0]), 10.0).problems == []
+    assert check_outcomes(steps([0.0, 0.0]), 10.0).problems == []  # all failed: no warning
+
+
+def test_truncated_episodes_get_their_own_terminal_valued_as_failure():
+    frame = steps([0.0, 0.0, 10.0], done_last=[False, True, True])
+    assert truncated_trajectories(frame).tolist() == [True, False, False]
+    graph = state_graph(frame)
+    kinds = graph.nodes["kind"]
+    cut = int(kinds.index[kinds == "truncated"][0])
+    last = graph.steps[(graph.steps["traj_id"] == "r0") & (graph.steps["t"] == 1)].iloc[0]
+    assert last["next_node"] == cut and bool(last["truncated"])
+    assert last["next_value"] == 0.0  # the estimator's failure value, unchanged
+    failed = graph.steps[(graph.steps["traj_id"] == "r1") & (graph.steps["t"] == 1)].iloc[0]
+    assert graph.nodes.loc[failed["next_node"], "kind"] == "failure"
+    without = state_graph(frame.drop(columns="done"))
+    assert "truncated" not in set(without.nodes["kind"])
+    np.testing.assert_allclose(without.steps["adv"], graph.steps["adv"])
