@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from g2po.estimators import estimate
+from g2po.state_keys import resolve_state_key
 
 __all__ = [
     "NO_NAMESPACE",
@@ -24,11 +25,16 @@ __all__ = [
     "smooth",
     "metric_series",
     "state_history",
+    "state_history_coded",
+    "VALUE_WISE_STRATEGIES",
     "HISTORY_COLUMNS",
 ]
 
 #: The namespace of a metric whose name has no ``/``.
 NO_NAMESPACE = "(top level)"
+#: State-key strategies that map each key on its own (no look at the other keys of the group),
+#: so they can run on the distinct keys alone.
+VALUE_WISE_STRATEGIES = ("exact", "normalized", "regex")
 #: Columns of :func:`state_history`.
 HISTORY_COLUMNS = ["train_step", "group_id", "n_traj", "visits", "traj_share", "value",
                    "value_var", "adv_mean", "adv_nc_mean", "adv_ec_mean", "adv_ep_mean"]
@@ -183,3 +189,29 @@ def state_history(steps: pd.DataFrame, canonical_key: str, *, state_key: str = "
         "adv_ep_mean": mean_of("adv_ep"),
     })
     return out.sort_values(["train_step", "group_id"]).reset_index(drop=True)
+
+
+def state_history_coded(steps: pd.DataFrame, keys: Sequence[str], canonical_key: str, *,
+                        state_key: str = "exact", **g2po_params) -> pd.DataFrame:
+    """:func:`state_history` of steps whose ``state_key`` holds a number into ``keys`` (the
+    distinct state keys; see :func:`loaders.across_steps.load_groups_coded`).
+
+    A value-wise strategy (:data:`VALUE_WISE_STRATEGIES`) runs on the distinct keys only and
+    the steps merge by the numbers of their canonical keys, so no per-step string is built;
+    any other strategy (``similarity`` compares keys within a group) gets the keys back.
+    """
+    codes = steps["state_key"].to_numpy().astype(np.int64) if len(steps) else \
+        np.zeros(0, dtype=np.int64)
+    distinct = pd.Series(list(keys), dtype=object)
+    if str(state_key).partition(":")[0] not in VALUE_WISE_STRATEGIES:
+        text = distinct.to_numpy()[codes] if len(distinct) else distinct.to_numpy()
+        return state_history(steps.assign(state_key=text), canonical_key,
+                             state_key=state_key, **g2po_params)
+    canonical = pd.Series(resolve_state_key(state_key)(distinct, np.zeros(len(distinct),
+                                                                            np.int64)))
+    ccode, uniques = pd.factorize(canonical.astype(str), sort=False)
+    target = np.flatnonzero(np.asarray(uniques, dtype=object) == canonical_key)
+    wanted = str(int(target[0])) if len(target) else "-1"  # -1: no step has the key
+    recoded = pd.array(ccode[codes].astype(str), dtype=str)
+    return state_history(steps.assign(state_key=recoded), wanted, state_key="exact",
+                         **g2po_params)

@@ -18,8 +18,8 @@ from app.safe import truncate
 from app.ui import md, show_error
 from app.views.overview import goto_step
 from g2po.errors import G2POError
-from g2po.history import state_history
-from loaders.across_steps import TaskIndex, load_groups, task_column, task_index
+from g2po.history import state_history_coded
+from loaders.across_steps import TaskIndex, load_groups_coded, task_column, task_index
 
 __all__ = ["render", "open_state_history", "REQUEST", "task_label", "cached_task_index",
            "match_by"]
@@ -67,8 +67,8 @@ def _task_column(_log, key: str, version: tuple[int, int]) -> str:
 @st.cache_data(show_spinner=False, max_entries=128)
 def _history(_log, key: str, version: tuple[int, int], pairs: tuple[tuple[int, str], ...],
              canonical_key: str, params: SpecParams):
-    steps = load_groups(_log, pairs)
-    return state_history(steps, canonical_key, **params.g2po_kwargs())
+    steps, keys = load_groups_coded(_log, pairs)
+    return state_history_coded(steps, keys, canonical_key, **params.g2po_kwargs())
 
 
 def task_label(task: str, n_steps: int) -> str:
