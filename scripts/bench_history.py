@@ -90,27 +90,25 @@ def generate_run(path: Path, steps: int, tasks: int, rollouts: int, max_len: int
     return rows
 
 
-def _nothing() -> None:  # pragma: no cover - runs inside AppTest
-    pass
-
-
-def _app_run(page: str, run: Path, repeat: int = 2) -> list[float]:
+def _app_run(page: str, run: Path, warm: Path, repeat: int = 2) -> list[float]:
     """Seconds of the page's script runs in one AppTest session: first (cold caches), then
-    again. AppTest's own start (a scan of every installed package for components, ~3 s here)
-    is paid once beforehand by an empty script: a server pays it at start, not per page."""
+    again. What a server pays once, at its start, is paid beforehand by the same page on a
+    tiny run (``warm``): AppTest's scan of every installed package for components (~3 s here),
+    Streamlit's first-use imports (its emoji table …) and the app's page modules."""
     from streamlit.testing.v1 import AppTest
 
     from tests.app.builders import entry
 
-    AppTest.from_function(_nothing).run()
+    AppTest.from_function(entry, kwargs={"page": page, "argv": ["--log", str(warm)]},
+                          default_timeout=120).run()
     at = AppTest.from_function(entry, kwargs={"page": page, "argv": ["--log", str(run),
                                                                      "--refresh", "0"]},
                                default_timeout=120)
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         at.run()
-        times.append(time.perf_counter() - start)
+        times.append((time.perf_counter() - start, time.process_time() - cpu))
         if at.exception:
             raise RuntimeError(f"{page}: {at.exception}")
     return times
@@ -127,8 +125,7 @@ def measure(run: Path) -> dict:
     import app.views.state_history  # noqa: F401
     import loaders
     from app.charts import RUN_PALETTE, history_figure, metric_figure
-    from g2po.graph import state_graph
-    from g2po.history import metric_namespaces, metric_series, state_history_coded
+    from g2po.history import history_of, metric_namespaces, metric_series, state_table
     from loaders.across_steps import load_groups_coded, task_index
 
     out: dict = {}
@@ -153,15 +150,13 @@ def measure(run: Path) -> dict:
     out["task_index_s"] = time.perf_counter() - start
     task = index.tasks()[0]
     pairs = index.groups_of(task)
-    t_key = time.process_time()
-    first = log.load_group(int(pairs["train_step"].iloc[0]), str(pairs["group_id"].iloc[0]))
-    key = str(state_graph(first).nodes["canonical_key"].iloc[0])  # the start state
-    t_key = time.process_time() - t_key  # choosing the state is not part of the history
     start = time.perf_counter()
     steps, keys = load_groups_coded(log, zip(pairs["train_step"], pairs["group_id"],
                                              strict=True))
     t_load = time.perf_counter() - start
-    history = state_history_coded(steps, keys, key)
+    table = state_table(steps, keys)
+    key = str(table["key"].iloc[0])  # the most visited state of the first step: the start
+    history = history_of(table, key)
     figs = [history_figure(history, {"visits": "visits"}, "v", "bars"),
             history_figure(history, {"value": "V"}, "V"),
             history_figure(history, {"value_var": "var"}, "var"),
@@ -171,14 +166,23 @@ def measure(run: Path) -> dict:
     out["history_load_s"] = t_load
     out["history_compute_s"] = time.perf_counter() - start - t_load
     out["history_total_s"] = out["task_index_s"] + time.perf_counter() - start
-    out["history_total_cpu_s"] = time.process_time() - cpu - t_key
+    out["history_total_cpu_s"] = time.process_time() - cpu
     out["history_steps"] = int(len(history))
     out["history_rows"] = int(len(steps))
     out["history_reached"] = int((history["visits"] > 0).sum())
 
-    out["curves_page_s"] = _app_run("curves", run)
-    out["history_page_s"] = _app_run("state_history", run)
+    with tempfile.TemporaryDirectory() as tmp:
+        warm = Path(tmp) / "warm"
+        generate_run(warm, 2, 2, 4, 10, 100)
+        out["curves_page_s"] = _app_run("curves", run, warm)
+        out["history_page_s"] = _app_run("state_history", run, warm)
     return out
+
+
+def _page_line(times: list[list[float]]) -> str:
+    (wall0, cpu0), (wall1, cpu1) = times[0], times[1]
+    return (f"  page script run, first / again          {wall0:>7.3f} / {wall1:.3f} s   "
+            f"(CPU {cpu0:.3f} / {cpu1:.3f} s; target <= 1 s)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,8 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"training curves: {m['n_metrics']} metrics in {m['n_namespaces']} namespaces")
         print(f"  read + group + series + {len(METRICS)} smoothed figures "
               f"{m['curves_compute_s']:>7.3f} s   (CPU {m['curves_compute_cpu_s']:.3f} s)")
-        print(f"  page script run, first / again          "
-              f"{m['curves_page_s'][0]:>7.3f} / {m['curves_page_s'][1]:.3f} s   (target <= 1 s)")
+        print(_page_line(m["curves_page_s"]))
         print(f"state over training: one state of one task over {m['history_steps']} training "
               f"steps ({m['history_rows']:,} rows read, reached at {m['history_reached']})")
         print(f"  match the task across steps (footers)   {m['task_index_s']:>7.3f} s")
@@ -225,9 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  G2PO over all of them + 4 figures       {m['history_compute_s']:>7.3f} s")
         print(f"  total                                   {m['history_total_s']:>7.3f} s   "
               f"(CPU {m['history_total_cpu_s']:.3f} s)")
-        print(f"  page script run, first / again          "
-              f"{m['history_page_s'][0]:>7.3f} / {m['history_page_s'][1]:.3f} s   "
-              "(target <= 1 s)")
+        print(_page_line(m["history_page_s"]))
     finally:
         if args.dir is None and not args.keep:
             shutil.rmtree(root, ignore_errors=True)
