@@ -55,3 +55,16 @@ def test_hostile_run_names_and_text_stay_text(hostile_run):
     at = app_test("curves", ["--log", str(hostile_run)])
     assert_no_markup_from_logs(at)
     assert charts(at)
+
+
+def test_a_whole_namespace_can_be_added_at_once(training_runs):
+    at = app_test("curves", ["--log", str(training_runs)])
+    at.selectbox(key="cv_namespace").set_value("actor").run()
+    assert not at.exception
+    chosen = at.multiselect(key="cv_metrics").value
+    assert chosen[:3] == ["rollout/success_rate", "actor/pg_loss", "actor/kl_loss"]
+    assert chosen.count("actor/kl_loss") == 1
+    at.selectbox(key="cv_namespace").set_value("adv").run()
+    assert at.multiselect(key="cv_metrics").value[-1] == "adv/ec/std"
+    assert at.selectbox(key="cv_namespace").value is None
+    assert len(charts(at)) == 4
