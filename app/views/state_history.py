@@ -16,7 +16,7 @@ from app import data
 from app.charts import history_figure
 from app.context import AppContext, OpenLog
 from app.params import SpecParams
-from app.safe import truncate
+from app.safe import escape_markdown, truncate
 from app.ui import md, show_error
 from app.views.overview import goto_step
 from g2po.errors import G2POError
@@ -112,7 +112,7 @@ def render(ctx: AppContext) -> None:
         return
     tasks = index.tasks()
     if not tasks:
-        st.info(f"{opened.name} holds no groups.")
+        st.info(f"{escape_markdown(opened.name)} holds no groups.")
         return
     n_steps = index.table.groupby("task")["train_step"].nunique().to_dict()
     here = (request["train_step"], request["group_id"]) if request else \
