@@ -38,6 +38,22 @@ def trace_colours(page) -> dict[str, str]:
     }""")
 
 
+def click_point(page, chart, index: int, then: str, tries: int = 3) -> None:
+    """Click point ``index`` of the first trace of ``chart`` until the page headed ``then``
+    shows: a click landing while Streamlit redraws the chart is lost, as a user's would be."""
+    points = chart.locator(".scatterlayer .trace path.point")
+    for attempt in range(tries):
+        points.nth(index).wait_for(timeout=30_000)
+        wait_idle(page)
+        points.nth(index).click(force=True)
+        try:
+            page.get_by_role("heading", name=then).first.wait_for(timeout=20_000)
+            return
+        except Exception:
+            if attempt == tries - 1:
+                raise
+
+
 @pytest.fixture(scope="module")
 def browser():
     why = chromium_missing()
@@ -80,9 +96,7 @@ def test_a_runs_colour_survives_adding_another_and_a_click_opens_the_step(browse
     page.screenshot(path=str(ARTIFACTS / "app-curves.png"))
 
     # clicking a point of a curve opens that training step in the group explorer
-    points = page.locator(".js-plotly-plot").first.locator(".scatterlayer .trace path.point")
-    points.nth(1).click(force=True)
-    page.get_by_role("heading", name="Group explorer").first.wait_for(timeout=30_000)
+    click_point(page, page.locator(".js-plotly-plot").first, 1, "Group explorer")
     wait_idle(page)
     assert page.get_by_role("combobox", name="Training step").input_value() == "2"
     assert seen.console_errors == [] and seen.dialogs == [], seen.console_errors
@@ -98,9 +112,7 @@ def test_a_click_on_a_states_history_opens_that_steps_group(browser, app_url):
     page.get_by_role("heading", name="State over training").first.wait_for(timeout=60_000)
     wait_idle(page)
     # the value chart (lines): its second point is training step 2
-    chart = page.locator(".js-plotly-plot").nth(1)
-    chart.locator(".scatterlayer .trace path.point").nth(1).click(force=True)
-    page.get_by_role("heading", name="Group explorer").first.wait_for(timeout=30_000)
+    click_point(page, page.locator(".js-plotly-plot").nth(1), 1, "Group explorer")
     wait_idle(page)
     assert page.get_by_role("combobox", name="Training step").input_value() == "2"
     group = page.get_by_role("combobox", name="Group (task)").input_value()
