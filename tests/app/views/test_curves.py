@@ -68,3 +68,19 @@ def test_a_whole_namespace_can_be_added_at_once(training_runs):
     assert at.multiselect(key="cv_metrics").value[-1] == "adv/ec/std"
     assert at.selectbox(key="cv_namespace").value is None
     assert len(charts(at)) == 4
+
+
+def test_hostile_metric_names_stay_text(tmp_path):
+    from loaders import RunWriter
+    from tests.app.builders import XSS_IMG, XSS_MD, group_steps
+
+    writer = RunWriter(tmp_path / "run", {})
+    for step in (1, 2):
+        writer.write_step(step, group_steps(seed=step, rows=200),
+                          {f"{XSS_IMG}/loss": 0.1 * step, f"{XSS_MD}/x": 1.0})
+    at = app_test("curves", ["--log", str(tmp_path / "run")])
+    names = [n for n in at.multiselect(key="cv_metrics").options if "xss" in n]
+    at.multiselect(key="cv_metrics").set_value(names).run()
+    assert_no_markup_from_logs(at)
+    assert len(charts(at)) == 2
+    assert all(XSS_IMG not in c.proto.spec for c in charts(at))
