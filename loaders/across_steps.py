@@ -13,6 +13,8 @@ small groups have their two columns (``group_id``, ``task``) read. No step rows 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,10 +40,15 @@ TASK_COLUMN = "task"
 #: The columns a state's history needs: the required ones (the estimator's inputs) and the step.
 HISTORY_COLUMNS = ("train_step", *REQUIRED_COLUMNS)
 _THREADS = 4
-#: (path, mtime_ns, size) → the file's footer and {group_id: task}: each footer is parsed
-#: once (a step file's footer is tens of kB: string statistics); a rewritten file is read anew.
-_CACHE: dict[tuple[str, int, int], tuple[pq.FileMetaData, list[dict], dict[str, str] | None]] = {}
-_CACHE_MAX = 4096
+#: (path, mtime_ns, size) → the file's ``g2po.step`` group layout and {group_id: task}; small,
+#: kept for many files. A rewritten file has a new key and is read anew.
+_LAYOUTS: dict[tuple[str, int, int], tuple[list[dict], dict[str, str] | None]] = {}
+_LAYOUTS_MAX = 16384
+#: The parsed footers themselves (~0.3 MiB each in memory: string statistics), for the files
+#: read most recently, so that reading groups after matching tasks does not parse them again.
+_FOOTERS: OrderedDict[tuple[str, int, int], pq.FileMetaData] = OrderedDict()
+_FOOTERS_MAX = 256
+_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -134,32 +141,45 @@ def _table_step_tasks(log: Log, step: int) -> dict[str, str]:
 
 def _file_meta(path: Path) -> tuple[tuple[str, int, int], pq.FileMetaData, list[dict]]:
     """A step file's cache key, parsed footer and ``g2po.step`` group layout (empty when the
-    file was written by another tool)."""
+    file was written by another tool). Safe to call from several threads."""
     try:
         stat = path.stat()
     except FileNotFoundError:
         raise LoaderError(f"{path}: the step file disappeared; call refresh()") from None
     key = (str(path), stat.st_mtime_ns, stat.st_size)
-    cached = _CACHE.get(key)
-    if cached is not None:
-        return key, cached[0], cached[1]
+    with _LOCK:
+        meta = _FOOTERS.get(key)
+        known = _LAYOUTS.get(key)
+        if meta is not None:
+            _FOOTERS.move_to_end(key)
+    if meta is not None and known is not None:
+        return key, meta, known[0]
     try:
         meta = pq.read_metadata(path)
     except (pa.ArrowInvalid, OSError) as err:
         raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
     layout = json.loads((meta.metadata or {}).get(META_KEY, b"{}")).get("groups", [])
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.clear()
-    _CACHE[key] = (meta, layout, None)
+    with _LOCK:
+        _FOOTERS[key] = meta
+        while len(_FOOTERS) > _FOOTERS_MAX:
+            _FOOTERS.popitem(last=False)
+        if key not in _LAYOUTS:
+            if len(_LAYOUTS) >= _LAYOUTS_MAX:
+                _LAYOUTS.clear()
+            _LAYOUTS[key] = (layout, None)
     return key, meta, layout
 
 
 def _run_step_tasks(path: Path) -> dict[str, str]:
     """group_id → task of one step file, from its footer where the statistics suffice."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise LoaderError(f"{path}: the step file disappeared; call refresh()") from None
+    known = _LAYOUTS.get((str(path), stat.st_mtime_ns, stat.st_size))
+    if known is not None and known[1] is not None:  # matched before: no footer needed
+        return known[1]
     key, meta, layout = _file_meta(path)
-    known = _CACHE[key][2]
-    if known is not None:
-        return known
     names = meta.schema.to_arrow_schema().names
     if TASK_COLUMN not in names:
         raise LoaderError(f"{path}: no column {TASK_COLUMN!r}; match tasks by group_id instead")
@@ -180,7 +200,8 @@ def _run_step_tasks(path: Path) -> dict[str, str]:
     if unresolved or not layout:
         mapping.update(_read_tasks(path, None if (-1 in unresolved or not layout)
                                    else sorted(unresolved)))
-    _CACHE[key] = (meta, layout, mapping)
+    with _LOCK:
+        _LAYOUTS[key] = (layout, mapping)
     return mapping
 
 
