@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from g2po.estimators import estimate
+from g2po.state_keys import resolve_state_key
 
 __all__ = [
     "NO_NAMESPACE",
@@ -23,12 +24,18 @@ __all__ = [
     "metric_namespaces",
     "smooth",
     "metric_series",
+    "state_table",
+    "history_of",
     "state_history",
+    "VALUE_WISE_STRATEGIES",
     "HISTORY_COLUMNS",
 ]
 
 #: The namespace of a metric whose name has no ``/``.
 NO_NAMESPACE = "(top level)"
+#: State-key strategies that map each key on its own (no look at the other keys of the group),
+#: so they can run on the distinct keys alone.
+VALUE_WISE_STRATEGIES = ("exact", "normalized", "regex")
 #: Columns of :func:`state_history`.
 HISTORY_COLUMNS = ["train_step", "group_id", "n_traj", "visits", "traj_share", "value",
                    "value_var", "adv_mean", "adv_nc_mean", "adv_ec_mean", "adv_ep_mean"]
@@ -124,62 +131,97 @@ def metric_series(metrics: Mapping[str, pd.DataFrame], names: Sequence[str],
         ["metric", "run", "train_step"], kind="stable").reset_index(drop=True)
 
 
-def state_history(steps: pd.DataFrame, canonical_key: str, *, state_key: str = "exact",
-                  **g2po_params) -> pd.DataFrame:
-    """One state's numbers at every training step of ``steps``.
+def state_table(steps: pd.DataFrame, keys: Sequence[str] | None = None, *,
+                state_key: str = "exact", **g2po_params) -> pd.DataFrame:
+    """Every state of one task at every training step, from one G2PO call over every group.
 
-    ``steps``: the step rows of one group per training step (the same task; a ``train_step``
-    column tells the steps apart); ``canonical_key``: the state's key after the ``state_key``
-    strategy (a graph node's ``canonical_key``); ``g2po_params``: the G2PO estimator's
-    parameters (gamma, w, mode, penalty, success_reward, terminal).
+    ``steps``: the step rows of one group per training step (a ``train_step`` column tells the
+    steps apart; groups never merge, so each step's graph is its own); ``keys``: when given,
+    ``state_key`` holds numbers into this list of distinct keys (see
+    :func:`loaders.across_steps.load_groups_coded`): a value-wise strategy
+    (:data:`VALUE_WISE_STRATEGIES`) then runs on the distinct keys only, any other gets the
+    text back. ``g2po_params``: gamma, w, mode, penalty, success_reward, terminal.
 
-    One G2PO call over every group at once (groups never merge, so each step's graph is its
-    own). Returns one row per training step, :data:`HISTORY_COLUMNS`: the group, its
-    trajectories, the state's visits (0 where the task's rollouts never reached it, with NaN
-    numbers), the share of trajectories visiting it, its value V, the variance of the step
-    values merged there, and the mean of A, A^NC, A^EC and A^EP over the steps taken there.
+    Returns one row per (training step, state node): train_step, group_id, key (the canonical
+    key), n_traj (the group's trajectories), visits, traj_share (share of the trajectories
+    visiting it), value V, value_var (of the step values merged there), and the mean of A,
+    A^NC, A^EC and A^EP over the steps taken there; sorted by step, then most visited first.
     """
+    columns_out = ["train_step", "group_id", "key", *HISTORY_COLUMNS[2:]]
     if steps.empty:
-        return pd.DataFrame(columns=HISTORY_COLUMNS)
+        return pd.DataFrame(columns=columns_out)
     if "train_step" not in steps.columns:
         steps = steps.assign(train_step=0)
+    canon_text = None
+    if keys is not None:
+        codes = steps["state_key"].to_numpy().astype(np.int64)
+        distinct = pd.Series(list(keys), dtype=object)
+        if str(state_key).partition(":")[0] in VALUE_WISE_STRATEGIES:
+            canonical = pd.Series(resolve_state_key(state_key)(
+                distinct, np.zeros(len(distinct), np.int64))).astype(str)
+            ccode, canon_text = pd.factorize(canonical, sort=False)
+            names = np.array([str(i) for i in range(len(canon_text))], dtype=object)
+            steps = steps.assign(state_key=names[ccode[codes]])  # shared short strings
+            state_key = "exact"
+        else:
+            steps = steps.assign(state_key=distinct.to_numpy()[codes])
     columns, ix = estimate(steps, "g2po", state_key=state_key, **g2po_params)
-    train_step = steps["train_step"].to_numpy(dtype=np.int64)
-    group_step = np.zeros(ix.n_groups, dtype=np.int64)
-    group_step[ix.group] = train_step
-    group_id = np.empty(ix.n_groups, dtype=object)
-    group_id[ix.group] = steps["group_id"].astype(str).to_numpy()
+    node = ix.node
+    first = np.full(ix.n_nodes, -1, dtype=np.int64)
+    first[node[::-1]] = np.arange(len(node))[::-1]  # the first row of each node
+    group = ix.node_group
     n_traj = np.bincount(ix.traj_group, minlength=ix.n_groups)
-
-    hit = (ix.canonical_key.to_numpy() == canonical_key)
-    g = ix.group[hit]
-    visits = np.bincount(g, minlength=ix.n_groups)
-    trajs = np.bincount(ix.traj_group[np.unique(ix.traj[hit])], minlength=ix.n_groups)
-
-    def node_stat(column: str) -> np.ndarray:
-        out = np.full(ix.n_groups, np.nan)
-        out[g] = np.asarray(columns[column], dtype=np.float64)[hit]  # constant within a node
-        return out
+    visits = np.bincount(node, minlength=ix.n_nodes)
+    pairs = np.unique(node * np.int64(ix.n_traj) + ix.traj)
+    trajs = np.bincount(pairs // ix.n_traj, minlength=ix.n_nodes)
 
     def mean_of(column: str) -> np.ndarray:
         if column not in columns:
-            return np.full(ix.n_groups, np.nan)
-        sums = np.bincount(g, weights=np.asarray(columns[column], np.float64)[hit],
-                           minlength=ix.n_groups)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(visits > 0, sums / np.maximum(visits, 1), np.nan)
+            return np.full(ix.n_nodes, np.nan)
+        sums = np.bincount(node, weights=np.asarray(columns[column], np.float64),
+                           minlength=ix.n_nodes)
+        return sums / np.maximum(visits, 1)
 
+    key = ix.canonical_key.to_numpy()[first]
+    if canon_text is not None:
+        key = np.asarray(canon_text, dtype=object)[key.astype(np.int64)]
     out = pd.DataFrame({
-        "train_step": group_step,
-        "group_id": group_id,
-        "n_traj": n_traj,
+        "train_step": steps["train_step"].to_numpy(dtype=np.int64)[first],
+        "group_id": steps["group_id"].astype(str).to_numpy()[first],
+        "key": key.astype(str),
+        "n_traj": n_traj[group],
         "visits": visits,
-        "traj_share": trajs / np.maximum(n_traj, 1),
-        "value": node_stat("node_value"),
-        "value_var": node_stat("node_value_var"),
+        "traj_share": trajs / np.maximum(n_traj[group], 1),
+        "value": np.asarray(columns["node_value"], np.float64)[first],
+        "value_var": np.asarray(columns["node_value_var"], np.float64)[first],
         "adv_mean": mean_of("adv"),
         "adv_nc_mean": mean_of("adv_nc"),
         "adv_ec_mean": mean_of("adv_ec"),
         "adv_ep_mean": mean_of("adv_ep"),
     })
-    return out.sort_values(["train_step", "group_id"]).reset_index(drop=True)
+    return out.sort_values(["train_step", "visits", "key"], ascending=[True, False, True]
+                           ).reset_index(drop=True)
+
+
+def history_of(table: pd.DataFrame, canonical_key: str) -> pd.DataFrame:
+    """One state's row of :func:`state_table` at every training step of the table (the first
+    group of a step when it holds several): :data:`HISTORY_COLUMNS`; at a step where the task's
+    rollouts never reached the state, visits 0 and NaN numbers."""
+    groups = table.sort_values(["train_step", "group_id"]).drop_duplicates("train_step")[
+        ["train_step", "group_id", "n_traj"]]
+    hit = table[table["key"].to_numpy() == canonical_key].drop(columns=["key", "n_traj"])
+    out = groups.merge(hit, on=["train_step", "group_id"], how="left")
+    out["visits"] = out["visits"].fillna(0).astype(np.int64)
+    out["traj_share"] = out["traj_share"].fillna(0.0)
+    return out[HISTORY_COLUMNS].sort_values("train_step").reset_index(drop=True)
+
+
+def state_history(steps: pd.DataFrame, canonical_key: str, keys: Sequence[str] | None = None,
+                  *, state_key: str = "exact", **g2po_params) -> pd.DataFrame:
+    """One state's numbers at every training step of ``steps``: :func:`history_of` the
+    :func:`state_table` (same arguments; ``canonical_key`` is the state's key after the
+    ``state_key`` strategy, a graph node's ``canonical_key``)."""
+    if steps.empty:
+        return pd.DataFrame(columns=HISTORY_COLUMNS)
+    return history_of(state_table(steps, keys, state_key=state_key, **g2po_params),
+                      canonical_key)

@@ -20,7 +20,7 @@ def step_node_ids(ix: StepIndex, success: np.ndarray) -> tuple[np.ndarray, np.nd
 
     Parameters
     ----------
-    ix : the step table's index (node codes global over groups, in order of first appearance).
+    ix : the step table's index (node codes global over groups, in any order).
     success : (n_steps,) bool, the step's trajectory reached the success terminal (the G2PO
         estimator's ``success`` column).
 
@@ -30,11 +30,13 @@ def step_node_ids(ix: StepIndex, success: np.ndarray) -> tuple[np.ndarray, np.nd
         group's success terminal (its number of state nodes) or failure terminal (one more).
     """
     n_states = np.bincount(ix.node_group, minlength=ix.n_groups)
-    # node codes follow first appearance, so a node's rank among its group's codes is its id
-    order = np.lexsort((np.arange(ix.n_nodes), ix.node_group))
-    first = np.concatenate([[0], np.cumsum(n_states)[:-1]])
+    first = np.full(ix.n_nodes, ix.n_steps, dtype=np.int64)
+    np.minimum.at(first, ix.node, np.arange(ix.n_steps, dtype=np.int64))  # first row of each
+    # within a group, nodes are numbered by the row where each first appears
+    order = np.lexsort((first, ix.node_group))
+    start = np.concatenate([[0], np.cumsum(n_states)[:-1]])
     local = np.empty(ix.n_nodes, dtype=np.int64)
-    local[order] = np.arange(ix.n_nodes) - first[ix.node_group[order]]
+    local[order] = np.arange(ix.n_nodes) - start[ix.node_group[order]]
     node = local[ix.node]
     terminal = n_states[ix.group] + np.where(np.asarray(success, dtype=bool), 0, 1)
     has_next = ix.next_row >= 0

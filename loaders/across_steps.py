@@ -13,6 +13,8 @@ small groups have their two columns (``group_id``, ``task``) read. No step rows 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,16 +32,23 @@ from loaders.log import Log
 from loaders.report import LoadReport
 from loaders.rundir import META_KEY, Run
 
-__all__ = ["TaskIndex", "task_index", "task_column", "load_groups", "TASK_COLUMN",
-           "HISTORY_COLUMNS"]
+__all__ = ["TaskIndex", "task_index", "task_column", "load_groups", "load_groups_coded",
+           "TASK_COLUMN", "HISTORY_COLUMNS"]
 
 #: The step-table column that names a task across training steps.
 TASK_COLUMN = "task"
 #: The columns a state's history needs: the required ones (the estimator's inputs) and the step.
 HISTORY_COLUMNS = ("train_step", *REQUIRED_COLUMNS)
 _THREADS = 4
-#: (path, mtime_ns, size, column) → {group_id: task}; a rewritten step file gets a new entry.
-_CACHE: dict[tuple[str, int, int, str], dict[str, str]] = {}
+#: (path, mtime_ns, size) → the file's ``g2po.step`` group layout and {group_id: task}; small,
+#: kept for many files. A rewritten file has a new key and is read anew.
+_LAYOUTS: dict[tuple[str, int, int], tuple[list[dict], dict[str, str] | None]] = {}
+_LAYOUTS_MAX = 16384
+#: The parsed footers themselves (~0.3 MiB each in memory: string statistics), for the files
+#: read most recently, so that reading groups after matching tasks does not parse them again.
+_FOOTERS: OrderedDict[tuple[str, int, int], pq.FileMetaData] = OrderedDict()
+_FOOTERS_MAX = 256
+_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -102,44 +111,79 @@ def task_index(log: Log, by: str | None = None) -> TaskIndex:
     by = by or task_column(log)
     if by not in (TASK_COLUMN, "group_id"):
         raise ValueError(f"tasks are matched by 'task' or 'group_id', got {by!r}")
-    frames = []
-    for step in log.train_steps():
-        if by == "group_id":
-            mapping = {str(g): str(g) for g in log.groups(step)}
-        elif isinstance(log, Run):
-            mapping = _run_step_tasks(log.step_file(step))
-        else:
-            rows = log.load_step(step)
-            if TASK_COLUMN not in rows.columns:
-                raise LoaderError(f"{log.path}: training step {step} has no column "
-                                  f"{TASK_COLUMN!r}; match tasks by group_id instead")
-            pairs = rows[["group_id", TASK_COLUMN]].drop_duplicates("group_id")
-            mapping = dict(zip(pairs["group_id"].astype(str),
-                               pairs[TASK_COLUMN].astype(str), strict=True))
-        frames.append(pd.DataFrame({"train_step": step, "group_id": list(mapping),
-                                    "task": list(mapping.values())}))
-    table = pd.concat(frames, ignore_index=True) if frames else \
-        pd.DataFrame({"train_step": pd.Series(dtype=np.int64), "group_id": [], "task": []})
-    table = table.astype({"train_step": np.int64, "group_id": str, "task": str})
+    steps = log.train_steps()
+    if by == "group_id":
+        maps = [{str(g): str(g) for g in log.groups(step)} for step in steps]
+    elif isinstance(log, Run):  # footers parsed in threads (pyarrow releases the GIL)
+        paths = [log.step_file(step) for step in steps]
+        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+            maps = list(pool.map(_run_step_tasks, paths))
+    else:
+        maps = [_table_step_tasks(log, step) for step in steps]
+    counts = [len(m) for m in maps]
+    table = pd.DataFrame({
+        "train_step": np.repeat(np.asarray(steps, dtype=np.int64), counts),
+        "group_id": pd.array([g for m in maps for g in m], dtype=str),
+        "task": pd.array([t for m in maps for t in m.values()], dtype=str),
+    })
     return TaskIndex(by, table.sort_values(["train_step", "group_id"]).reset_index(drop=True))
 
 
-def _run_step_tasks(path: Path) -> dict[str, str]:
-    """group_id → task of one step file, from its footer where the statistics suffice."""
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size, TASK_COLUMN)
-    cached = _CACHE.get(key)
-    if cached is not None:
-        return cached
+def _table_step_tasks(log: Log, step: int) -> dict[str, str]:
+    rows = log.load_step(step)
+    if TASK_COLUMN not in rows.columns:
+        raise LoaderError(f"{log.path}: training step {step} has no column {TASK_COLUMN!r}; "
+                          "match tasks by group_id instead")
+    pairs = rows[["group_id", TASK_COLUMN]].drop_duplicates("group_id")
+    return dict(zip(pairs["group_id"].astype(str), pairs[TASK_COLUMN].astype(str),
+                    strict=True))
+
+
+def _file_meta(path: Path) -> tuple[tuple[str, int, int], pq.FileMetaData, list[dict]]:
+    """A step file's cache key, parsed footer and ``g2po.step`` group layout (empty when the
+    file was written by another tool). Safe to call from several threads."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise LoaderError(f"{path}: the step file disappeared; call refresh()") from None
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    with _LOCK:
+        meta = _FOOTERS.get(key)
+        known = _LAYOUTS.get(key)
+        if meta is not None:
+            _FOOTERS.move_to_end(key)
+    if meta is not None and known is not None:
+        return key, meta, known[0]
     try:
         meta = pq.read_metadata(path)
     except (pa.ArrowInvalid, OSError) as err:
         raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+    layout = json.loads((meta.metadata or {}).get(META_KEY, b"{}")).get("groups", [])
+    with _LOCK:
+        _FOOTERS[key] = meta
+        while len(_FOOTERS) > _FOOTERS_MAX:
+            _FOOTERS.popitem(last=False)
+        if key not in _LAYOUTS:
+            if len(_LAYOUTS) >= _LAYOUTS_MAX:
+                _LAYOUTS.clear()
+            _LAYOUTS[key] = (layout, None)
+    return key, meta, layout
+
+
+def _run_step_tasks(path: Path) -> dict[str, str]:
+    """group_id → task of one step file, from its footer where the statistics suffice."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise LoaderError(f"{path}: the step file disappeared; call refresh()") from None
+    known = _LAYOUTS.get((str(path), stat.st_mtime_ns, stat.st_size))
+    if known is not None and known[1] is not None:  # matched before: no footer needed
+        return known[1]
+    key, meta, layout = _file_meta(path)
     names = meta.schema.to_arrow_schema().names
     if TASK_COLUMN not in names:
         raise LoaderError(f"{path}: no column {TASK_COLUMN!r}; match tasks by group_id instead")
     column = names.index(TASK_COLUMN)
-    layout = json.loads((meta.metadata or {}).get(META_KEY, b"{}")).get("groups", [])
     mapping: dict[str, str] = {}
     unresolved: set[int] = set()
     for entry in layout:
@@ -156,7 +200,8 @@ def _run_step_tasks(path: Path) -> dict[str, str]:
     if unresolved or not layout:
         mapping.update(_read_tasks(path, None if (-1 in unresolved or not layout)
                                    else sorted(unresolved)))
-    _CACHE[key] = mapping
+    with _LOCK:
+        _LAYOUTS[key] = (layout, mapping)
     return mapping
 
 
@@ -170,6 +215,34 @@ def _read_tasks(path: Path, row_groups: list[int] | None) -> dict[str, str]:
         raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
     frame = table.to_pandas().drop_duplicates("group_id")
     return dict(zip(frame["group_id"].astype(str), frame[TASK_COLUMN].astype(str), strict=True))
+
+
+def load_groups_coded(log: Log, pairs: Iterable[tuple[int, str]],
+                      columns: Sequence[str] = HISTORY_COLUMNS) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`load_groups` with each state key replaced by its number in a list of the distinct
+    keys (returned beside the frame; ``state_key`` holds the number as text).
+
+    Observations are long and a task has few distinct ones: for run directories the keys are
+    read as Parquet dictionaries and never expanded into one string per step, which is most of
+    the cost of reading a task across hundreds of training steps.
+    """
+    pairs = [(int(s), str(g)) for s, g in pairs]
+    if not isinstance(log, Run) or not pairs:
+        frame = load_groups(log, pairs, columns)
+        if frame.empty:
+            return frame, []
+        codes, uniques = pd.factorize(frame["state_key"], sort=False)
+        return frame.assign(state_key=pd.array(codes.astype(str), dtype=str)), \
+            [str(u) for u in uniques]
+    table = _read_groups(log, pairs, columns, dictionary=True)
+    keys = table.column("state_key").unify_dictionaries()
+    dictionary = keys.chunk(0).dictionary if keys.num_chunks else pa.array([], pa.string())
+    codes = pa.chunked_array([c.indices for c in keys.chunks], type=keys.type.index_type)
+    table = table.set_column(table.schema.get_field_index("state_key"), "state_key",
+                             codes.cast(pa.string()))
+    report = LoadReport(str(log.path), log.format)
+    frame = finish_steps(table.to_pandas(), str(log.path), report, label="row")
+    return frame, dictionary.to_pylist()
 
 
 def load_groups(log: Log, pairs: Iterable[tuple[int, str]],
@@ -190,22 +263,37 @@ def load_groups(log: Log, pairs: Iterable[tuple[int, str]],
         keep = [c for c in columns if c in frame.columns]
         return frame[keep]
 
+    table = _read_groups(log, pairs, columns, dictionary=False)
+    report = LoadReport(str(log.path), log.format)
+    return finish_steps(table.to_pandas(), str(log.path), report, label="row")
+
+
+def _read_groups(log: Run, pairs: list[tuple[int, str]], columns: Sequence[str],
+                 dictionary: bool) -> pa.Table:
+    """The groups' rows as one Arrow table (``state_key`` dictionary-encoded with
+    ``dictionary``), one row group per group, files read in threads."""
+
     def one(pair: tuple[int, str]) -> pa.Table:
         step, group = pair
         path = log.step_file(step)
-        entry = next((g for g in log._footer(step)["groups"] if g["group_id"] == group), None)
+        _, meta, layout = _file_meta(path)
+        entry = next((g for g in layout if g["group_id"] == group), None)
         if entry is None:
-            log._no_group(step, group, log.groups(step))
+            if not layout:  # another tool's file: no layout, filter by the column
+                entry = {}
+            else:
+                log._no_group(step, group, log.groups(step))
         try:
-            file = pq.ParquetFile(path)
+            file = pq.ParquetFile(path, metadata=meta,
+                                  read_dictionary=["state_key"] if dictionary else None)
             names = file.schema_arrow.names
             wanted = [c for c in columns if c in names]
             if "row_group" in entry:
                 table = file.read_row_group(entry["row_group"], columns=wanted)
                 table = table.slice(entry["start"], entry["stop"] - entry["start"])
             else:
-                table = pq.read_table(path, columns=wanted,
-                                      filters=[("group_id", "==", group)])
+                table = pq.read_table(path, columns=wanted, filters=[("group_id", "==", group)],
+                                      read_dictionary=["state_key"] if dictionary else None)
         except (pa.ArrowInvalid, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
         if "train_step" not in table.column_names:
@@ -214,6 +302,4 @@ def load_groups(log: Log, pairs: Iterable[tuple[int, str]],
 
     with ThreadPoolExecutor(max_workers=min(_THREADS, len(pairs))) as pool:
         tables = list(pool.map(one, pairs))
-    table = pa.concat_tables(tables, promote_options="permissive")
-    report = LoadReport(str(log.path), log.format)
-    return finish_steps(table.to_pandas(), str(log.path), report, label="row")
+    return pa.concat_tables(tables, promote_options="permissive")

@@ -15,9 +15,9 @@ from app import data
 from app.charts import advantage_lines, correlation_heatmap
 from app.context import AppContext
 from app.params import STATE_KEY_CHOICES, SpecParams
-from app.safe import truncate
+from app.safe import escape_markdown, truncate
 from app.tables import style_diverging
-from app.ui import group_page, show_error
+from app.ui import group_page, md, show_error
 from g2po.compare import (
     DEFAULT_ESTIMATORS,
     Comparison,
@@ -114,7 +114,7 @@ def render(ctx: AppContext) -> None:
         cols = st.columns(min(len(names), 4))
         for i, name in enumerate(names):
             with cols[i % len(cols)]:
-                st.markdown(f"**{name}**")
+                md("**{}**", name)
                 params[name] = _param_inputs(name, estimator_defaults(name, ctx.params))
     try:
         result = _comparison(opened.log, opened.key, ctx.train_step, ctx.group_id,
@@ -172,6 +172,7 @@ def render(ctx: AppContext) -> None:
             st.caption("Choose two different estimators.")
         else:
             diff = sign_disagreements(table, a, b)
-            st.caption(f"{len(diff)} of {len(table)} steps get opposite signs from {a} and {b}:"
+            st.caption(f"{len(diff)} of {len(table)} steps get opposite signs from "
+                       f"{escape_markdown(a)} and {escape_markdown(b)}:"
                        " the places where graph credit differs from outcome credit.")
             st.dataframe(style_diverging(diff, [a, b]), hide_index=True)

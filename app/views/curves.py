@@ -37,6 +37,15 @@ def default_metrics(names: list[str]) -> list[str]:
     return known[:_MAX_DEFAULT]
 
 
+def _add_namespace(groups: dict[str, set[str]]) -> None:
+    """Put every metric of the chosen namespace on the charts (runs before the next rerun)."""
+    ns = st.session_state.get("cv_namespace")
+    if ns is not None:
+        current = list(st.session_state.get("cv_metrics", []))
+        st.session_state["cv_metrics"] = current + sorted(set(groups[ns]) - set(current))
+    st.session_state["cv_namespace"] = None
+
+
 def _metrics_of(logs: list[OpenLog]) -> dict[str, pd.DataFrame]:
     frames = {}
     for opened in logs:
@@ -73,8 +82,12 @@ def render(ctx: AppContext) -> None:
         st.session_state["cv_metrics"] = [m for m in st.session_state["cv_metrics"]
                                           if m in options]
         default = None
-    chosen = st.multiselect("Metrics (type to search, e.g. actor/ or kl)", options,
-                            default=default, key="cv_metrics")
+    pick_col, ns_col = st.columns([3, 1])
+    chosen = pick_col.multiselect("Metrics (type to search, e.g. actor/ or kl)", options,
+                                  default=default, key="cv_metrics")
+    ns_col.selectbox("Add a whole namespace", [None, *groups], key="cv_namespace",
+                     format_func=lambda ns: "—" if ns is None else f"{ns} ({len(groups[ns])})",
+                     on_change=_add_namespace, args=(groups,))
     smoothing = st.slider("Smoothing (exponential moving average weight; 0 = raw)", 0.0, 0.99,
                           0.0, 0.01, key="cv_smooth")
     if not chosen:

@@ -64,7 +64,8 @@ def diff_html(key_a: str, key_b: str, context: int = _CONTEXT) -> str:
                 parts.append(f'<span style="{_STYLE[side]}">{escape_html(text)}</span>')
         lines.append(f'<div style="white-space:pre-wrap;font-family:monospace;font-size:0.85em;'
                      f'margin:2px 0"><b>{side.upper()}</b> {"".join(parts)}</div>')
-    return "".join(lines)
+    return ('<div style="border-left:3px solid #ccc;padding-left:8px;margin:4px 0 12px">'
+            + "".join(lines) + "</div>")
 
 
 def _near_duplicates(graph: StateGraph, graph_key: str, threshold: float, bar) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import streamlit as st
 from app import data
 from app.charts import OVERVIEW_METRICS, assign_run_colors, overview_figure, overview_runs
 from app.context import AppContext, OpenLog
+from app.safe import escape_markdown
 from app.sidebar import GOTO_STEP
 from app.ui import show_error
 from g2po.errors import G2POError
@@ -88,7 +89,7 @@ def render(ctx: AppContext) -> None:
                f"{summary['n_traj'].sum():,} trajectories")
     if pending:
         st.checkbox(f"Compute the state-merge rate (reads every step row of: "
-                    f"{', '.join(pending)})", key="ov_compute_merge")
+                    f"{escape_markdown(', '.join(pending))})", key="ov_compute_merge")
 
     clicked = None
     colors = run_colors(ctx.logs)

@@ -8,18 +8,20 @@ Other pages open it on a state with :func:`open_state_history`.
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
 from app import data
 from app.charts import history_figure
 from app.context import AppContext, OpenLog
 from app.params import SpecParams
-from app.safe import truncate
+from app.safe import escape_markdown, truncate
 from app.ui import md, show_error
 from app.views.overview import goto_step
 from g2po.errors import G2POError
-from g2po.history import state_history
-from loaders.across_steps import TaskIndex, load_groups, task_column, task_index
+from g2po.history import history_of, state_table
+from loaders.across_steps import TaskIndex, load_groups_coded, task_column, task_index
 
 __all__ = ["render", "open_state_history", "REQUEST", "task_label", "cached_task_index",
            "match_by"]
@@ -64,11 +66,14 @@ def _task_column(_log, key: str, version: tuple[int, int]) -> str:
     return task_column(_log)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
-def _history(_log, key: str, version: tuple[int, int], pairs: tuple[tuple[int, str], ...],
-             canonical_key: str, params: SpecParams):
-    steps = load_groups(_log, pairs)
-    return state_history(steps, canonical_key, **params.g2po_kwargs())
+@st.cache_data(show_spinner=False, max_entries=32)
+def _state_table(_log, key: str, version: tuple[int, int], _pairs: tuple[tuple[int, str], ...],
+                 pairs_key: str, params: SpecParams):
+    """Every state of the task at every step (one read, one G2PO call): choosing another
+    state then costs nothing. ``pairs_key`` names ``_pairs`` (hashing hundreds of tuples on
+    every rerun would cost more than the lookup)."""
+    steps, keys = load_groups_coded(_log, _pairs)
+    return state_table(steps, keys, **params.g2po_kwargs())
 
 
 def task_label(task: str, n_steps: int) -> str:
@@ -107,7 +112,7 @@ def render(ctx: AppContext) -> None:
         return
     tasks = index.tasks()
     if not tasks:
-        st.info(f"{opened.name} holds no groups.")
+        st.info(f"{escape_markdown(opened.name)} holds no groups.")
         return
     n_steps = index.table.groupby("task")["train_step"].nunique().to_dict()
     here = (request["train_step"], request["group_id"]) if request else \
@@ -129,38 +134,32 @@ def render(ctx: AppContext) -> None:
         st.session_state["sh_from"] = request["train_step"]
     if st.session_state.get("sh_from") not in occurs:
         st.session_state["sh_from"] = ctx.train_step if ctx.train_step in occurs else occurs[-1]
-    pick_col, state_col = st.columns([1, 3])
-    source = pick_col.selectbox("Pick the state at training step", occurs, key="sh_from")
-    source_group = str(groups.loc[groups["train_step"] == source, "group_id"].iloc[0])
-    try:
-        graph = data.group_graph(opened.log, opened.key, int(source), source_group, ctx.params)
-    except data.LOADER_ERRORS + (G2POError,) as err:
-        show_error(f"Cannot build the graph of group {source_group}", err)
-        return
-    states = graph.nodes[graph.nodes["kind"] == "state"].sort_values(
-        ["visits", "depth"], ascending=[False, True])
-    keys = states["canonical_key"].astype(str).tolist()
-    info = {str(k): (int(v), float(val), str(lab)) for k, v, val, lab in zip(
-        states["canonical_key"], states["visits"], states["value"], states["label"],
-        strict=True)}
-    if request and request["key"] in info:
-        st.session_state["sh_state"] = request["key"]
-    if st.session_state.get("sh_state") not in info:
-        st.session_state["sh_state"] = keys[0]
-    key = state_col.selectbox(
-        "State", keys, key="sh_state",
-        format_func=lambda k: f"visits {info[k][0]} · V {info[k][1]:.3g} · "
-                              f"{truncate(info[k][2], 80)}")
 
     pairs = tuple(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
                       strict=True))
     placeholder = st.empty()
     with placeholder, st.spinner(f"Reading one group of each of {len(pairs)} training steps…"):
         try:
-            history = _history(opened.log, opened.key, version, pairs, key, ctx.params)
+            pairs_key = hashlib.sha256(repr(pairs).encode()).hexdigest()
+            table = _state_table(opened.log, opened.key, version, pairs, pairs_key, ctx.params)
         except data.LOADER_ERRORS + (G2POError,) as err:
             show_error(f"Cannot follow task {truncate(task, 60)} across training", err)
             return
+    pick_col, state_col = st.columns([1, 3])
+    source = pick_col.selectbox("Pick the state at training step", occurs, key="sh_from")
+    states = table[table["train_step"] == source]
+    states = states[states["group_id"] == states["group_id"].min()]
+    info = {str(k): (int(v), float(val)) for k, v, val in zip(
+        states["key"], states["visits"], states["value"], strict=True)}
+    keys = list(info)
+    if request and request["key"] in info:
+        st.session_state["sh_state"] = request["key"]
+    if st.session_state.get("sh_state") not in info:
+        st.session_state["sh_state"] = keys[0]
+    key = state_col.selectbox(
+        "State (most visited first)", keys, key="sh_state",
+        format_func=lambda k: f"visits {info[k][0]} · V {info[k][1]:.3g} · {truncate(k, 80)}")
+    history = history_of(table, key)
     reached = history[history["visits"] > 0]
     cols = st.columns(4)
     cols[0].metric("Training steps with the task", len(history))
@@ -173,8 +172,8 @@ def render(ctx: AppContext) -> None:
     if (groups["n_groups"] > 1).any():
         st.caption("Some training steps hold the task in several groups; the first group (by "
                    "id) of each is shown.")
-    with st.expander("The state's text", expanded=False):
-        st.code(info[key][2], language=None, wrap_lines=True)
+    with st.expander("The state's key", expanded=False):
+        st.code(key, language=None, wrap_lines=True)
 
     clicked = None
     grid = st.columns(2)

@@ -11,7 +11,7 @@ from app import data
 from app.context import AppContext
 from app.graph_component import graph_component
 from app.graph_html import Highlight, network_data
-from app.safe import truncate
+from app.safe import escape_markdown, truncate
 from app.tables import style_diverging
 from app.ui import md, show_error
 from app.views.state_history import cached_task_index, match_by, task_label
@@ -59,7 +59,8 @@ def render(ctx: AppContext) -> None:
     counts = index.table.groupby("task")["train_step"].nunique()
     tasks = [t for t in index.tasks() if counts[t] >= 2]
     if not tasks:
-        st.info(f"No task of {opened.name} occurs at two training steps (matched by {by}).")
+        st.info(f"No task of {escape_markdown(opened.name)} occurs at two training steps "
+                f"(matched by {by}).")
         return
     try:
         current = index.task_of(ctx.train_step, ctx.group_id) if ctx.group_id else None

@@ -88,3 +88,39 @@ def test_a_state_not_reached_at_a_step_has_zero_visits_and_no_numbers():
     assert reached.loc[1, "visits"] > 0 and reached.loc[2, "visits"] == 0
     assert np.isnan(reached.loc[2, "value"]) and np.isnan(reached.loc[2, "adv_mean"])
     assert state_history(steps.iloc[:0], key).empty
+
+
+@pytest.mark.parametrize("strategy", ["exact", "normalized", "regex:^task \\\\d+ room \\\\d+",
+                                      "similarity:0.95"])
+def test_coded_history_equals_the_text_one(strategy):
+    from g2po.state_keys import resolve_state_key
+
+    steps = _steps_per_train_step()
+    steps["state_key"] = np.where(np.arange(len(steps)) % 2, steps["state_key"].str.upper(),
+                                  steps["state_key"])
+    key = str(resolve_state_key(strategy)(steps["state_key"].iloc[:1],
+                                          np.zeros(1, np.int64)).iloc[0]) \
+        if not strategy.startswith("similarity") else steps["state_key"].iloc[0]
+    codes, uniques = pd.factorize(steps["state_key"])
+    coded = steps.assign(state_key=codes.astype(str))
+    expected = state_history(steps, key, state_key=strategy)
+    got = state_history(coded, key, list(uniques), state_key=strategy)
+    pd.testing.assert_frame_equal(got, expected)
+    assert (expected["visits"] > 0).any()
+
+
+def test_the_state_table_holds_every_state_of_every_step():
+    from g2po.history import history_of, state_table
+
+    steps = _steps_per_train_step()
+    table = state_table(steps, gamma=0.9)
+    for step in (1, 3):
+        graph = state_graph(steps[steps["train_step"] == step], gamma=0.9)
+        states = graph.nodes[graph.nodes["kind"] == "state"]
+        part = table[table["train_step"] == step].set_index("key")
+        assert len(part) == len(states)
+        expected = states.set_index("canonical_key")
+        assert part["visits"].to_dict() == expected["visits"].to_dict()
+        np.testing.assert_allclose(part.loc[expected.index, "value"], expected["value"])
+    key = table["key"].iloc[0]
+    pd.testing.assert_frame_equal(history_of(table, key), state_history(steps, key, gamma=0.9))

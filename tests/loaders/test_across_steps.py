@@ -4,7 +4,7 @@ import pytest
 
 import loaders
 from loaders import RunWriter
-from loaders.across_steps import load_groups, task_column, task_index
+from loaders.across_steps import load_groups, load_groups_coded, task_column, task_index
 from loaders.errors import LoaderError
 from tests.app.builders import group_steps
 from tests.app.views.conftest import write_training_run
@@ -88,3 +88,18 @@ def test_table_logs_work_the_same(tmp_path, run):
     table = loaders.open_log(path)
     assert task_index(table).table.equals(task_index(run).table)
     assert len(load_groups(table, [(2, "s2-task-1")])) == len(run.load_group(2, "s2-task-1"))
+
+
+def test_coded_groups_decode_to_the_same_rows(run, tmp_path):
+    pairs = [(1, "s1-task-0"), (2, "s2-task-0"), (4, "s4-task-3")]
+    plain = load_groups(run, pairs)
+    coded, keys = load_groups_coded(run, pairs)
+    assert len(keys) == len(set(keys)) and len(keys) < len(coded)
+    decoded = [keys[int(c)] for c in coded["state_key"]]
+    assert decoded == plain["state_key"].astype(str).tolist()
+    pd.testing.assert_frame_equal(coded.drop(columns="state_key"),
+                                  plain.drop(columns="state_key"))
+    steps = pd.concat([run.load_step(s) for s in run.train_steps()], ignore_index=True)
+    steps.to_parquet(tmp_path / "t.parquet")
+    table_coded, table_keys = load_groups_coded(loaders.open_log(tmp_path / "t.parquet"), pairs)
+    assert [table_keys[int(c)] for c in table_coded["state_key"]] == decoded

@@ -103,3 +103,17 @@ def test_normalisation_highlight_text_column_and_state_key(runs_root):
     assert at.selectbox(key="cmp_state_key").options[:2] == ["exact", "normalized"]
     at.selectbox(key="cmp_state_key").set_value("similarity:0.8").run()
     assert not at.exception
+
+
+def test_every_registered_estimator_runs_on_the_page(runs_root):
+    """Built-in, a helper's or a plugin's: each appears and runs through the registry."""
+    from g2po.estimators import list_estimators
+
+    at = app_test("compare", ["--log", str(runs_root)])
+    everything = list_estimators()
+    assert set(at.multiselect(key="cmp_estimators").options) == set(everything)
+    at.multiselect(key="cmp_estimators").set_value(everything).run()
+    assert not at.exception
+    assert not [e.value for e in at.error]
+    assert set(everything) <= set(at.dataframe[0].value.columns)
+    assert not [t for t in at.text_input if t.key and t.key.startswith("cmp_")]

@@ -55,3 +55,32 @@ def test_hostile_run_names_and_text_stay_text(hostile_run):
     at = app_test("curves", ["--log", str(hostile_run)])
     assert_no_markup_from_logs(at)
     assert charts(at)
+
+
+def test_a_whole_namespace_can_be_added_at_once(training_runs):
+    at = app_test("curves", ["--log", str(training_runs)])
+    at.selectbox(key="cv_namespace").set_value("actor").run()
+    assert not at.exception
+    chosen = at.multiselect(key="cv_metrics").value
+    assert chosen[:3] == ["rollout/success_rate", "actor/pg_loss", "actor/kl_loss"]
+    assert chosen.count("actor/kl_loss") == 1
+    at.selectbox(key="cv_namespace").set_value("adv").run()
+    assert at.multiselect(key="cv_metrics").value[-1] == "adv/ec/std"
+    assert at.selectbox(key="cv_namespace").value is None
+    assert len(charts(at)) == 4
+
+
+def test_hostile_metric_names_stay_text(tmp_path):
+    from loaders import RunWriter
+    from tests.app.builders import XSS_IMG, XSS_MD, group_steps
+
+    writer = RunWriter(tmp_path / "run", {})
+    for step in (1, 2):
+        writer.write_step(step, group_steps(seed=step, rows=200),
+                          {f"{XSS_IMG}/loss": 0.1 * step, f"{XSS_MD}/x": 1.0})
+    at = app_test("curves", ["--log", str(tmp_path / "run")])
+    names = [n for n in at.multiselect(key="cv_metrics").options if "xss" in n]
+    at.multiselect(key="cv_metrics").set_value(names).run()
+    assert_no_markup_from_logs(at)
+    assert len(charts(at)) == 2
+    assert all(XSS_IMG not in c.proto.spec for c in charts(at))

@@ -1,0 +1,121 @@
+"""The pages over training in a real browser (Debian's headless Chromium): a run keeps its
+colour when another run is added to the training curves, and clicking a point of a curve or of
+a state's history opens that training step (and group) in the group explorer."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.app.browser import ARTIFACTS, chromium, chromium_missing, serve_app, watch
+
+VIEWPORT = {"width": 1500, "height": 1000}
+
+
+def wait_idle(page, settle: float = 0.6, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    quiet_since = None
+    while time.monotonic() < deadline:
+        if page.locator("[data-testid='stStatusWidget']").filter(has_text="Running").count():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= settle:
+            return
+        time.sleep(0.1)
+    raise TimeoutError("the app kept running")
+
+
+def trace_colours(page) -> dict[str, str]:
+    """Run name → line colour of the first chart's traces, as plotly drew them."""
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    return page.evaluate("""() => {
+        const plot = document.querySelector('.js-plotly-plot');
+        const out = {};
+        for (const t of plot._fullData) out[t.name] = t.line.color;
+        return out;
+    }""")
+
+
+def click_point(page, chart, index: int, then: str, tries: int = 3) -> None:
+    """Click point ``index`` of the first trace of ``chart`` until the page headed ``then``
+    shows: a click landing while Streamlit redraws the chart is lost, as a user's would be."""
+    points = chart.locator(".scatterlayer .trace path.point")
+    for attempt in range(tries):
+        points.nth(index).wait_for(timeout=30_000)
+        wait_idle(page)
+        points.nth(index).click(force=True)
+        try:
+            page.get_by_role("heading", name=then).first.wait_for(timeout=20_000)
+            return
+        except Exception:
+            if attempt == tries - 1:
+                raise
+
+
+@pytest.fixture(scope="module")
+def browser():
+    why = chromium_missing()
+    if why:
+        pytest.fail(why)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def app_url(training_runs):
+    with serve_app(["--log", str(training_runs), "--refresh", "0"]) as url:
+        yield url
+
+
+def test_a_runs_colour_survives_adding_another_and_a_click_opens_the_step(browser, app_url):
+    url = app_url
+    page = browser.new_page(viewport=VIEWPORT)
+    seen = watch(page)
+    page.goto(url)  # a deep link's first requests go to /curves/_stcore/… (404) first
+    page.get_by_role("link", name="Training curves").first.click(timeout=60_000)
+    page.get_by_role("heading", name="Training curves").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    # only train_b on the chart
+    sidebar = page.locator("[data-testid='stSidebar']")
+    sidebar.get_by_role("button", name="Remove train_a").first.click()
+    wait_idle(page)
+    alone = trace_colours(page)
+    assert list(alone) == ["train_b"]
+    # add train_a back
+    sidebar.get_by_role("combobox").first.click()
+    page.get_by_role("option", name="train_a").first.click()
+    page.keyboard.press("Escape")
+    wait_idle(page)
+    both = trace_colours(page)
+    assert set(both) == {"train_a", "train_b"}
+    assert both["train_b"] == alone["train_b"]
+    assert both["train_a"] != both["train_b"]
+    page.screenshot(path=str(ARTIFACTS / "app-curves.png"))
+
+    # clicking a point of a curve opens that training step in the group explorer
+    click_point(page, page.locator(".js-plotly-plot").first, 1, "Group explorer")
+    wait_idle(page)
+    assert page.get_by_role("combobox", name="Training step").input_value() == "2"
+    assert seen.console_errors == [] and seen.dialogs == [], seen.console_errors
+    assert seen.external() == []
+    page.close()
+
+
+def test_a_click_on_a_states_history_opens_that_steps_group(browser, app_url):
+    page = browser.new_page(viewport=VIEWPORT)
+    seen = watch(page)
+    page.goto(app_url)
+    page.get_by_role("link", name="State over training").first.click(timeout=60_000)
+    page.get_by_role("heading", name="State over training").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    # the value chart (lines): its second point is training step 2
+    click_point(page, page.locator(".js-plotly-plot").nth(1), 1, "Group explorer")
+    wait_idle(page)
+    assert page.get_by_role("combobox", name="Training step").input_value() == "2"
+    group = page.get_by_role("combobox", name="Group (task)").input_value()
+    assert group.startswith("s2-task-0"), group  # the task the history followed, at step 2
+    assert seen.console_errors == [] and seen.dialogs == [], seen.console_errors
+    page.close()
