@@ -49,10 +49,11 @@ def build_context(options: AppOptions) -> AppContext:
 
 def _choose_active(logs: list[OpenLog]) -> OpenLog:
     names = [o.name for o in logs]
+    # Seeded on the first run, one log or many: a URL read later would override a log just opened.
+    seed_from_url("active_run", "run", str, names)
     if len(logs) == 1:
         write_url(run=names[0])
         return logs[0]
-    seed_from_url("active_run", "run", str, names)
     goto = st.session_state.get(GOTO_STEP)
     if goto:  # another page asked for a training step of a given run: make it the active one
         st.session_state["active_run"] = next((o.name for o in logs if o.key == goto[0]),
