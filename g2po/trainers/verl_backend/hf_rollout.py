@@ -104,7 +104,7 @@ class HFServer:
         self.replica_rank = replica_rank
         path = model_config.local_path or model_config.path
         self.model = AutoModelForCausalLM.from_pretrained(
-            path, torch_dtype=torch.float32, attn_implementation="eager",
+            path, dtype=torch.float32, attn_implementation="eager",
             trust_remote_code=bool(model_config.trust_remote_code)).eval()
         eos = getattr(model_config.generation_config, "eos_token_id", None)
         if eos is None and model_config.tokenizer is not None:
@@ -112,8 +112,7 @@ class HFServer:
         self.eos_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
         self.generator = torch.Generator().manual_seed(int(config.seed) + replica_rank)
         self.global_steps: int | None = None
-        self._lock = asyncio.Lock()
-        torch.set_num_threads(max(1, int(os.environ.get("G2PO_HF_ROLLOUT_THREADS", "1"))))
+        self._lock = asyncio.Lock()  # torch threads: Ray's OMP_NUM_THREADS for the actor
 
     def _max_tokens(self, prompt_ids: list[int], sampling_params: dict[str, Any]) -> int:
         """The response budget, as verl's vLLM server computes it."""
@@ -144,7 +143,7 @@ class HFServer:
                 eos_token_ids=self.eos_token_ids, generator=self.generator)
         return TokenOutput(token_ids=tokens,
                            log_probs=logprobs if params.get("logprobs") else None,
-                           stop_reason="completed" if reason == "completed" else reason,
+                           stop_reason=reason,
                            num_preempted=0,
                            extra_fields={"global_steps": self.global_steps})
 

@@ -58,3 +58,23 @@ def test_greedy_top_k_one_and_end_of_sequence(model):
     stop, _, reason = sample(model, prompt, max_tokens=6, temperature=0.0,
                              eos_token_ids=[greedy[1]])
     assert stop == greedy[:2] and reason == "completed"
+
+
+def test_server_generates_within_the_budget_and_loads_synced_weights(config):
+    """The server as verl's replica builds it (from the run's configs): token-in-token-out with
+    log-probs, the response budget of verl's vLLM server, and the actor's weights loaded."""
+    import asyncio
+
+    from g2po.trainers.verl_backend.hf_rollout import HFServer
+
+    server = HFServer(config.actor_rollout_ref.rollout, config.actor_rollout_ref.model, 0)
+    out = asyncio.run(server.generate([5, 6, 7], {"temperature": 1.0, "logprobs": True},
+                                      request_id="r"))
+    assert 1 <= len(out.token_ids) <= config.data.max_response_length
+    assert len(out.log_probs) == len(out.token_ids) and out.stop_reason in ("completed", "length")
+    state = {k: torch.zeros_like(v) for k, v in server.model.state_dict().items()}
+    assert asyncio.run(server.load_weights(state, 7)) == len(state)
+    assert all(v.abs().sum() == 0 for v in server.model.state_dict().values())
+    assert server.global_steps == 7
+    with pytest.raises(KeyError, match="no parameter"):
+        asyncio.run(server.load_weights({"lm_head.extra": torch.zeros(1)}, 8))
