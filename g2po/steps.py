@@ -155,7 +155,6 @@ _NOT_TEXT = (list, tuple, dict, set, bytes, bytearray, np.ndarray)
 
 def _dtype_problems(s: pd.Series, col: str, dtype: str, index: pd.Index) -> list[str]:
     """Whether the non-null values of one known column fit its schema dtype."""
-    present = s.notna().to_numpy()
     if dtype == "str":
         if s.dtype != object or pd.api.types.infer_dtype(s, skipna=True) in (
                 "string", "empty", "integer", "floating", "boolean", "mixed-integer-float"):
@@ -168,6 +167,7 @@ def _dtype_problems(s: pd.Series, col: str, dtype: str, index: pd.Index) -> list
     if dtype == "bool":
         if pd.api.types.is_bool_dtype(s.dtype):
             return []
+        present = s.notna().to_numpy()
         if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_complex_dtype(s.dtype):
             values = s.to_numpy(dtype=np.float64, na_value=np.nan)
             bad = present & (values != 0) & (values != 1)
