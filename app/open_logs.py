@@ -3,9 +3,10 @@
 What may be opened: the ``--log`` paths (and the logs found under them), the bundled samples,
 any ``--allow-dir`` folder, and this session's uploads (:func:`roots`); anything else typed in
 the path box is refused with one message that reveals nothing of it. A table that lacks
-required columns gets a column-mapping form (prefilled with the loaders' suggestions). A log
-opened from the path box or an upload is chosen and made the run in view at once, with its
-load report beside the input; errors are short and stand beside the input that caused them.
+required columns (from the command line, the path box or an upload) gets a column-mapping
+form, prefilled with the loaders' suggestions. A log opened from the path box or an upload is
+chosen and made the run in view at once, with its load report beside the input; errors are
+short and stand beside the input that caused them.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def log_sources(options: AppOptions, panel) -> Sources:
             else:
                 show_short_error(f"Cannot open --log {path}", err)
             continue
-        refs.extend(found)
+        refs.extend(_mapped(found))
         for note in notes:
             st.caption(f"Skipped: {escape_markdown(note)}")
     allowed = roots(options, refs)
@@ -117,10 +118,14 @@ def _find_typed(typed: str, options: AppOptions, allowed: list[Path]
                 ) -> tuple[list[LogRef], list[str]]:
     path = data.allowed_path(typed, allowed)
     found, notes = data.find_logs(path, None, options.read, allowed)
+    return _mapped(found), notes
+
+
+def _mapped(refs: list[LogRef]) -> list[LogRef]:
+    """``refs`` with the mappings chosen in this session's forms."""
     mappings = st.session_state.get(MAPPINGS, {})
-    found = [LogRef(r.name, r.path, r.format, data.with_mapping(r.read, mappings[r.path]))
-             if r.path in mappings else r for r in found]
-    return found, notes
+    return [LogRef(r.name, r.path, r.format, data.with_mapping(r.read, mappings[r.path]))
+            if r.path in mappings else r for r in refs]
 
 
 def _open_typed(typed: str, options: AppOptions, allowed: list[Path]) -> LogRef | None:
@@ -212,8 +217,8 @@ def _ready(ref: LogRef, form_key: str) -> bool:
         show_short_error(f"Cannot read the columns of {ref.name}", err)
         return False
     missing = missing_columns(columns, mapping)
-    if not missing:
-        return True
+    if not missing or any(src not in columns for src in mapping.values()):
+        return True  # complete, or a --map naming a column the file lacks: the loader says so
     chosen = _mapping_form(form_key, ref.name, columns, missing, mapping)
     if chosen is not None:
         st.session_state.setdefault(MAPPINGS, {})[ref.path] = chosen
@@ -302,9 +307,12 @@ def choose_runs(refs: list[LogRef], fresh: LogRef | None) -> list[LogRef]:
 
 
 def open_chosen(refs: list[LogRef], options: AppOptions) -> list[OpenLog]:
-    """Open the chosen logs; a short error, naming the log, for each that fails."""
+    """Open the chosen logs; a short error, naming the log, for each that fails, and the
+    mapping form for a table that lacks required columns."""
     logs = []
     for ref in refs:
+        if not _ready(ref, f"map:log:{ref.path}"):
+            continue  # a table of the command line lacking columns: its form is on screen
         try:
             log = data.open_log(ref, options.max_rows, options.cache_mb)
             log.refresh()  # a listing: new training steps of a live run show on any rerun

@@ -319,3 +319,16 @@ def test_the_path_box_offers_the_mapping_form_and_short_errors(runs_root, tmp_pa
     assert at.multiselect(key="runs").value == ["run_a", "mine.csv"]
     assert at.selectbox(key="active_run").value == "mine.csv"
     assert len(at.get("component_instance")) == 1
+
+
+def test_a_command_line_table_lacking_columns_gets_the_form_too(tmp_path):
+    table = tmp_path / "mine.csv"
+    group_steps(rows=150).rename(columns={"group_id": "task"}).to_csv(table, index=False)
+    at = app_test("group", ["--log", str(table)])
+    assert not at.exception and not at.error
+    form_key = f"map:log:{table.resolve()}"
+    assert at.selectbox(key=f"{form_key}:group_id").value == "(none)"
+    at.selectbox(key=f"{form_key}:group_id").select("task")
+    at.button(key=f"FormSubmitter:{form_key}-Open with this mapping").click().run()
+    assert not at.exception and not at.error
+    assert len(at.get("component_instance")) == 1
