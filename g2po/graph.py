@@ -16,7 +16,7 @@ import pandas as pd
 from g2po.index import StepIndex
 from g2po.labels import distinguishing_labels
 from g2po.outcomes import truncated_trajectories
-from g2po.segments import powers, segment_mean, segment_var
+from g2po.segments import powers, segment_mean_var
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -119,8 +119,7 @@ def graph_values(
     """Steps 1–3 of the G2PO spec and the TD error of step 5 (before normalisation)."""
     check_gamma(gamma)
     step_value = powers(gamma, ix.length - ix.t) * ix.reward
-    node_value, visits = segment_mean(step_value, ix.node, ix.n_nodes, ix.order)
-    node_var = segment_var(step_value, ix.node, ix.n_nodes, ix.order)
+    node_value, node_var, visits = segment_mean_var(step_value, ix.node, ix.n_nodes, ix.order)
     success, term_value = terminal_values(ix, success_reward, terminal)
     has_next = ix.next_row >= 0
     next_value = term_value.copy()

@@ -27,6 +27,7 @@ __all__ = [
     "SCALE_AT",
     "segment_mean",
     "segment_var",
+    "segment_mean_var",
     "segment_norm",
     "segment_max_abs",
     "discounted_suffix_sum",
@@ -92,16 +93,27 @@ def segment_var(
     x: np.ndarray, ids: np.ndarray, n: int, order: np.ndarray | None = None, ddof: int = 0
 ) -> np.ndarray:
     """Variance of ``x`` over each segment, (n,) float64 (0 for segments of ≤ ddof rows)."""
+    return segment_mean_var(x, ids, n, order, ddof)[1]
+
+
+def segment_mean_var(
+    x: np.ndarray, ids: np.ndarray, n: int, order: np.ndarray | None = None, ddof: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, variance and count of ``x`` over each segment, each (n,), in one pass of sums (the
+    mean equals :func:`segment_mean`'s)."""
     x = np.asarray(x, dtype=np.float64)
     xs, ids_s = _in_order(x, ids, order)
     count = np.bincount(ids_s, minlength=n)
     scale = _scale(xs, ids_s, n)
     if scale is not None:
         xs = xs / scale[ids_s]
-    mean = np.bincount(ids_s, weights=xs, minlength=n) / np.maximum(count, 1)
+    mean = np.where(count > 0, np.bincount(ids_s, weights=xs, minlength=n)
+                    / np.maximum(count, 1), 0.0)
     dev = xs - mean[ids_s]
     var = np.bincount(ids_s, weights=dev * dev, minlength=n) / np.maximum(count - ddof, 1)
-    return var if scale is None else var * scale * scale
+    if scale is not None:
+        mean, var = mean * scale, var * scale * scale
+    return mean, var, count
 
 
 def segment_norm(

@@ -210,7 +210,7 @@ def compute_advantages(
     if any(k in steps.columns for k in added):  # recomputed columns keep their place
         return steps.assign(**added)
     # One concat instead of a column at a time: assign re-consolidates the frame per column.
-    return pd.concat([steps, pd.DataFrame(added, index=steps.index)], axis=1)
+    return pd.concat([steps, pd.DataFrame(added, index=steps.index, copy=False)], axis=1)
 
 
 # Importing the modules registers the built-in estimators.
