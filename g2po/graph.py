@@ -7,6 +7,7 @@ the estimator produced, so the picture and the loss never disagree.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -222,7 +223,7 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True, **params
             "value_var": by_node["node_value_var"].first(),
             "is_start": by_node["t"].min() == 0,
             "depth": by_node["t"].min(),
-            "label": distinguishing_labels([str(k) for k in keys]),
+            "label": _labels(tuple(str(k) for k in keys)),
             "observation": by_node[text_col].first(),
         }
     )
@@ -263,6 +264,12 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True, **params
     if not estimator_columns:
         table = table[[*steps.columns, "node", "next_node", "truncated"]]
     return StateGraph(nodes=nodes, edges=edges, steps=table)
+
+
+@functools.lru_cache(maxsize=128)
+def _labels(keys: tuple[str, ...]) -> list[str]:
+    """Node labels depend on the keys only: a change of γ, w or the penalty reuses them."""
+    return distinguishing_labels(keys)
 
 
 def to_networkx(graph: StateGraph) -> nx.MultiDiGraph:
