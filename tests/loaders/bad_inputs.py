@@ -18,7 +18,9 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import types
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -379,7 +381,8 @@ def _execute(argv: list[str], scratch: Path, exec_: bool) -> tuple[int | None, s
         return done.returncode, done.stdout, done.stderr
     out, err = (tempfile.mkstemp(dir=scratch, suffix=s)[1] for s in (".out", ".err"))
     process = _context().Process(target=_child, args=(argv, out, err))
-    process.start()
+    with _START_LOCK:
+        _start_with_bare_main(process)
     process.join(TIME_LIMIT_S)
     if process.is_alive():
         process.kill()
@@ -390,6 +393,19 @@ def _execute(argv: list[str], scratch: Path, exec_: bool) -> tuple[int | None, s
 
 
 _CONTEXT = None
+_START_LOCK = threading.Lock()
+
+
+def _start_with_bare_main(process) -> None:
+    """Start ``process`` while ``__main__`` is a bare module: multiprocessing re-runs the
+    parent's ``__main__`` file in every child, and in a test session that is whatever script
+    ran last (Streamlit's AppTest leaves its own temporary script there)."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        process.start()
+    finally:
+        sys.modules["__main__"] = main
 
 
 def _context():

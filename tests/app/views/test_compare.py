@@ -61,8 +61,7 @@ def literal_estimator():
         sign = 1.0 if side == "up" else -1.0
         return {"adv": sign * repeat * (ix.reward - ix.reward.mean())}
 
-    yield "test_choice_est"
-    estimators._REGISTRY.pop("test_choice_est", None)
+    return "test_choice_est"
 
 
 def test_choices_not_free_text_and_registered_estimators_work(runs_root, literal_estimator):
