@@ -448,9 +448,17 @@ def _node_picked() -> None:
 
 
 def _state_over_training_link(ctx: AppContext, graph: StateGraph, node: int) -> None:
-    """Spot for the link to the "state across training steps" page (helper h15's page, wired
-    by the lead at merge): it should open that page on this node's ``state_key``."""
-    return None
+    """A button opening the "state over training" page on this node's state key (a state node
+    of a log with training steps; terminals have no history)."""
+    row = graph.nodes.loc[node]
+    if row["kind"] != "state" or ctx.active is None or not ctx.active.log.has_train_steps:
+        return
+    if st.button("This state over training", key=f"state_over_training:{node}",
+                 help="Visits, value and advantages of this state at every training step "
+                      "where its task occurs."):
+        from app.views.state_history import open_state_history  # its page's modules, on use
+
+        open_state_history(ctx, str(row["canonical_key"]))
 
 
 def _key_diff(graph: StateGraph, a: int, b: int) -> None:

@@ -273,3 +273,18 @@ def test_switching_group_and_training_step(runs_root):
     assert not at.exception
     assert any("training step **1**" in m.value for m in at.markdown)
     assert at.query_params["step"] == "1"
+
+
+def test_a_state_node_opens_its_history_over_training(training_runs):
+    path = training_runs / "train_a"
+    graph = state_graph(loaders.open_log(path).load_group(3, "s3-task-2"))
+    at = AppTest.from_function(entry, kwargs={"page": "group", "argv": ["--log", str(path)]},
+                               default_timeout=60)
+    at.query_params.update({"step": "3", "group": "s3-task-2", "node": "2"})
+    at.session_state["g_tab"] = "Node"
+    at.run()
+    assert not at.exception
+    at.button(key="state_over_training:2").click().run()
+    assert not at.exception
+    assert at.selectbox(key="sh_state").value == graph.nodes.loc[2, "canonical_key"]
+    assert at.selectbox(key="sh_from").value == 3
