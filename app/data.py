@@ -74,7 +74,6 @@ __all__ = [
 #: Errors a bad log or a bad parameter raises on purpose; views show them as messages.
 LOADER_ERRORS = (loaders.LoaderError, ValueError, KeyError, TypeError, FileNotFoundError,
                  OSError, ArithmeticError)
-_SEARCH_DEPTH = 2
 #: Keyword arguments of :func:`loaders.open_log` and the formats each applies to.
 _READ_OPTION_FORMATS = {"mapping": ("csv", "jsonl", "parquet", "pickle"),
                         "trust_pickle": ("pickle",),
@@ -149,58 +148,31 @@ def allowed_path(typed: str, roots: Sequence[Path]) -> Path:
 def find_logs(path: str | Path, format: str | None = None,
               read: tuple[tuple[str, object], ...] = (),
               roots: Sequence[Path] | None = None) -> tuple[list[LogRef], list[str]]:
-    """The logs under ``path``: the path itself when it is a log (a run directory, a verl dump,
-    a table file), else the logs among its entries, two levels deep (a folder of runs, like
-    ``sample_rollouts/``). Returns (logs, notes on entries that were not logs). Each log gets
-    the options of ``read`` that apply to its format. With ``roots``, entries that lead
-    outside them (symbolic links) are left out, with a note.
+    """The logs under ``path`` (:func:`loaders.find_logs`: the path itself when it is a log,
+    else the logs among its entries, two levels deep, like ``sample_rollouts/``) as
+    :class:`LogRef` s, and notes on entries that were not logs. Each log gets the options of
+    ``read`` that apply to its format. With ``roots``, entries that lead outside them
+    (symbolic links) are left unopened, with a note.
 
     Raises :class:`loaders.NoLogFoundError` when the path does not exist or holds no log.
     """
     root = Path(path).expanduser()
-    if not root.exists():
-        raise loaders.NoLogFoundError(f"{root}: no such file or directory")
-    if format or root.is_file():
-        fmt = format if format and format != "table" else loaders.detect_format(root)
+    if format:
+        if not root.exists():
+            raise loaders.NoLogFoundError(f"{root}: no such file or directory")
+        fmt = format if format != "table" else loaders.detect_format(root)
         return [LogRef(root.name or str(root), str(root.resolve()), format,
                        read_options(fmt, read))], []
-    try:
-        fmt = loaders.detect_format(root)
-        return [LogRef(root.resolve().name, str(root.resolve()), None,
-                       read_options(fmt, read))], []
-    except loaders.NoLogFoundError:
-        pass
-    found: list[LogRef] = []
-    notes: list[str] = []
-    frontier = [root]
-    for _ in range(_SEARCH_DEPTH):
-        next_frontier = []
-        for folder in frontier:
-            for entry in sorted(folder.iterdir()):
-                if entry.name.startswith((".", "_")):
-                    continue
-                name = str(entry.relative_to(root))
-                if roots is not None and not within(entry, roots):
-                    notes.append(f"{name}: leads outside the folders this app opens")
-                    continue
-                try:
-                    fmt = loaders.detect_format(entry)
-                except loaders.NoLogFoundError as err:
-                    if entry.is_dir():
-                        next_frontier.append(entry)
-                    elif entry.suffix.lower() not in (".md", ".txt", ".yaml", ".yml", ".py"):
-                        notes.append(str(err))
-                    continue
-                except OSError as err:
-                    notes.append(f"{entry}: {err}")
-                    continue
-                found.append(LogRef(name, str(entry.resolve()), None, read_options(fmt, read)))
-        frontier = next_frontier
-    if not found:
-        raise loaders.NoLogFoundError(
-            f"{root}: no logs found (looked for run directories, verl dumps and "
-            f".csv/.jsonl/.parquet tables, {_SEARCH_DEPTH} levels deep)")
-    return found, notes
+
+    def outside(entry: Path) -> str | None:
+        return None if within(entry, roots) else "leads outside the folders this app opens"
+
+    found, notes = loaders.find_logs(root, skip=None if roots is None else outside)
+    refs = [LogRef((log.resolve().name or str(log)) if log == root
+                   else str(log.relative_to(root)), str(log.resolve()), None,
+                   read_options(fmt, read))
+            for log, fmt in found.items()]
+    return refs, notes
 
 
 def table_format(ref: LogRef) -> str | None:

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 import g2po
 from g2po.estimators import estimator_params
+from loaders import write_csv
 
 __all__ = ["table_bytes", "guard_formulas", "export_metadata", "metadata_bytes",
            "read_parquet_metadata", "EXPORT_FORMATS", "FORMULA_START", "METADATA_KEY"]
@@ -88,12 +89,13 @@ def guard_formulas(frame: pd.DataFrame) -> pd.DataFrame:
 
 def table_bytes(frame: pd.DataFrame, fmt: str, *, guard: bool = True,
                 metadata: dict | None = None) -> bytes:
-    """``frame`` serialised as ``csv`` (UTF-8, no index; with ``guard``, text cells that would
+    """``frame`` serialised as ``csv`` (UTF-8, no index, by :func:`loaders.write_csv`
+    so that our reader reads it back unchanged; with ``guard``, text cells that would
     run as spreadsheet formulas are quoted, see :func:`guard_formulas`; ``metadata`` goes in
     the sidecar, :func:`metadata_bytes`) or ``parquet`` (no index, the values as they are: no
     program evaluates Parquet cells; ``metadata`` as JSON under :data:`METADATA_KEY`)."""
     if fmt == "csv":
-        return (guard_formulas(frame) if guard else frame).to_csv(index=False).encode("utf-8")
+        return write_csv(guard_formulas(frame) if guard else frame).encode("utf-8")
     if fmt == "parquet":
         table = pa.Table.from_pandas(frame, preserve_index=False)
         if metadata is not None:

@@ -7,6 +7,7 @@ is exactly what validate accepts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from loaders.detect import detect_format
@@ -19,10 +20,13 @@ SEARCH_DEPTH = 2
 _QUIET_SUFFIXES = (".md", ".txt", ".yaml", ".yml", ".py")
 
 
-def find_logs(root: str | Path, depth: int = SEARCH_DEPTH) -> tuple[list[Path], list[str]]:
+def find_logs(root: str | Path, depth: int = SEARCH_DEPTH,
+              skip: Callable[[Path], str | None] | None = None,
+              ) -> tuple[dict[Path, str], list[str]]:
     """The logs at or under ``root``: ``root`` itself when it is one, else the logs among its
-    entries, ``depth`` levels deep (hidden and ``_`` names skipped). Returns the logs and a
-    note for each file that is no log (README-like files aside).
+    entries, ``depth`` levels deep (hidden and ``_`` names skipped). Returns ``{log: format}``
+    and a note for each file that is no log (README-like files aside). ``skip(entry)`` returns
+    a reason to leave an entry below ``root`` unopened (the app's roots), or None.
 
     Raises :class:`NoLogFoundError` when ``root`` does not exist or holds no log.
     """
@@ -30,13 +34,12 @@ def find_logs(root: str | Path, depth: int = SEARCH_DEPTH) -> tuple[list[Path], 
     if not root.exists():
         raise NoLogFoundError(f"{root}: no such file or directory")
     try:
-        detect_format(root)
-        return [root], []
+        return {root: detect_format(root)}, []
     except NoLogFoundError as err:
         if not root.is_dir():
             raise
         reason = str(err)
-    found: list[Path] = []
+    found: dict[Path, str] = {}
     notes: list[str] = []
     frontier = [root]
     for _ in range(depth):
@@ -50,8 +53,12 @@ def find_logs(root: str | Path, depth: int = SEARCH_DEPTH) -> tuple[list[Path], 
             for entry in entries:
                 if entry.name.startswith((".", "_")):
                     continue
+                why = None if skip is None else skip(entry)
+                if why is not None:
+                    notes.append(f"{entry.relative_to(root)}: {why}")
+                    continue
                 try:
-                    detect_format(entry)
+                    fmt = detect_format(entry)
                 except NoLogFoundError as err:
                     if entry.is_dir():
                         next_frontier.append(entry)
@@ -61,7 +68,7 @@ def find_logs(root: str | Path, depth: int = SEARCH_DEPTH) -> tuple[list[Path], 
                 except OSError as err:
                     notes.append(f"{entry}: {err.strerror or err}")
                     continue
-                found.append(entry)
+                found[entry] = fmt
         frontier = next_frontier
     if not found:
         raise NoLogFoundError(f"{reason} (also looked {depth} levels below it)")

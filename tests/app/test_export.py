@@ -60,3 +60,17 @@ def test_metadata_travels_in_parquet_and_the_csv_sidecar():
     assert read_parquet_metadata(table_bytes(frame, "parquet")) is None
     assert json.loads(metadata_bytes(meta)) == meta
     assert table_bytes(frame, "csv", metadata=meta) == table_bytes(frame, "csv")
+
+
+def test_the_apps_csv_of_text_with_a_bare_carriage_return_reads_back(tmp_path):
+    """What the export page writes, our loaders read: a bare \\r in log text stays in its cell."""
+    from loaders import load_steps
+    from tests.loaders.builders import step_table
+
+    frame = step_table()
+    frame["action"] = [f"go\r{i}" if i % 2 else f"=cmd\r\n{i}" for i in range(len(frame))]
+    (tmp_path / "e.csv").write_bytes(table_bytes(frame, "csv", guard=False))
+    assert load_steps(tmp_path / "e.csv")["action"].tolist() == frame["action"].tolist()
+    (tmp_path / "g.csv").write_bytes(table_bytes(frame, "csv"))
+    guarded = load_steps(tmp_path / "g.csv")["action"].tolist()
+    assert guarded == [a if a[0] != "=" else "'" + a for a in frame["action"]]

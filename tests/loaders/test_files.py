@@ -86,6 +86,6 @@ def test_discovery_lists_exactly_what_validate_accepts(tmp_path):
         find_logs(tmp_path)
     step_table().to_csv(tmp_path / "sub" / "real.csv", index=False)
     logs, notes = find_logs(tmp_path)
-    assert logs == [tmp_path / "sub" / "real.csv"]
+    assert logs == {tmp_path / "sub" / "real.csv": "csv"}
     assert any("blob.parquet: not a Parquet file" in n for n in notes)
     assert any("x.jsonl" in n for n in notes)
