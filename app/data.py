@@ -31,10 +31,8 @@ import pyarrow.parquet as pq
 import streamlit as st
 
 import loaders
-from app.graph_html import Highlight, network_data
 from app.options import AppOptions
 from app.params import SpecParams
-from app.tables import node_highlight, trajectory_highlight
 from g2po.estimators import estimate
 from g2po.graph import StateGraph, state_graph
 
@@ -61,7 +59,6 @@ __all__ = [
     "load_group",
     "load_train_step",
     "group_graph",
-    "group_graph_data",
     "graph_id",
     "merge_rates",
     "upload_root",
@@ -360,25 +357,6 @@ def group_graph(_log: loaders.Log, key: str, train_step: int, group_id: str,
     """The group's state graph under ``params`` (G2PO's columns on every step). Not mutated."""
     steps = load_group(_log, key, train_step, group_id)
     return state_graph(steps, **params.g2po_kwargs())
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def group_graph_data(_log: loaders.Log, key: str, train_step: int, group_id: str,
-                     params: SpecParams, traj_id: str | None = None,
-                     node: int | None = None) -> dict:
-    """What the graph component draws for the group (:func:`app.graph_html.network_data`): a
-    chosen trajectory's path emphasised, or else a chosen node with its outgoing transitions.
-    Not mutated."""
-    graph = group_graph(_log, key, train_step, group_id, params)
-    if traj_id is not None:
-        highlight = trajectory_highlight(graph, traj_id, node)
-    elif node is not None:
-        highlight = node_highlight(graph, node)
-    else:
-        highlight = Highlight()
-    return network_data(graph, highlight, success_reward=params.success_reward,
-                        title=f"G2PO state graph: group {group_id}, training step {train_step}",
-                        graph_id=graph_id(key, train_step, group_id, params))
 
 
 def graph_id(key: str, train_step: int, group_id: str, params: SpecParams) -> str:

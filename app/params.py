@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from g2po.estimators import estimator_params
+from g2po.estimators import estimator_params, shared_params
 from g2po.segments import NORM_MODES
 from g2po.state_keys import resolve_state_key
 
@@ -19,7 +19,7 @@ SHARED_PARAMS = ("gamma", "penalty", "success_reward", "terminal")
 
 @dataclass(frozen=True)
 class SpecParams:
-    """G2PO's parameters (``shared/spec/estimators.md``); defaults reproduce the reference.
+    """G2PO's parameters (``docs/estimators.md``); defaults reproduce the reference.
 
     gamma : discount γ in (0, 1].
     w : weight of the step terms, A = A^EP + w·(A^NC + A^EC).
@@ -53,10 +53,11 @@ class SpecParams:
         return asdict(self)
 
     def for_estimator(self, name: str) -> dict[str, object]:
-        """The subset an estimator accepts: the shared ones, plus ``w`` and ``mode`` for G2PO
+        """The subset an estimator accepts: the shared ones it takes with G2PO's meaning
+        (:func:`g2po.estimators.shared_params`), plus ``w`` and ``mode`` for G2PO
         and its parts (other estimators keep their own normalisation defaults)."""
         accepted = estimator_params(name)
-        chosen = {k: getattr(self, k) for k in SHARED_PARAMS if k in accepted}
+        chosen = shared_params(name, {k: getattr(self, k) for k in SHARED_PARAMS})
         if name.startswith("g2po"):
             chosen.update({k: getattr(self, k) for k in ("w", "mode") if k in accepted})
         return chosen

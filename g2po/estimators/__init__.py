@@ -27,6 +27,7 @@ __all__ = [
     "get_estimator",
     "list_estimators",
     "estimator_params",
+    "shared_params",
     "estimate",
     "compute_advantages",
 ]
@@ -78,6 +79,21 @@ def estimator_params(name: str) -> dict[str, object]:
         for p in list(sig.parameters.values())[1:]
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
+
+
+def shared_params(name: str, values: dict[str, object]) -> dict[str, object]:
+    """Of ``values`` (settings shared by every estimator on a page or in a run: γ, the
+    penalty, the success reward …), those that estimator ``name`` takes *with G2PO's meaning*:
+    a parameter of the same name whose default is G2PO's. GraphGPO's ``gamma`` (0.1, a
+    discount per graph-distance step) is another quantity and keeps its own default.
+
+    >>> shared_params("graphgpo", {"gamma": 0.9, "penalty": 0.2})
+    {'penalty': 0.2}
+    """
+    reference = estimator_params("g2po")
+    own = estimator_params(name)
+    return {k: v for k, v in values.items()
+            if k in own and k in reference and own[k] == reference[k]}
 
 
 def _choices(fn: Estimator) -> dict[str, tuple]:

@@ -34,7 +34,7 @@ import pandas as pd
 import torch
 
 from g2po.diagnostics import batch_metrics
-from g2po.estimators import estimate, estimator_params
+from g2po.estimators import estimate, shared_params
 from g2po.trainers.config import ConfigError, TrainConfig
 
 __all__ = [
@@ -90,11 +90,11 @@ def draw_tasks(rng: np.random.Generator, pool: Sequence[str], k: int) -> list[st
 
 def estimator_kwargs(config: TrainConfig) -> dict[str, Any]:
     """The estimator's parameters: ``gamma``, ``penalty`` and ``success_reward`` wherever the
-    estimator takes them, then ``estimator_params`` (which the estimator checks)."""
-    accepted = estimator_params(config.estimator)
+    estimator takes them with G2PO's meaning (:func:`g2po.estimators.shared_params`), then
+    ``estimator_params`` (which the estimator checks)."""
     shared = {"gamma": config.gamma, "penalty": config.invalid_penalty,
               "success_reward": config.success_reward}
-    return {**{k: v for k, v in shared.items() if k in accepted}, **config.estimator_params}
+    return {**shared_params(config.estimator, shared), **config.estimator_params}
 
 
 def step_advantages(steps: pd.DataFrame,

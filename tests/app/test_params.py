@@ -31,3 +31,6 @@ def test_for_estimator_passes_only_accepted_parameters():
     assert gigpo == {"gamma": 0.9, "penalty": 0.2}  # GiGPO keeps its own mode
     assert p.for_estimator("g2po")["w"] == 0.5 and p.for_estimator("g2po")["mode"] == "mean_norm"
     assert "w" not in p.for_estimator("g2po_nc")
+    # GraphGPO's γ is a per-distance-step discount (default 0.1): the sidebar's γ is not it
+    assert p.for_estimator("graphgpo") == {"penalty": 0.2, "success_reward": 10.0}
+    assert p.for_estimator("value_iteration")["gamma"] == 0.9

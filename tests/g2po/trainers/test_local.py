@@ -127,6 +127,7 @@ def test_estimator_parameters():
     assert kwargs == {"gamma": 0.9, "penalty": 0.1, "success_reward": 10.0, "w": 0.8}
     assert estimator_kwargs(small_config(estimator="grpo")) == {}
     assert estimator_kwargs(small_config(estimator="gigpo")) == {"gamma": 0.95, "penalty": 0.1}
+    assert "gamma" not in estimator_kwargs(small_config(estimator="graphgpo", gamma=0.9))
     with pytest.raises(Exception, match="unknown estimator 'nope'"):
         estimator_kwargs(small_config(estimator="nope"))
 
