@@ -24,7 +24,7 @@ from g2po.history import history_of, state_table
 from loaders.across_steps import TaskIndex, load_groups_coded, task_column, task_index
 
 __all__ = ["render", "open_state_history", "REQUEST", "task_label", "cached_task_index",
-           "match_by"]
+           "match_by", "page_task_index"]
 
 #: Session key: the state another page asked this page to show.
 REQUEST = "_g2po_state_history_request"
@@ -93,6 +93,19 @@ def match_by(opened: OpenLog, key: str) -> str:
     return "group_id"
 
 
+def page_task_index(ctx: AppContext, opened, widget_key: str) -> TaskIndex | None:
+    """The header of a page across training steps (run, state key, the task-matching choice
+    under ``widget_key``) and the run's task index; None, with the error shown, when the run's
+    tasks cannot be matched."""
+    md("Run **{}** · state key **{}**", opened.name, ctx.params.state_key)
+    try:
+        by = match_by(opened, widget_key)
+        return cached_task_index(opened.log, opened.key, data.log_version(opened.log), by)
+    except data.LOADER_ERRORS + (G2POError,) as err:
+        show_error(f"Cannot match the tasks of {opened.name} across training steps", err)
+        return None
+
+
 def render(ctx: AppContext) -> None:
     st.title("State over training")
     request = st.session_state.pop(REQUEST, None)
@@ -102,14 +115,10 @@ def render(ctx: AppContext) -> None:
     if opened is None or ctx.train_step is None:
         st.info("No run open: choose or open one in the sidebar.")
         return
-    md("Run **{}** · state key **{}**", opened.name, ctx.params.state_key)
-    version = data.log_version(opened.log)
-    try:
-        by = match_by(opened, "sh_by")
-        index = cached_task_index(opened.log, opened.key, version, by)
-    except data.LOADER_ERRORS + (G2POError,) as err:
-        show_error(f"Cannot match the tasks of {opened.name} across training steps", err)
+    index = page_task_index(ctx, opened, "sh_by")
+    if index is None:
         return
+    version = data.log_version(opened.log)
     tasks = index.tasks()
     if not tasks:
         st.info(f"{escape_markdown(opened.name)} holds no groups.")
@@ -125,7 +134,7 @@ def render(ctx: AppContext) -> None:
         st.session_state["sh_task"] = current
     if st.session_state.get("sh_task") not in tasks:
         st.session_state["sh_task"] = current if current in tasks else tasks[0]
-    task = st.selectbox(f"Task ({by})", tasks, key="sh_task",
+    task = st.selectbox(f"Task ({index.by})", tasks, key="sh_task",
                         format_func=lambda t: task_label(t, n_steps.get(t, 0)))
     groups = index.groups_of(task)
     occurs = groups["train_step"].tolist()

@@ -14,7 +14,7 @@ from app.graph_html import Highlight, network_data
 from app.safe import escape_markdown, truncate
 from app.tables import style_diverging
 from app.ui import md, show_error
-from app.views.state_history import cached_task_index, match_by, task_label
+from app.views.state_history import page_task_index, task_label
 from g2po.errors import G2POError
 from g2po.graph import StateGraph
 from g2po.stepdiff import APPEARED, KEPT, VANISHED, step_diff
@@ -48,19 +48,14 @@ def render(ctx: AppContext) -> None:
     if opened is None or ctx.train_step is None:
         st.info("No run open: choose or open one in the sidebar.")
         return
-    md("Run **{}** · state key **{}**", opened.name, ctx.params.state_key)
-    version = data.log_version(opened.log)
-    try:
-        by = match_by(opened, "sd_by")
-        index = cached_task_index(opened.log, opened.key, version, by)
-    except data.LOADER_ERRORS + (G2POError,) as err:
-        show_error(f"Cannot match the tasks of {opened.name} across training steps", err)
+    index = page_task_index(ctx, opened, "sd_by")
+    if index is None:
         return
     counts = index.table.groupby("task")["train_step"].nunique()
     tasks = [t for t in index.tasks() if counts[t] >= 2]
     if not tasks:
         st.info(f"No task of {escape_markdown(opened.name)} occurs at two training steps "
-                f"(matched by {by}).")
+                f"(matched by {index.by}).")
         return
     try:
         current = index.task_of(ctx.train_step, ctx.group_id) if ctx.group_id else None
@@ -68,7 +63,7 @@ def render(ctx: AppContext) -> None:
         current = None
     if st.session_state.get("sd_task") not in tasks:
         st.session_state["sd_task"] = current if current in tasks else tasks[0]
-    task = st.selectbox(f"Task ({by})", tasks, key="sd_task",
+    task = st.selectbox(f"Task ({index.by})", tasks, key="sd_task",
                         format_func=lambda t: task_label(t, int(counts[t])))
     groups = index.groups_of(task)
     occurs = groups["train_step"].astype(int).tolist()

@@ -68,6 +68,21 @@ def serve_app(args: list[str], timeout: float = 60.0) -> Iterator[str]:
             log.close()
 
 
+def wait_idle(page, settle: float = 0.6, timeout: float = 60.0) -> None:
+    """Wait until Streamlit shows no running script for ``settle`` seconds."""
+    deadline = time.monotonic() + timeout
+    quiet_since = None
+    while time.monotonic() < deadline:
+        if page.locator("[data-testid='stStatusWidget']").filter(has_text="Running").count():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= settle:
+            return
+        time.sleep(0.1)
+    raise TimeoutError("the app kept running")
+
+
 def chromium_missing() -> str | None:
     """Why Chromium cannot run here, or None."""
     if not Path(CHROMIUM).exists():

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
+from tests.app.browser import ARTIFACTS, chromium, chromium_missing
 from tests.app.builders import write_run
 
 
@@ -31,3 +32,14 @@ def runs_root(tmp_path_factory) -> Path:
 def hostile_run(tmp_path_factory) -> Path:
     """A run whose ids, observations and actions carry XSS payloads."""
     return write_run(tmp_path_factory.mktemp("hostile") / "hostile", 2, hostile_text=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium, one per test module (tests/app/browser.py)."""
+    why = chromium_missing()
+    if why:
+        pytest.fail(why)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium() as b:
+        yield b

@@ -8,7 +8,6 @@ import time
 from urllib.parse import urlparse
 
 import pandas as pd
-import pytest
 
 import loaders
 from app.data import find_logs
@@ -20,43 +19,15 @@ from tests.app.browser import (
     ARTIFACTS,
     canvas_ink,
     choose,
-    chromium,
-    chromium_missing,
     graph_frame,
     hover_node,
     serve_app,
+    wait_idle,
     watch,
 )
 from tests.app.builders import XSS_IMG, XSS_LINK, XSS_SCRIPT, group_steps
 
 VIEWPORT = {"width": 1600, "height": 1100}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    why = chromium_missing()
-    if why:
-        pytest.fail(why)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium() as b:
-        yield b
-
-
-def wait_idle(page, settle: float = 0.6, timeout: float = 30.0) -> None:
-    """Wait until Streamlit shows no running script for ``settle`` seconds."""
-    deadline = time.monotonic() + timeout
-    quiet_since = None
-    while time.monotonic() < deadline:
-        running = page.locator("[data-testid='stStatusWidget']").filter(
-            has_text="Running").count()
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since >= settle:
-            return
-        time.sleep(0.1)
-    raise TimeoutError("the app kept running")
 
 
 def click_node(page, frame, node_id: int) -> None:

@@ -6,8 +6,6 @@ the app, and a CSV with its own column names opened through the upload and the m
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from app.shell import PAGES
@@ -15,10 +13,9 @@ from tests.app.browser import (
     ARTIFACTS,
     canvas_ink,
     choose,
-    chromium,
-    chromium_missing,
     graph_frame,
     serve_app,
+    wait_idle,
     watch,
 )
 from tests.app.builders import group_steps, write_run
@@ -30,16 +27,6 @@ IMAGE_FOLDER, IMAGE_RUN = "![i](https:", "evil.example)"
 BOLD_RUN = "**bold** _em_"
 TAG_RUN = "<img src=x onerror=window.__xss=7>"
 UPLOAD_NAME = "[up](http:evil.example) **up**.csv"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    why = chromium_missing()
-    if why:
-        pytest.fail(why)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
@@ -56,21 +43,6 @@ def hostile_root(tmp_path_factory):
 def app_url(hostile_root):
     with serve_app(["--log", str(hostile_root)]) as url:
         yield url
-
-
-def wait_idle(page, settle: float = 0.6, timeout: float = 60.0) -> None:
-    """Wait until Streamlit shows no running script for ``settle`` seconds."""
-    deadline = time.monotonic() + timeout
-    quiet_since = None
-    while time.monotonic() < deadline:
-        if page.locator("[data-testid='stStatusWidget']").filter(has_text="Running").count():
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since >= settle:
-            return
-        time.sleep(0.1)
-    raise TimeoutError("the app kept running")
 
 
 #: Elements a name would make if it became markdown or HTML: emphasis from ``**…**`` and

@@ -4,27 +4,11 @@ a state's history opens that training step (and group) in the group explorer."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from tests.app.browser import ARTIFACTS, chromium, chromium_missing, serve_app, watch
+from tests.app.browser import ARTIFACTS, serve_app, wait_idle, watch
 
 VIEWPORT = {"width": 1500, "height": 1000}
-
-
-def wait_idle(page, settle: float = 0.6, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    quiet_since = None
-    while time.monotonic() < deadline:
-        if page.locator("[data-testid='stStatusWidget']").filter(has_text="Running").count():
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since >= settle:
-            return
-        time.sleep(0.1)
-    raise TimeoutError("the app kept running")
 
 
 def trace_colours(page) -> dict[str, str]:
@@ -52,16 +36,6 @@ def click_point(page, chart, index: int, then: str, tries: int = 3) -> None:
         except Exception:
             if attempt == tries - 1:
                 raise
-
-
-@pytest.fixture(scope="module")
-def browser():
-    why = chromium_missing()
-    if why:
-        pytest.fail(why)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
