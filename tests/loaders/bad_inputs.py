@@ -388,11 +388,16 @@ def _execute(argv: list[str], scratch: Path, exec_: bool) -> tuple[int | None, s
         process.kill()
         process.join()
         return None, "", ""
+    if process.exitcode == _STATUS_LOST:  # the fork server lost the status: run it for real
+        return _execute(argv, scratch, exec_=True)
     read = [Path(p).read_text(encoding="utf-8", errors="replace") for p in (out, err)]
     return process.exitcode, read[0], read[1]
 
 
 _CONTEXT = None
+#: What multiprocessing reports when the fork server's pipe closed before it sent a child's
+#: exit status (``popen_forkserver``); the CLI itself never exits with it.
+_STATUS_LOST = 255
 _START_LOCK = threading.Lock()
 
 

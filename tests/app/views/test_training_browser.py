@@ -27,7 +27,11 @@ def click_point(page, chart, index: int, then: str, tries: int = 3) -> None:
     shows: a click landing while Streamlit redraws the chart is lost, as a user's would be."""
     points = chart.locator(".scatterlayer .trace path.point")
     for attempt in range(tries):
-        points.nth(index).wait_for(timeout=30_000)
+        try:
+            points.nth(index).wait_for(timeout=30_000)
+        except Exception:  # keep what the page showed, for whoever reads the failure
+            page.screenshot(path=str(ARTIFACTS / "click-point-failure.png"), full_page=True)
+            raise
         wait_idle(page)
         points.nth(index).click(force=True)
         try:
