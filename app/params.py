@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from g2po.estimators import estimator_params, shared_params
+from g2po.outcomes import check_success_threshold
 from g2po.segments import NORM_MODES
 from g2po.state_keys import resolve_state_key
 
@@ -14,7 +15,7 @@ TERMINAL_RULES = ("binary", "reward")
 #: Built-in strategies offered as choices; ``regex:`` and ``similarity:`` take an argument.
 STATE_KEY_CHOICES = ("exact", "normalized", "regex", "similarity")
 #: Parameters every estimator that accepts them takes from the sidebar.
-SHARED_PARAMS = ("gamma", "penalty", "success_reward", "terminal")
+SHARED_PARAMS = ("gamma", "penalty", "success_reward", "terminal", "success_threshold")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class SpecParams:
     success_reward : the reward that counts as success (the success terminal's value).
     terminal : ``binary`` (reference) | ``reward`` (terminal value = R_i, for scores).
     state_key : ``exact`` | ``normalized`` | ``regex:PATTERN`` | ``similarity:THRESHOLD``.
+    success_threshold : None (success is reward = success reward) or T (reward ≥ T).
     """
 
     gamma: float = 0.95
@@ -37,6 +39,7 @@ class SpecParams:
     success_reward: float = 10.0
     terminal: str = "binary"
     state_key: str = "exact"
+    success_threshold: float | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 < self.gamma <= 1.0:
@@ -46,6 +49,7 @@ class SpecParams:
         if self.terminal not in TERMINAL_RULES:
             raise ValueError(f"terminal must be one of {', '.join(TERMINAL_RULES)}, "
                              f"got {self.terminal!r}")
+        check_success_threshold(self.success_threshold)
         resolve_state_key(self.state_key)  # raises UnknownStateKeyError / ValueError early
 
     def g2po_kwargs(self) -> dict[str, object]:

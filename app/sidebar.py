@@ -16,9 +16,10 @@ from app.ui import show_error
 from app.url_state import seed_from_url, url_value, write_url
 from g2po.errors import G2POError
 from g2po.labels import shorten_middle
-from g2po.outcomes import success_reward_from_won
+from g2po.outcomes import success_rule_from_won
 
-__all__ = ["build_context", "GOTO_STEP", "success_key", "remember_success"]
+__all__ = ["build_context", "GOTO_STEP", "success_key", "remember_success", "threshold_keys",
+           "remember_threshold"]
 
 #: Session key: a training step requested by another page (overview click).
 GOTO_STEP = "_g2po_goto_step"
@@ -136,6 +137,8 @@ PARAM_URL = {"p_gamma": "gamma", "p_w": "w", "p_mode": "mode", "p_penalty": "pen
              "p_terminal": "terminal"}
 #: The success reward of each run, kept while another run is shown (its widget is not).
 SUCCESS_BY_RUN = "_g2po_success_by_run"
+#: The success threshold of each run (None: the equality rule), kept the same way.
+THRESHOLD_BY_RUN = "_g2po_threshold_by_run"
 
 
 def success_key(active: OpenLog) -> str:
@@ -149,23 +152,73 @@ def remember_success(active: OpenLog, value: float) -> None:
     st.session_state.setdefault(SUCCESS_BY_RUN, {})[active.key] = float(value)
 
 
-def _default_success_reward(active: OpenLog, ctx_group: tuple | None) -> float:
-    """The run's success reward as its log states it: the manifest's ``success_reward``, else
-    the reward every ``won`` trajectory of the shown group has, else 10."""
+def threshold_keys(active: OpenLog) -> tuple[str, str]:
+    """The session keys of a run's threshold-rule checkbox and threshold widgets."""
+    return f"p_by_threshold:{active.key}", f"p_threshold:{active.key}"
+
+
+def remember_threshold(active: OpenLog, value: float | None,
+                       success_reward: float | None = None) -> None:
+    """Set a run's success rule (a fix offered by a view): reward ≥ ``value``, or equality to
+    the success reward when None; ``success_reward`` also sets the success terminal's value.
+    Kept for that run."""
+    on_key, value_key = threshold_keys(active)
+    st.session_state[on_key] = value is not None
+    if value is not None:
+        st.session_state[value_key] = float(value)
+    st.session_state.setdefault(THRESHOLD_BY_RUN, {})[active.key] = \
+        None if value is None else float(value)
+    if success_reward is not None:
+        remember_success(active, success_reward)
+
+
+def _log_success_rule(active: OpenLog, ctx_group: tuple | None) -> tuple[float, float | None]:
+    """The run's success rule as its log states it: (success reward, threshold or None).
+
+    The manifest's ``success_reward`` (and ``success_threshold``) first; else, from the shown
+    group's ``won`` flags, the reward every won trajectory has, or, when won trajectories are
+    rewarded unequally but above every other, the threshold that reproduces ``won`` (with the
+    success terminal at the largest won reward); else 10 and the equality rule."""
     manifest = getattr(active.log, "manifest", None) or {}
-    holders = [manifest, manifest.get("config")] if isinstance(manifest, dict) else []
+    holders = [manifest, manifest.get("config"), manifest.get("estimator_params")] \
+        if isinstance(manifest, dict) else []
+    holders = [h for h in holders if isinstance(h, dict)]
+    threshold = next((float(h["success_threshold"]) for h in holders
+                      if isinstance(h.get("success_threshold"), int | float)), None)
     for holder in holders:
-        if isinstance(holder, dict) and isinstance(holder.get("success_reward"), int | float):
-            return float(holder["success_reward"])
+        if isinstance(holder.get("success_reward"), int | float):
+            return float(holder["success_reward"]), threshold
     if ctx_group is not None:
         try:
-            steps = data.load_group(active.log, active.key, *ctx_group)
-            won = success_reward_from_won(steps)
+            from_won = success_rule_from_won(data.load_group(active.log, active.key, *ctx_group))
         except data.LOADER_ERRORS + (G2POError,):
-            won = None
-        if won is not None:
-            return won
-    return float(getattr(active.log, "success_reward", 10.0))
+            from_won = None
+        if from_won is not None:
+            return from_won
+    return float(getattr(active.log, "success_reward", 10.0)), threshold
+
+
+def _seed_success_rule(active: OpenLog, group: tuple | None) -> None:
+    """A run's success reward and threshold rule: from the URL (``success``, ``success_min``)
+    on a session's first run, else what was kept for the run, else what its log says."""
+    s_key = success_key(active)
+    on_key, value_key = threshold_keys(active)
+    rewards = st.session_state.setdefault(SUCCESS_BY_RUN, {})
+    thresholds = st.session_state.setdefault(THRESHOLD_BY_RUN, {})
+    seed_from_url(s_key, "success", float)
+    if seed_from_url(value_key, "success_min", float):
+        st.session_state[on_key] = True
+    if s_key not in st.session_state or on_key not in st.session_state:
+        if active.key in rewards:
+            reward, threshold = rewards[active.key], thresholds.get(active.key)
+        else:
+            reward, threshold = _log_success_rule(active, group)
+        st.session_state.setdefault(s_key, reward)
+        if on_key not in st.session_state:
+            st.session_state[on_key] = threshold is not None
+            if threshold is not None:
+                st.session_state[value_key] = threshold
+    st.session_state.setdefault(value_key, float(st.session_state[s_key]))
 
 
 def _parameter_controls(active: OpenLog, ctx: AppContext | None = None) -> SpecParams:
@@ -174,10 +227,8 @@ def _parameter_controls(active: OpenLog, ctx: AppContext | None = None) -> SpecP
     base = SpecParams()
     group = (ctx.train_step, ctx.group_id) if ctx is not None and ctx.has_group else None
     s_key = success_key(active)
-    by_run = st.session_state.setdefault(SUCCESS_BY_RUN, {})
-    seed_from_url(s_key, "success", float)
-    if s_key not in st.session_state:
-        st.session_state[s_key] = by_run.get(active.key, _default_success_reward(active, group))
+    on_key, value_key = threshold_keys(active)
+    _seed_success_rule(active, group)
     defaults = {"p_gamma": base.gamma, "p_w": base.w, "p_mode": base.mode,
                 "p_penalty": base.penalty, "p_terminal": base.terminal}
     parsers = {"p_mode": str, "p_terminal": str}
@@ -193,8 +244,15 @@ def _parameter_controls(active: OpenLog, ctx: AppContext | None = None) -> SpecP
         penalty = st.number_input("invalid-action penalty p", 0.0, 100.0, step=0.05,
                                   key="p_penalty")
         success = st.number_input("success reward", step=1.0, key=s_key,
-                                  help="A trajectory succeeds when its reward equals this "
-                                       "(kept per run; the default is the log's own).")
+                                  help="The success terminal's value; a trajectory succeeds "
+                                       "when its reward equals it, unless the threshold rule "
+                                       "is on (kept per run; the default is the log's own).")
+        by_threshold = st.checkbox("success when reward ≥ a threshold", key=on_key,
+                                   help="For graded rewards, or successes rewarded unequally: "
+                                        "a trajectory succeeds when its reward is at least T "
+                                        "(kept per run).")
+        threshold = st.number_input("success threshold T", step=0.1, key=value_key,
+                                    disabled=not by_threshold)
         terminal = st.selectbox("terminal rule", TERMINAL_RULES, key="p_terminal",
                                 help="binary: success reward or 0 (reference); reward: R_i")
         strategy = st.selectbox("state key", STATE_KEY_CHOICES, key="p_state_key",
@@ -208,13 +266,16 @@ def _parameter_controls(active: OpenLog, ctx: AppContext | None = None) -> SpecP
             threshold = st.slider("similarity threshold", 0.5, 1.0, step=0.01,
                                   key="p_similarity")
             state_key = f"similarity:{threshold}"
-    by_run[active.key] = float(success)
+    st.session_state[SUCCESS_BY_RUN][active.key] = float(success)
+    success_min = float(threshold) if by_threshold else None
+    st.session_state[THRESHOLD_BY_RUN][active.key] = success_min
     write_url(gamma=float(gamma), w=float(w), mode=str(mode), penalty=float(penalty),
-              success=float(success), terminal=str(terminal), state_key=state_key)
+              success=float(success), success_min=success_min, terminal=str(terminal),
+              state_key=state_key)
     try:
         return SpecParams(gamma=float(gamma), w=float(w), mode=str(mode), penalty=float(penalty),
                           success_reward=float(success), terminal=str(terminal),
-                          state_key=state_key)
+                          state_key=state_key, success_threshold=success_min)
     except (ValueError, KeyError, re.error, G2POError) as err:
         show_error("Bad parameter; using the defaults until it is fixed", err)
         return SpecParams(success_reward=float(success))

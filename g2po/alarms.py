@@ -69,6 +69,7 @@ def credit_alarms(
     success_reward: float = 10.0,
     terminal: str = "binary",
     state_key: str = "exact",
+    success_threshold: float | None = None,
 ) -> list[Alarm]:
     """The alarms that fire for one group's graph (built with the same parameters).
 
@@ -132,7 +133,8 @@ def credit_alarms(
     raw = steps[[c for c in steps.columns if c in REQUIRED_COLUMNS or c in OPTIONAL_COLUMNS]]
     g2po = compute_advantages(raw, "g2po", gamma=gamma, w=w, mode=mode, penalty=penalty,
                               success_reward=success_reward, terminal=terminal,
-                              state_key=state_key)["adv"].to_numpy(dtype=np.float64)
+                              state_key=state_key, success_threshold=success_threshold
+                              )["adv"].to_numpy(dtype=np.float64)
     grpo = compute_advantages(raw, "grpo", mode=mode)["adv"].to_numpy(dtype=np.float64)
     tol = 1e-9
     opposite = ((g2po > tol) & (grpo < -tol)) | ((g2po < -tol) & (grpo > tol))

@@ -16,7 +16,7 @@ import pandas as pd
 
 from g2po.index import StepIndex
 from g2po.labels import distinguishing_labels
-from g2po.outcomes import truncated_trajectories
+from g2po.outcomes import success_mask, truncated_trajectories
 from g2po.segments import powers, segment_mean_var
 
 if TYPE_CHECKING:
@@ -61,13 +61,16 @@ def check_terminal(terminal: str) -> str:
 
 
 def terminal_values(
-    ix: StepIndex, success_reward: float = 10.0, terminal: Terminal = "binary"
+    ix: StepIndex, success_reward: float = 10.0, terminal: Terminal = "binary",
+    success_threshold: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per step: did its trajectory succeed (n_steps,) bool, and the value of its terminal node
-    (n_steps,) float64: the success reward or 0 (``binary``), or R_i itself (``reward``)."""
+    """Per step: did its trajectory succeed (n_steps,) bool, by :func:`g2po.outcomes.
+    success_mask` (reward equal to the success reward, or at least ``success_threshold``), and
+    the value of its terminal node (n_steps,) float64: the success reward or 0 (``binary``), or
+    R_i itself (``reward``)."""
     check_terminal(terminal)
     check_success_reward(success_reward)
-    success = np.abs(ix.reward - success_reward) <= 1e-9
+    success = success_mask(ix.reward, success_reward, success_threshold)
     if terminal == "binary":
         value = np.where(success, float(success_reward), 0.0)
     else:
@@ -116,12 +119,13 @@ def graph_values(
     gamma: float = 0.95,
     success_reward: float = 10.0,
     terminal: Terminal = "binary",
+    success_threshold: float | None = None,
 ) -> GraphValues:
     """Steps 1–3 of the G2PO spec and the TD error of step 5 (before normalisation)."""
     check_gamma(gamma)
     step_value = powers(gamma, ix.length - ix.t) * ix.reward
     node_value, node_var, visits = segment_mean_var(step_value, ix.node, ix.n_nodes, ix.order)
-    success, term_value = terminal_values(ix, success_reward, terminal)
+    success, term_value = terminal_values(ix, success_reward, terminal, success_threshold)
     has_next = ix.next_row >= 0
     next_value = term_value.copy()
     next_value[has_next] = node_value[ix.node[ix.next_row[has_next]]]

@@ -39,7 +39,7 @@ NORMALISE = ("raw values", "z-scored over the group")
 def estimator_defaults(name: str, params: SpecParams) -> dict[str, object]:
     """An estimator's parameters: its own defaults, overridden by the sidebar's shared ones."""
     defaults = {k: v for k, v in estimator_params(name).items()
-                if isinstance(v, (int, float, str, bool))}
+                if v is None or isinstance(v, (int, float, str, bool))}
     return {**defaults, **params.for_estimator(name)}
 
 
@@ -70,9 +70,15 @@ def _param_inputs(name: str, defaults: dict[str, object]) -> dict[str, object]:
     typed by its default (a whole number stays whole)."""
     chosen: dict[str, object] = {}
     choices = parameter_choices(name)
+    own = estimator_params(name)
     for param, value in defaults.items():
         key = f"cmp_{name}_{param}"
-        if param in choices:
+        if own[param] is None:  # an optional number (the success threshold): off is None
+            on = st.checkbox(f"{param} on", value=value is not None, key=f"{key}_on")
+            number = st.number_input(param, value=0.0 if value is None else float(value),
+                                     key=key, format="%.4g", disabled=not on)
+            chosen[param] = float(number) if on else None
+        elif param in choices:
             options = list(choices[param])
             index = options.index(value) if value in options else 0
             chosen[param] = st.selectbox(param, options, index=index, key=key)

@@ -25,8 +25,9 @@ from app.graph_html import (
     critical_edges,
     network_data,
 )
+from app.params import SpecParams
 from app.safe import escape_html, truncate
-from app.sidebar import remember_success
+from app.sidebar import remember_success, remember_threshold
 from app.tables import (
     OUTCOMES,
     critical_table,
@@ -47,7 +48,7 @@ from g2po.alarms import Alarm, credit_alarms
 from g2po.diagnostics import merge_stats
 from g2po.graph import StateGraph
 from g2po.labels import key_diff, shorten_middle
-from g2po.outcomes import OutcomeCheck, check_outcomes
+from g2po.outcomes import Fix, OutcomeCheck, check_outcomes, success_rule
 
 __all__ = ["render", "node_from_click", "edge_from_click", "GRAPH_HEIGHT",
            "MAX_ROLLOUT_TABLES", "TABS"]
@@ -82,7 +83,7 @@ def render(ctx: AppContext) -> None:
     raw = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
     tables = _tables(graph, raw, current, ctx.params)
     outcome = tables["outcome"]
-    _headline(graph, outcome)
+    _headline(graph, outcome, ctx.params)
     _outcome_warning(ctx, outcome)
     traj_ids = tables["traj_ids"]
     if st.session_state.get(PICKS_FOR) != current:  # another graph: old picks mean nothing
@@ -243,7 +244,8 @@ def _highlight(graph: StateGraph, paths: list[str], node: int | None,
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _tables_cached(_graph: StateGraph, _raw: pd.DataFrame, graph_id: str, params) -> dict:
     summary = trajectory_summary(_graph)
-    return {"outcome": check_outcomes(_raw, params.success_reward, params.terminal),
+    return {"outcome": check_outcomes(_raw, params.success_reward, params.terminal,
+                                      params.success_threshold),
             "traj_ids": trajectory_order(_graph), "summary": summary,
             "labels": _traj_labels(summary), "limits": scale_limits(_graph),
             "steps": step_table(_graph)}
@@ -280,9 +282,10 @@ def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:
 
 # -- headline, outcome check -------------------------------------------------------------
 
-def _headline(graph: StateGraph, outcome: OutcomeCheck) -> None:
+def _headline(graph: StateGraph, outcome: OutcomeCheck, params: SpecParams) -> None:
     stats = merge_stats(graph)
-    source = "from `won`" if outcome.n_won is not None else "reward = success reward"
+    source = "from `won`" if outcome.n_won is not None else \
+        success_rule(params.success_reward, params.success_threshold)
     truncated = f" · **{outcome.n_truncated}** truncated" if outcome.n_truncated else ""
     st.markdown(f"**{outcome.n_traj}** rollouts · success rate **{outcome.success_rate:.0%}** "
                 f"({source}){truncated} · **{stats['steps']}** steps · "
@@ -299,14 +302,17 @@ def _outcome_warning(ctx: AppContext, outcome: OutcomeCheck) -> None:
         cols = st.columns(max(len(outcome.fixes), 1) + 1)
         for i, fix in enumerate(outcome.fixes):
             cols[i].button(fix.label, key=f"g_fix_{i}", on_click=_apply_fix,
-                           args=(ctx.active, fix.kind, fix.value))
-        cols[-1].caption("A threshold rule (reward ≥ T counts as success) is not offered: "
-                         "the estimators define success by equality.")
+                           args=(ctx.active, fix))
+        cols[-1].caption("The success rule and the success reward are also in the sidebar's "
+                         "G2PO parameters (kept per run).")
 
 
-def _apply_fix(active, kind: str, value: float | None) -> None:
+def _apply_fix(active, fix: Fix) -> None:
+    kind, value = fix.kind, fix.value
     if kind == "success_reward" and value is not None:
         remember_success(active, value)
+    elif kind == "success_threshold" and value is not None:
+        remember_threshold(active, value, fix.reward)
     elif kind == "terminal_reward":
         st.session_state["p_terminal"] = "reward"
 

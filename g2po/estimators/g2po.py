@@ -3,7 +3,8 @@
 Follows ``docs/estimators.md`` step by step; the defaults reproduce the authors' public
 implementation, ``g2po/core_g2po.py`` in github.com/Nala-YN/G2PO (gamma 0.95, w 1.0,
 ``mean_std_norm``, penalty 0.1, success reward 10, binary terminals), except that a group of one
-step row gets a finite episode term where the original returns NaN.
+step row gets a finite episode term where the original returns NaN. ``success_threshold`` (off by
+default) counts a reward of at least it as success instead of equality to the success reward.
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ def g2po(
     penalty: float = 0.1,
     success_reward: float = 10.0,
     terminal: Terminal = "binary",
+    success_threshold: float | None = None,
 ) -> dict[str, np.ndarray]:
     """Columns, each (n_steps,) float64: ``adv`` = adv_ep + w * (adv_nc + adv_ec), the three
     components, ``step_value`` v, ``node_value`` V(node), ``node_value_var``, ``next_value`` V',
     ``td_error`` V' - V(node), and ``success`` (bool)."""
-    gv = graph_values(ix, gamma, success_reward, terminal)
+    gv = graph_values(ix, gamma, success_reward, terminal, success_threshold)
     adv_nc = segment_norm(gv.next_value - penalty * ix.invalid, ix.node, ix.n_nodes, mode,
                           order=ix.order)
     adv_ec = segment_norm(gv.td_error, ix.group, ix.n_groups, mode, order=ix.order)
@@ -66,9 +68,11 @@ def _component(column: str, doc: str):
         penalty: float = 0.1,
         success_reward: float = 10.0,
         terminal: Terminal = "binary",
+        success_threshold: float | None = None,
     ) -> dict[str, np.ndarray]:
         cols = g2po(ix, gamma=gamma, w=1.0, mode=mode, penalty=penalty,
-                    success_reward=success_reward, terminal=terminal)
+                    success_reward=success_reward, terminal=terminal,
+                    success_threshold=success_threshold)
         return {"adv": cols[column]}
 
     estimator.__doc__ = doc

@@ -54,6 +54,7 @@ def graphgpo(
     mode: NormMode = "mean_std_norm",
     normalize_distance: bool = False,
     success_reward: float = 10.0,
+    success_threshold: float | None = None,
 ) -> dict[str, np.ndarray]:
     """Columns (n_steps,): ``adv`` = omega_e * adv_ep + omega_s * adv_step, ``adv_ep`` (G2PO's
     episode term), ``adv_step`` (norm of the penalised return over the exact anchor-state group,
@@ -64,7 +65,7 @@ def graphgpo(
     ``failure``. A state-key strategy merges states in the graph only; the anchor groups stay
     the exact state keys, as in the original."""
     check_gamma(gamma)
-    success, _ = terminal_values(ix, success_reward, "binary")
+    success, _ = terminal_values(ix, success_reward, "binary", success_threshold)
     dist, target = distance_to_success(ix, success)
     d_next = dist[target]
     exponent = d_next - dist[ix.node] + 1.0 if normalize_distance else d_next

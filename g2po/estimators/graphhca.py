@@ -32,12 +32,13 @@ def graphhca(
     w: float = 1.0,
     mode: NormMode = "mean_std_norm",
     success_reward: float = 10.0,
+    success_threshold: float | None = None,
 ) -> dict[str, np.ndarray]:
     """Columns (n_steps,): ``adv`` = adv_traj + w * adv_credit, ``adv_traj`` (GRPO in ``mode``),
     ``adv_credit`` = norm(credit over the group), ``credit`` = Phi(s') - Phi(s),
     ``success_prob`` p(s), ``potential`` Phi(s). w = 0 gives GRPO exactly."""
     check_gamma(gamma)
-    success, _ = terminal_values(ix, success_reward, "binary")
+    success, _ = terminal_values(ix, success_reward, "binary", success_threshold)
     terminal_p = success.astype(np.float64)
     prob = np.clip(solve_graph_values(ix, gamma, terminal_p), 0.0, 1.0)
     has_next = ix.next_row >= 0

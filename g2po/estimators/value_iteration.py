@@ -47,11 +47,12 @@ def solve_graph_values(
     return np.atleast_1d(spsolve(system, rhs))
 
 
-def graph_td(ix: StepIndex, gamma: float, success_reward: float, terminal: Terminal
+def graph_td(ix: StepIndex, gamma: float, success_reward: float, terminal: Terminal,
+             success_threshold: float | None = None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per step: V(s), V(s') (the terminal value on the last step) and the TD error
     gamma * V(s') - V(s), each (n_steps,) float64."""
-    _, term_value = terminal_values(ix, success_reward, terminal)
+    _, term_value = terminal_values(ix, success_reward, terminal, success_threshold)
     values = solve_graph_values(ix, gamma, term_value)
     has_next = ix.next_row >= 0
     next_value = term_value.copy()
@@ -67,12 +68,13 @@ def value_iteration(
     mode: NormMode = "mean_std_norm",
     success_reward: float = 10.0,
     terminal: Terminal = "binary",
+    success_threshold: float | None = None,
 ) -> dict[str, np.ndarray]:
     """Columns (n_steps,): ``adv`` = norm(gamma * V(s') - V(s) over the group), ``node_value``
     V(s), ``next_value`` V(s') (terminal value on the last step), ``td_error`` the raw
     gamma * V(s') - V(s). gamma must be < 1 so that cycles converge."""
     check_gamma(gamma, strict=True)
-    node_value, next_value, td = graph_td(ix, gamma, success_reward, terminal)
+    node_value, next_value, td = graph_td(ix, gamma, success_reward, terminal, success_threshold)
     return {
         "adv": segment_norm(td, ix.group, ix.n_groups, mode, order=ix.order),
         "node_value": node_value,
@@ -89,6 +91,7 @@ def graph_gae(
     mode: NormMode = "mean_std_norm",
     success_reward: float = 10.0,
     terminal: Terminal = "binary",
+    success_threshold: float | None = None,
 ) -> dict[str, np.ndarray]:
     """GRAFT's Graph GAE. Columns (n_steps,): ``adv`` = norm(gae over the group), ``gae`` =
     sum_l (gamma*lam)^l * delta_{t+l} along the trajectory (stopping at its end), ``td_error``
@@ -97,7 +100,7 @@ def graph_gae(
     check_gamma(gamma, strict=True)
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lam must be in [0, 1], got {lam}")
-    node_value, next_value, td = graph_td(ix, gamma, success_reward, terminal)
+    node_value, next_value, td = graph_td(ix, gamma, success_reward, terminal, success_threshold)
     gae = discounted_suffix_sum(td, ix.order, ix.remaining, gamma * lam)
     return {
         "adv": segment_norm(gae, ix.group, ix.n_groups, mode, order=ix.order),

@@ -8,11 +8,12 @@ def test_defaults_match_the_reference_and_feed_state_graph():
     p = SpecParams()
     assert p.g2po_kwargs() == {"gamma": 0.95, "w": 1.0, "mode": "mean_std_norm",
                                "penalty": 0.1, "success_reward": 10.0, "terminal": "binary",
-                               "state_key": "exact"}
+                               "state_key": "exact", "success_threshold": None}
 
 
 @pytest.mark.parametrize("kwargs", [{"gamma": 0.0}, {"gamma": 1.5}, {"mode": "z"},
-                                    {"terminal": "x"}])
+                                    {"terminal": "x"}, {"success_threshold": float("nan")},
+                                    {"success_threshold": "0.5"}])
 def test_bad_values_are_refused(kwargs):
     with pytest.raises(ValueError):
         SpecParams(**kwargs)
@@ -32,5 +33,11 @@ def test_for_estimator_passes_only_accepted_parameters():
     assert p.for_estimator("g2po")["w"] == 0.5 and p.for_estimator("g2po")["mode"] == "mean_norm"
     assert "w" not in p.for_estimator("g2po_nc")
     # GraphGPO's γ is a per-distance-step discount (default 0.1): the sidebar's γ is not it
-    assert p.for_estimator("graphgpo") == {"penalty": 0.2, "success_reward": 10.0}
+    assert p.for_estimator("graphgpo") == {"penalty": 0.2, "success_reward": 10.0,
+                                           "success_threshold": None}
+    # the success rule reaches every estimator that has one
+    ruled = SpecParams(success_threshold=0.5)
+    for name in ("g2po", "g2po_ec", "graphgpo", "graphhca", "value_iteration", "graph_gae"):
+        assert ruled.for_estimator(name)["success_threshold"] == 0.5, name
+    assert "success_threshold" not in ruled.for_estimator("grpo")
     assert p.for_estimator("value_iteration")["gamma"] == 0.9

@@ -1,8 +1,16 @@
 import numpy as np
 import pandas as pd
+import pytest
 
 from g2po.graph import state_graph
-from g2po.outcomes import check_outcomes, success_reward_from_won, truncated_trajectories
+from g2po.outcomes import (
+    check_outcomes,
+    success_mask,
+    success_reward_from_won,
+    success_rule,
+    success_threshold_from_won,
+    truncated_trajectories,
+)
 
 
 def steps(rewards, won=None, done_last=None, length=2):
@@ -56,3 +64,53 @@ def test_truncated_episodes_get_their_own_terminal_valued_as_failure():
     without = state_graph(frame.drop(columns="done"))
     assert "truncated" not in set(without.nodes["kind"])
     np.testing.assert_allclose(without.steps["adv"], graph.steps["adv"])
+
+
+def test_the_threshold_rule_counts_rewards_at_or_above_it_as_success():
+    rewards = np.array([0.0, 0.79, 0.8, 1.0])
+    assert success_mask(rewards, 1.0).tolist() == [False, False, False, True]
+    assert success_mask(rewards, 1.0, success_threshold=0.8).tolist() == [False, False, True,
+                                                                          True]
+    for bad in ("0.8", True, float("nan"), 1e200):
+        with pytest.raises(ValueError, match="success_threshold"):
+            success_mask(rewards, 1.0, success_threshold=bad)
+    assert success_rule(10.0) == "reward = success reward 10"
+    assert success_rule(10.0, 0.5) == "reward ≥ threshold 0.5"
+
+
+def test_won_with_unequal_rewards_is_offered_the_threshold_that_reproduces_it():
+    frame = steps([1.0, 0.8, 0.3, 0.0], won=[1, 1, 0, 0])
+    assert success_reward_from_won(frame) is None  # no single reward to set
+    assert success_threshold_from_won(frame) == 0.8
+    check = check_outcomes(frame, 10.0)
+    fix = next(f for f in check.fixes if f.kind == "success_threshold")
+    assert fix.value == 0.8 and "won" in fix.label
+    assert fix.reward == 1.0  # no reward is 10: the success terminal would be valued at 1
+    # applied: the rule now matches `won`, and the terminal at 1 raises nothing either
+    assert check_outcomes(frame, 1.0, success_threshold=0.8).problems == []
+    fixed = check_outcomes(frame, 10.0, success_threshold=0.8)
+    assert fixed.n_success == 2 and any("above every reward" in p for p in fixed.problems)
+    assert [f.value for f in fixed.fixes if f.kind == "success_reward"] == [1.0]
+    # a won trajectory rewarded below a lost one: no threshold reproduces `won`
+    assert success_threshold_from_won(steps([0.5, 0.9], won=[1, 0])) is None
+
+
+def test_graded_rewards_without_won_are_offered_a_threshold():
+    check = check_outcomes(steps([0.0, 0.5, 1.0]), 1.0)
+    assert any("3 values" in p for p in check.problems)
+    fix = next(f for f in check.fixes if f.kind == "success_threshold")
+    assert fix.value == 0.5 and fix.reward is None  # 1.0, the success reward, is a reward
+    assert check_outcomes(steps([0.0, 0.5, 1.0]), 1.0, success_threshold=0.5).problems == []
+
+
+def test_the_graph_and_the_estimator_follow_the_threshold_rule():
+    frame = steps([1.0, 0.8, 0.0])
+    equality = state_graph(frame, success_reward=1.0)
+    threshold = state_graph(frame, success_reward=1.0, success_threshold=0.8)
+    kinds = threshold.nodes["kind"]
+    success_node = int(kinds.index[kinds == "success"][0])
+    assert threshold.nodes.loc[success_node, "visits"] == 2
+    assert equality.nodes.loc[success_node, "visits"] == 1
+    last = threshold.steps[(threshold.steps["traj_id"] == "r1") & (threshold.steps["t"] == 1)]
+    assert last["next_value"].iloc[0] == 1.0  # the success terminal's value: the success reward
+    assert bool(last["success"].iloc[0])

@@ -60,7 +60,7 @@ def test_node_ids_match_the_graph_and_the_record_names_every_parameter(runs_root
     by_name = {e["name"]: e for e in meta["estimators"]}
     assert by_name["g2po"]["params"] == {"gamma": 0.9, "w": 1.0, "mode": "mean_std_norm",
                                          "penalty": 0.1, "success_reward": 10.0,
-                                         "terminal": "binary"}
+                                         "terminal": "binary", "success_threshold": None}
     assert {"node", "next_node", "adv", "td_error"} <= set(by_name["g2po"]["columns"])
     assert by_name["gigpo"]["params"]["omega"] == 1.0  # its own default, recorded too
     assert by_name["gigpo"]["params"]["gamma"] == 0.9  # the shared one from the sidebar

@@ -233,6 +233,67 @@ def test_a_reward_one_log_with_won_gets_the_right_success_rate_and_fix(tmp_path,
     assert at.number_input(key=key).value == 2.0
 
 
+def write_graded_csv(path):
+    """Won trajectories rewarded 1.0 and 0.8, lost ones 0.3 and 0.0: no single success reward
+    reproduces ``won``, the threshold 0.8 does."""
+    rows = []
+    for i, (reward, won) in enumerate([(1.0, True), (0.8, True), (0.3, False), (0.0, False)]):
+        for t in range(2):
+            rows.append({"group_id": "g", "traj_id": f"s0:{i}", "t": t, "state_key": f"room {t}",
+                         "action": "go", "episode_reward": reward, "is_action_valid": True,
+                         "won": won and t == 1, "done": t == 1})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def success_visits(at) -> int:
+    (node,) = [n for n in drawn_graph(at)["nodes"] if n["label"] == "success"]
+    return int(re.search(r"visits (\d+)", node["title"]).group(1))
+
+
+def test_graded_rewards_get_the_threshold_rule_from_won_and_kept_per_run(tmp_path, runs_root):
+    csv = write_graded_csv(tmp_path / "graded.csv")
+    at = app_test("group", ["--log", str(csv), "--log", str(runs_root / "run_a")])
+    assert not at.exception
+    on = next(c for c in at.checkbox if c.key.startswith("p_by_threshold:"))
+    value = next(n for n in at.number_input if n.key.startswith("p_threshold:"))
+    reward = next(n for n in at.number_input if n.key.startswith("p_success:"))
+    # `won` is reproduced by 'reward ≥ 0.8' (no single reward is): the rule taken from the log
+    assert on.value is True and value.value == 0.8 and reward.value == 1.0
+    assert "disagrees" not in texts(at) and "success rate **50%** (from `won`)" in texts(at)
+    assert success_visits(at) == 2 and at.query_params["success_min"] == "0.8"
+    # both won rollouts' last steps lead to the success terminal, valued at 1.0
+    last = steps_table(at)[lambda f: f["t"] == 1]
+    assert sorted(last["V′"]) == [0.0, 0.0, 1.0, 1.0]
+    # the equality rule by hand: the page says `won` disagrees and offers the threshold back
+    at.checkbox(key=on.key).uncheck().run()
+    assert "disagrees" in texts(at) and success_visits(at) == 1
+    assert "success_min" not in at.query_params
+    fix = next(b for b in at.button if b.label.startswith("Use `won`: count reward ≥ 0.8"))
+    fix.click().run()
+    assert not at.exception
+    assert at.checkbox(key=on.key).value is True and "disagrees" not in texts(at)
+    # kept per run: another run uses its own rule, and coming back keeps this one
+    at.number_input(key=value.key).set_value(0.3).run()
+    assert success_visits(at) == 3
+    at.selectbox(key="active_run").select("run_a").run()
+    assert "success_min" not in at.query_params
+    at.selectbox(key="active_run").select("graded.csv").run()
+    assert not at.exception
+    assert at.number_input(key=value.key).value == 0.3 and success_visits(at) == 3
+
+
+def test_a_url_with_success_min_opens_the_threshold_rule(tmp_path):
+    csv = write_graded_csv(tmp_path / "graded.csv")
+    at = AppTest.from_function(entry, kwargs={"page": "group", "argv": ["--log", str(csv)]},
+                               default_timeout=60)
+    at.query_params.update({"success_min": "0.3", "success": "1"})
+    at.run()
+    assert not at.exception
+    assert next(c for c in at.checkbox if c.key.startswith("p_by_threshold:")).value is True
+    assert success_visits(at) == 3 and "disagrees" in texts(at)  # 0.3 was not won
+
+
 def test_state_key_strategy_changes_the_merge(tmp_path):
     run = write_run(tmp_path / "cases", 1, seed=3)
     # make every second occurrence of a key differ only in case: exact keeps them apart

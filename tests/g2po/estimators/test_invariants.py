@@ -272,3 +272,38 @@ def test_empty_table_gives_empty_columns(name):
     steps = pd.DataFrame({"group_id": [], "traj_id": [], "t": [], "state_key": [], "action": [],
                           "episode_reward": [], "is_action_valid": []})
     assert len(compute_advantages(steps, name)) == 0
+
+
+SUCCESS_RULED = [n for n in ALL if "success_reward" in estimator_params(n)]
+
+
+def test_every_estimator_with_a_success_reward_takes_the_threshold_rule():
+    assert {"g2po", "graphgpo", "value_iteration", "graph_gae", "graphhca"} <= set(SUCCESS_RULED)
+    for name in SUCCESS_RULED:
+        assert estimator_params(name)["success_threshold"] is None, name
+
+
+@fast
+@given(step_tables(), st.sampled_from(SUCCESS_RULED), st.sampled_from([0.5, 5.0, 10.0]))
+def test_a_threshold_between_the_two_rewards_changes_nothing(steps, name, threshold):
+    pd.testing.assert_frame_equal(compute_advantages(steps, name),
+                                  compute_advantages(steps, name, success_threshold=threshold))
+
+
+@pytest.mark.parametrize("name", SUCCESS_RULED)
+def test_the_threshold_makes_a_lower_reward_a_success(name):
+    low = trajectories(TWO)
+    low["episode_reward"] = low["episode_reward"].replace(10.0, 8.0)
+    assert set(low["episode_reward"]) == {0.0, 8.0}
+    as_ten = trajectories(TWO)
+    by_threshold = compute_advantages(low, name, success_threshold=8.0)
+    changed = not compute_advantages(low, name).equals(by_threshold)
+    assert changed == (name != "g2po_ep")  # the episode term reads R_i, not the success flag
+    # the columns that depend on the outcome only through the success flag are those of R = 10
+    flag_only = [c for c in ("adv_step", "return", "distance", "success_prob", "potential",
+                             "credit", "adv_credit") if c in by_threshold.columns]
+    pd.testing.assert_frame_equal(by_threshold[flag_only],
+                                  compute_advantages(as_ten, name)[flag_only])
+    for bad in ("8", True, math.inf):
+        with pytest.raises(ValueError, match="success_threshold"):
+            compute_advantages(low, name, success_threshold=bad)

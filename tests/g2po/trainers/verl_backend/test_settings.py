@@ -25,7 +25,8 @@ def test_the_packaged_configuration_has_no_problem(default_config):
 def test_estimator_settings_are_the_librarys_parameters(default_config):
     g2po = estimator_settings("g2po", default_config.algorithm)
     assert g2po.params == {"gamma": 0.95, "w": 1.0, "mode": "mean_std_norm", "penalty": 0.1,
-                           "terminal": "binary", "success_reward": 10.0}
+                           "terminal": "binary", "success_reward": 10.0,
+                           "success_threshold": None}
     assert set(g2po.params) == set(estimator_params("g2po"))
     assert g2po.state_key == "exact" and g2po.missing_step_fields == "error"
     gigpo = estimator_settings("gigpo", default_config.algorithm)
