@@ -23,6 +23,16 @@ ARTIFACTS = ROOT / "artifacts"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
+def stop_process(proc: subprocess.Popen) -> None:
+    """Stop a server started by a test (and only it): terminate, then kill after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -58,12 +68,7 @@ def serve_app(args: list[str], timeout: float = 60.0) -> Iterator[str]:
             time.sleep(0.05)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         if log is not subprocess.DEVNULL:
             log.close()
 

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.web.server.app_discovery import discover_asgi_app
 
-from tests.app.browser import free_port
+from tests.app.browser import free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = ROOT / "app" / "main.py"
@@ -116,15 +116,6 @@ def _start(tmp_path, *flags: str):
     raise TimeoutError("streamlit did not answer")
 
 
-def _stop(proc) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def test_the_server_listens_on_loopback_only_unless_told_and_then_warns(tmp_path):
     proc, port, log = _start(tmp_path)
     try:
@@ -135,13 +126,13 @@ def test_the_server_listens_on_loopback_only_unless_told_and_then_warns(tmp_path
             with pytest.raises(OSError):
                 socket.create_connection((other, port), timeout=2).close()
     finally:
-        _stop(proc)
+        stop_process(proc)
     assert "WARNING" not in log.read_text()
     proc, port, log = _start(tmp_path, "--server.address", "0.0.0.0")
     try:
         assert _listening(port) == ["00000000"]
     finally:
-        _stop(proc)
+        stop_process(proc)
     assert "WARNING: the G2PO app listens on 0.0.0.0" in log.read_text()
 
 
