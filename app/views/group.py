@@ -301,7 +301,7 @@ def _outcome_warning(ctx: AppContext, outcome: OutcomeCheck) -> None:
         md("⚠ {}", " ".join(outcome.problems))
         cols = st.columns(max(len(outcome.fixes), 1) + 1)
         for i, fix in enumerate(outcome.fixes):
-            cols[i].button(fix.label, key=f"g_fix_{i}", on_click=_apply_fix,
+            cols[i].button(fix.label, key=f"g_fix_{i}", on_click=_apply_fix, help=fix.label,
                            args=(ctx.active, fix))
         cols[-1].caption("The success rule and the success reward are also in the sidebar's "
                          "G2PO parameters (kept per run).")
