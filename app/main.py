@@ -9,8 +9,7 @@ This file is read twice, for two jobs:
   lifespan starts :func:`warm_up` in a thread: the modules the first page needs (pandas,
   pyarrow, pyvis, the loaders, the group explorer, …) are imported while the browser is still
   loading Streamlit's frontend, instead of during the first script run, and the graph
-  component's folder is ready. That thread runs at the lowest CPU priority, so that on a small
-  machine the browser (loading ~2.5 MB of JavaScript) and the server's replies go first.
+  component's folder is ready.
 - every script run (each browser session, each rerun) executes it as ``__main__``, which draws
   the app (:func:`app.shell.run`).
 
@@ -26,7 +25,6 @@ import gc
 import importlib
 import inspect
 import logging
-import os
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -91,16 +89,6 @@ def warm_up() -> None:
             gc.enable()
 
 
-def _warm_up_in_background() -> None:
-    """:func:`warm_up` at the lowest CPU priority (Linux sets a nice value per thread; other
-    systems keep the default): with two cores, importing at full priority slowed the
-    browser's first page load by ~0.5 s, more than the imports gain."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    warm_up()
-
-
 def browser_url() -> str | None:
     """The URL to open in the user's browser once the server is up, or None when headless
     (plain ``streamlit run`` opens it itself; served as an ASGI app, Streamlit leaves that to
@@ -134,7 +122,7 @@ async def _lifespan(_app: st.App) -> AsyncIterator[None]:
     warning = sharing_warning()
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    threading.Thread(target=_warm_up_in_background, name="g2po-warm-up", daemon=True).start()
+    threading.Thread(target=warm_up, name="g2po-warm-up", daemon=True).start()
     url = browser_url()
     if url is not None:
         from streamlit.cli_util import open_browser
