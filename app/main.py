@@ -4,10 +4,12 @@
 This file is read twice, for two jobs:
 
 - ``streamlit run`` imports it once, as the module ``main``, and finds ``streamlit_app`` (a
-  :class:`streamlit.App`; Streamlit then serves it with uvicorn). Its lifespan starts
-  :func:`warm_up` in a thread: the modules the first page needs (pandas, pyarrow, pyvis, the
-  loaders, the group explorer, …) are imported while the browser is still loading Streamlit's
-  frontend, instead of during the first script run, and the graph component's folder is ready.
+  :class:`streamlit.App`; Streamlit then serves it with uvicorn). Before that, the patches of
+  :mod:`app.streamlit_patches` apply (they must precede Streamlit's Runtime). The App's
+  lifespan starts :func:`warm_up` in a thread: the modules the first page needs (pandas,
+  pyarrow, pyvis, the loaders, the group explorer, …) are imported while the browser is still
+  loading Streamlit's frontend, instead of during the first script run, and the graph
+  component's folder is ready.
 - every script run (each browser session, each rerun) executes it as ``__main__``, which draws
   the app (:func:`app.shell.run`).
 
@@ -55,9 +57,9 @@ WARM_MODULES = (
 
 
 def warm_up() -> None:
-    """Import :data:`WARM_MODULES` and write the graph component's folder. Runs once per server
-    process, in a thread, so a failure here only costs time: the script run imports what it
-    needs anyway and shows its own errors."""
+    """Import :data:`WARM_MODULES`, write the graph component's folder and make the colour
+    scales' first lookup. Runs once per server process, in a thread, so a failure here only
+    costs time: the script run imports what it needs anyway and shows its own errors."""
     # Imports make ~150,000 long-lived objects; the collector would scan them again and again
     # while they are made (~0.2 s of the ~0.65 s here), so it pauses until they are made.
     collecting = gc.isenabled()
@@ -68,6 +70,9 @@ def warm_up() -> None:
         from app.graph_component import component_dir
 
         component_dir()
+        from app.colors import value_colors
+
+        value_colors([0.0], 0.0, 1.0)  # plotly lists its named scales once (~50 ms)
         # Streamlit's first element of a process calls inspect.stack() (is this a REPL?) and
         # declare_component looks up its caller's module; both walk every loaded module once
         # (~2,000 here) and inspect caches what it found. Walking now moves that off the
@@ -131,4 +136,7 @@ if __name__ == "__main__":  # a script run
 
     run()
 elif __name__ == "main":  # `streamlit run app/main.py` looking for the ASGI app to serve
+    from app.streamlit_patches import skip_component_scan
+
+    skip_component_scan()
     streamlit_app = st.App(__file__, lifespan=_lifespan)

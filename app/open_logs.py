@@ -293,8 +293,7 @@ def choose_runs(refs: list[LogRef], fresh: LogRef | None) -> list[LogRef]:
     else:
         chosen = [n for n in state["runs"] if n in names]
         chosen += [n for n in names if n not in known and n not in chosen]
-    if state.get("runs") != chosen:
-        state["runs"] = chosen
+    state["runs"] = chosen  # on every run: see app.ui.keep_widget_value
     state[KNOWN_RUNS] = list(names)
     fresh_name = next((r.name for r in refs if fresh is not None and r.path == fresh.path
                        and r.read == fresh.read), None)

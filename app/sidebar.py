@@ -12,7 +12,7 @@ from app import data, open_logs
 from app.context import AppContext, OpenLog
 from app.options import AppOptions
 from app.params import NORM_MODES, STATE_KEY_CHOICES, TERMINAL_RULES, SpecParams
-from app.ui import show_error
+from app.ui import keep_widget_value, show_error
 from app.url_state import seed_from_url, url_value, write_url
 from g2po.errors import G2POError
 from g2po.labels import shorten_middle
@@ -59,6 +59,7 @@ def _choose_active(logs: list[OpenLog]) -> OpenLog:
     if goto:  # another page asked for a training step of a given run: make it the active one
         st.session_state["active_run"] = next((o.name for o in logs if o.key == goto[0]),
                                               st.session_state.get("active_run"))
+    keep_widget_value("active_run", names)
     name = st.selectbox("Run to inspect", names, key="active_run",
                         help="The group explorer, comparison, diagnostics and export look at "
                              "this run.")
@@ -92,6 +93,7 @@ def _choose_group(ctx: AppContext) -> None:
         st.session_state[step_key] = steps[-1]
     st.session_state[last_key] = steps[-1]
     if opened.log.has_train_steps:
+        keep_widget_value(step_key)
         ctx.train_step = st.selectbox("Training step", steps, key=step_key)
     else:
         st.caption("This log has no training steps: all its rows are one step.")
@@ -112,6 +114,7 @@ def _choose_group(ctx: AppContext) -> None:
     seed_from_url(group_key, "group", str, groups)
     if st.session_state.get(group_key) not in groups:
         st.session_state[group_key] = last if last in groups else groups[0]
+    keep_widget_value(group_key)
     ctx.group_id = st.selectbox("Group (task)", groups, key=group_key,
                                 format_func=lambda g: labels.get(g, g))
     st.session_state["_g2po_last_group"] = ctx.group_id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from g2po.graph import StateGraph
 
 __all__ = ["show_error", "show_short_error", "show_internal_error", "md", "no_group_message",
-           "group_page", "chosen_graph"]
+           "group_page", "chosen_graph", "keep_widget_value"]
 
 
 def show_error(title: str, err: BaseException | str) -> None:
@@ -42,6 +43,19 @@ def show_short_error(title: str, err: BaseException | str, limit: int = 240) -> 
     if detail.strip() != truncate(first, limit):
         with st.expander("Details"):
             st.code(detail, language=None, wrap_lines=True)
+
+
+def keep_widget_value(key: str, allowed: Collection | None = None) -> None:
+    """Set the widget ``key``'s value in session state to itself (when it has one, and it is
+    in ``allowed``), before the widget is drawn. A value set through session state travels
+    with the widget to the browser; one Streamlit already holds does not, and the browser
+    keeps its own copy. That copy is missing when a page link was followed before the browser
+    had drawn the widget (a session's first script run still going): the new page then showed
+    the widget's empty default, and the next rerun sent that back (the runs multiselect came
+    back empty, a run chosen from the URL became the first run)."""
+    state = st.session_state
+    if key in state and (allowed is None or state[key] in allowed):
+        state[key] = state[key]
 
 
 def show_internal_error(what: str, err: BaseException) -> None:

@@ -28,6 +28,23 @@ def test_streamlit_run_serves_the_entry_as_an_asgi_app_with_its_warm_up():
     assert found.import_string == "main:streamlit_app"
 
 
+def test_serving_the_entry_skips_streamlits_component_scan_before_its_runtime_exists():
+    # `streamlit run` imports the entry as the module "main", then builds the Runtime
+    probe = f"""
+import sys
+sys.path.insert(0, {str(MAIN.parent)!r})
+import main
+from streamlit.components.v2.component_manager import BidiComponentManager
+from streamlit.runtime import Runtime
+scan = BidiComponentManager.discover_and_register_components
+print(Runtime._instance is None, "G2PO" in scan.__doc__)
+"""
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-2:] == ["True", "True"]
+
+
 def test_the_entry_draws_the_app_when_streamlit_runs_it_as_a_script(monkeypatch):
     monkeypatch.setattr(sys, "argv", [str(MAIN)])  # as `streamlit run` sets it
     at = AppTest.from_file(str(MAIN), default_timeout=60)
