@@ -240,6 +240,8 @@ def _parameter_controls(active: OpenLog, ctx: AppContext | None = None) -> SpecP
         seed_from_url(key, name, parsers.get(key, float), allowed.get(key))
         st.session_state.setdefault(key, defaults[key])
     _seed_state_key()
+    for key in (*PARAM_URL, s_key, on_key, value_key, "p_state_key", "p_regex", "p_similarity"):
+        keep_widget_value(key)  # seeded above: sent with the widget on every run
     with st.expander("G2PO parameters", expanded=False):
         gamma = st.number_input("γ (discount)", 0.01, 1.0, step=0.01, key="p_gamma")
         w = st.number_input("w (step-advantage weight)", 0.0, 10.0, step=0.1, key="p_w")

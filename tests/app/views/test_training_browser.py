@@ -91,13 +91,15 @@ def test_a_link_followed_early_keeps_the_sidebars_choices_and_a_history_click_op
     # inspect" have no value yet (in CI a slow first load did the same, and the new page
     # showed no run chosen: "Choose a run above" at the next rerun).
     held = []
-    widgets = ("**/static/js/Multiselect.*.js", "**/static/js/Selectbox.*.js")
+    widgets = ("**/static/js/Multiselect.*.js", "**/static/js/Selectbox.*.js",
+               "**/static/js/NumberInput.*.js")
     for pattern in widgets:
         page.route(pattern, lambda route: held.append(route))
-    page.goto(f"{app_url}/?run=train_b")  # a deep link: the run in view is not the first
+    # a deep link: the run in view is not the first, γ not the default
+    page.goto(f"{app_url}/?run=train_b&gamma=0.9")
     page.get_by_role("link", name="State over training").first.click(timeout=60_000)
     page.get_by_role("heading", name="State over training").first.wait_for(timeout=60_000)
-    assert len(held) == 2, "the widgets' scripts were not requested"
+    assert len(held) == 3, "the widgets' scripts were not requested"
     for route in held:
         route.continue_()
     for pattern in widgets:
@@ -109,6 +111,8 @@ def test_a_link_followed_early_keeps_the_sidebars_choices_and_a_history_click_op
     wait_idle(page)
     assert page.get_by_role("combobox", name="Run to inspect").input_value() == "train_b"
     assert page.get_by_text("Choose a run above").count() == 0
+    sidebar.get_by_text("G2PO parameters").first.click()
+    assert sidebar.get_by_label("γ (discount)").input_value() == "0.90"  # not its minimum
     # the value chart (lines): its second point is training step 2
     click_point(page, page.locator(".js-plotly-plot").nth(1), 1, "Group explorer")
     wait_idle(page)
