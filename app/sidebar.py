@@ -256,8 +256,8 @@ def _parameter_controls(active: OpenLog, ctx: AppContext | None = None) -> SpecP
                                    help="For graded rewards, or successes rewarded unequally: "
                                         "a trajectory succeeds when its reward is at least T "
                                         "(kept per run).")
-        threshold = st.number_input("success threshold T", step=0.1, key=value_key,
-                                    disabled=not by_threshold)
+        success_at = st.number_input("success threshold T", step=0.1, key=value_key,
+                                     disabled=not by_threshold)
         terminal = st.selectbox("terminal rule", TERMINAL_RULES, key="p_terminal",
                                 help="binary: success reward or 0 (reference); reward: R_i")
         strategy = st.selectbox("state key", STATE_KEY_CHOICES, key="p_state_key",
@@ -272,7 +272,7 @@ def _parameter_controls(active: OpenLog, ctx: AppContext | None = None) -> SpecP
                                   key="p_similarity")
             state_key = f"similarity:{threshold}"
     st.session_state[SUCCESS_BY_RUN][active.key] = float(success)
-    success_min = float(threshold) if by_threshold else None
+    success_min = float(success_at) if by_threshold else None
     st.session_state[THRESHOLD_BY_RUN][active.key] = success_min
     write_url(gamma=float(gamma), w=float(w), mode=str(mode), penalty=float(penalty),
               success=float(success), success_min=success_min, terminal=str(terminal),

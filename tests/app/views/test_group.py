@@ -283,6 +283,16 @@ def test_graded_rewards_get_the_threshold_rule_from_won_and_kept_per_run(tmp_pat
     assert at.number_input(key=value.key).value == 0.3 and success_visits(at) == 3
 
 
+def test_the_threshold_rule_survives_a_similarity_state_key(tmp_path):
+    csv = write_graded_csv(tmp_path / "graded.csv")
+    at = app_test("group", ["--log", str(csv)])
+    at.selectbox(key="p_state_key").select("similarity").run()
+    assert not at.exception
+    assert at.query_params["success_min"] == "0.8"  # not the similarity threshold (0.9)
+    assert at.query_params["state_key"].startswith("similarity:0.9")
+    assert success_visits(at) == 2
+
+
 def test_a_url_with_success_min_opens_the_threshold_rule(tmp_path):
     csv = write_graded_csv(tmp_path / "graded.csv")
     at = AppTest.from_function(entry, kwargs={"page": "group", "argv": ["--log", str(csv)]},
