@@ -140,10 +140,8 @@ def truncated_trajectories(steps: pd.DataFrame) -> pd.Series:
     return pd.Series(cut.to_numpy(dtype=bool), index=pd.Index(last["traj_id"], name="traj_id"))
 
 
-def success_reward_from_won(steps: pd.DataFrame) -> float | None:
-    """The reward every ``won`` trajectory has, when the log marks wins and they share one
-    reward that no lost trajectory has; else None."""
-    table = trajectory_outcomes(steps)
+def _won_reward(table: pd.DataFrame) -> float | None:
+    """Of a :func:`trajectory_outcomes` table: see :func:`success_reward_from_won`."""
     if table["won"].isna().all():
         return None
     won = table["won"].astype(bool)
@@ -153,10 +151,8 @@ def success_reward_from_won(steps: pd.DataFrame) -> float | None:
     return float(rewards[0])
 
 
-def success_threshold_from_won(steps: pd.DataFrame) -> float | None:
-    """The smallest reward of a ``won`` trajectory, when it is above the reward of every
-    trajectory not won (so 'reward ≥ it' reproduces ``won``); else None."""
-    table = trajectory_outcomes(steps)
+def _won_threshold(table: pd.DataFrame) -> float | None:
+    """Of a :func:`trajectory_outcomes` table: see :func:`success_threshold_from_won`."""
     if table["won"].isna().all():
         return None
     won = table["won"].astype(bool).to_numpy()
@@ -169,19 +165,31 @@ def success_threshold_from_won(steps: pd.DataFrame) -> float | None:
     return lowest
 
 
+def success_reward_from_won(steps: pd.DataFrame) -> float | None:
+    """The reward every ``won`` trajectory has, when the log marks wins and they share one
+    reward that no lost trajectory has; else None."""
+    return _won_reward(trajectory_outcomes(steps))
+
+
+def success_threshold_from_won(steps: pd.DataFrame) -> float | None:
+    """The smallest reward of a ``won`` trajectory, when it is above the reward of every
+    trajectory not won (so 'reward ≥ it' reproduces ``won``); else None."""
+    return _won_threshold(trajectory_outcomes(steps))
+
+
 def success_rule_from_won(steps: pd.DataFrame) -> tuple[float, float | None] | None:
     """The success rule the log's ``won`` flags state, as (success reward, threshold): the
     reward every won trajectory has (threshold None: the equality rule), else, when won
     trajectories are rewarded unequally but above every other, the threshold that reproduces
     ``won`` with the largest won reward as the success terminal's value; None when ``won`` is
     absent or no rule reproduces it."""
-    reward = success_reward_from_won(steps)
+    table = trajectory_outcomes(steps)
+    reward = _won_reward(table)
     if reward is not None:
         return reward, None
-    lowest = success_threshold_from_won(steps)
+    lowest = _won_threshold(table)
     if lowest is None:
         return None
-    table = trajectory_outcomes(steps)
     return float(table.loc[table["won"].astype(bool), "reward"].max()), lowest
 
 
@@ -228,8 +236,8 @@ def check_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
                 f"{disagree} of {n} trajectories have a `won` flag that disagrees with "
                 f"'{rule}' (rewards seen: {shown}): the graph's success terminal and the "
                 "advantages follow the reward rule.")
-            target = success_reward_from_won(steps)
-            lowest = success_threshold_from_won(steps)
+            target = _won_reward(table)  # `won` does not depend on the success rule
+            lowest = _won_threshold(table)
             if target is not None and threshold is None:
                 fixes.append(Fix("success_reward", f"Use `won`: set the success reward to "
                                  f"{target:g} (the reward of every won trajectory)", target))
