@@ -21,7 +21,6 @@ Target: each page draws in <= 1 s. Usage: ``python scripts/bench_history.py [--d
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -33,18 +32,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, ROOT / "scripts"):  # the project, and bench_loaders beside this one
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 METRICS = ["rollout/success_rate", "actor/pg_loss", "actor/kl_loss", "actor/grad_norm",
            "adv/ec/std", "g2po/td_error_abs_mean"]
-
-
-def _bench_loaders():
-    spec = importlib.util.spec_from_file_location("bench_loaders",
-                                                  ROOT / "scripts" / "bench_loaders.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def training_metrics(step: int, rng: np.random.Generator) -> dict[str, float]:
@@ -70,9 +62,10 @@ def training_metrics(step: int, rng: np.random.Generator) -> dict[str, float]:
 
 def generate_run(path: Path, steps: int, tasks: int, rollouts: int, max_len: int,
                  obs_chars: int) -> int:
+    import bench_loaders as bench
+
     from loaders import RunWriter
 
-    bench = _bench_loaders()
     states = 40
     vocab = [text for task in range(tasks) for text in bench._world(task, states, obs_chars)]
     writer = RunWriter(path, {"env": "bench", "model": "none", "estimator": "g2po",

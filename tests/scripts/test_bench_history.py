@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import loaders
 from loaders.across_steps import task_index
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_history",
-                                                  ROOT / "scripts" / "bench_history.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_history")
 
 
 def test_the_run_keeps_tasks_and_logs_namespaced_metrics(tmp_path):
