@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pandas as pd
+
+
+def z(values: list[float]) -> list[float]:
+    """mean_std_norm by hand, for hand-worked expectations: (x - mean) / (sample std + 1e-6)."""
+    mean, std = statistics.mean(values), statistics.stdev(values)
+    return [(v - mean) / (std + 1e-6) for v in values]
 
 
 def trajectories(spec: dict, group: str = "g") -> pd.DataFrame:

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import math
-import statistics
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from g2po import compute_advantages
-from tests.g2po.builders import CYCLE, THREE, TWO, trajectories
+from tests.g2po.builders import CYCLE, THREE, TWO, trajectories, z
 
 G = 0.95
 EPS = 1e-6
-
-
-def z(values):
-    """mean_std_norm by hand: (x - mean) / (sample std + eps)."""
-    mean, std = statistics.mean(values), statistics.stdev(values)
-    return [(v - mean) / (std + EPS) for v in values]
 
 
 def col(frame: pd.DataFrame, name: str) -> list[float]:

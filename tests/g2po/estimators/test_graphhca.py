@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import math
-import statistics
 
 import pytest
 
 from g2po import compute_advantages
 from g2po.estimators.graphhca import PHI_FLOOR
-from tests.g2po.builders import CYCLE, TWO, trajectories
+from tests.g2po.builders import CYCLE, TWO, trajectories, z
 
 G = 0.95
 
 
 def phi(p: float) -> float:
     return math.log((p + PHI_FLOOR) / (1 + PHI_FLOOR))
-
-
-def z(values):
-    mean, std = statistics.mean(values), statistics.stdev(values)
-    return [(v - mean) / (std + 1e-6) for v in values]
 
 
 def test_two_trajectories():

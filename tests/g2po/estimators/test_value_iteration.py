@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import statistics
-
 import pytest
 
 from g2po import compute_advantages
-from tests.g2po.builders import CYCLE, TWO, trajectories
+from tests.g2po.builders import CYCLE, TWO, trajectories, z
 
 G = 0.95
-
-
-def z(values):
-    mean, std = statistics.mean(values), statistics.stdev(values)
-    return [(v - mean) / (std + 1e-6) for v in values]
 
 
 def test_two_trajectories():
