@@ -83,7 +83,8 @@ def render(ctx: AppContext) -> None:
     raw = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
     tables = _tables(graph, raw, current, ctx.params)
     outcome = tables["outcome"]
-    _headline(graph, outcome, ctx.params)
+    stats = tables["stats"]
+    _headline(outcome, stats, ctx.params)
     _outcome_warning(ctx, outcome)
     traj_ids = tables["traj_ids"]
     if st.session_state.get(PICKS_FOR) != current:  # another graph: old picks mean nothing
@@ -124,7 +125,6 @@ def render(ctx: AppContext) -> None:
         _critical(graph, style, limits)
         alarms = _alarms(graph, current, ctx)
         _alarm_list(ctx, alarms)
-    stats = merge_stats(graph)
     st.caption(f"{len(graph.nodes)} nodes ({graph.n_states} states + terminals) · "
                f"{len(graph.edges)} edges · {stats['merge_rate']:.0%} merged · hover for "
                "details, click a node or an edge to list its steps, click a step row to find "
@@ -248,7 +248,7 @@ def _tables_cached(_graph: StateGraph, _raw: pd.DataFrame, graph_id: str, params
                                       params.success_threshold),
             "traj_ids": trajectory_order(_graph), "summary": summary,
             "labels": _traj_labels(summary), "limits": scale_limits(_graph),
-            "steps": step_table(_graph)}
+            "steps": step_table(_graph), "stats": merge_stats(_graph)}
 
 
 def _tables(graph: StateGraph, raw: pd.DataFrame, graph_id: str, params) -> dict:
@@ -282,8 +282,7 @@ def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:
 
 # -- headline, outcome check -------------------------------------------------------------
 
-def _headline(graph: StateGraph, outcome: OutcomeCheck, params: SpecParams) -> None:
-    stats = merge_stats(graph)
+def _headline(outcome: OutcomeCheck, stats: dict, params: SpecParams) -> None:
     source = "from `won`" if outcome.n_won is not None else \
         success_rule(params.success_reward, params.success_threshold)
     truncated = f" · **{outcome.n_truncated}** truncated" if outcome.n_truncated else ""
