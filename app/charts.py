@@ -86,7 +86,8 @@ def overview_figure(summary: pd.DataFrame, metric: str, title: str | None = None
 
 def metric_figure(series: pd.DataFrame, metric: str, colors: Mapping[str, str],
                   smoothed: bool = False) -> tuple[go.Figure, list[str]]:
-    """One training metric, one line per run (``series`` from :func:`g2po.history.metric_series`:
+    """One training metric, one line per run (``series`` from
+    :func:`g2po.analysis.history.metric_series`:
     run, metric, train_step, value, smoothed). With ``smoothed``, the smoothed line is drawn
     over the raw values (faded, same colour). Returns the figure and the run of each trace, in
     trace order, so that a clicked point names its run and training step."""
@@ -121,7 +122,7 @@ def metric_figure(series: pd.DataFrame, metric: str, colors: Mapping[str, str],
 def history_figure(history: pd.DataFrame, columns: Mapping[str, str], title: str,
                    kind: str = "lines") -> go.Figure:
     """A state's numbers over training steps (``history`` from
-    :func:`g2po.history.state_history`): one trace per column (column → legend name), as
+    :func:`g2po.analysis.history.state_history`): one trace per column (column → legend name), as
     ``lines`` or ``bars``. Missing values (the state not reached that step) leave gaps.
     Points are selectable: a click picks the training step."""
     fig = go.Figure()

@@ -6,7 +6,8 @@ vis-network's JavaScript comes from the installed pyvis package: inlined in the 
 (:func:`render_html`, the export), served by the app's own component in the app
 (:mod:`app.graph_component`), so the graph draws with no internet. Positions come from
 :func:`layout_positions` (a layered layout by step depth with crossings reduced,
-:mod:`g2po.layout`) and physics is off, so a graph of a few thousand nodes stays responsive.
+:mod:`g2po.analysis.layout`) and physics is off, so a graph of a few thousand nodes stays
+responsive.
 
 Log text (state keys, observations, actions) is untrusted. It reaches the page only as JSON data
 (``<``, ``>``, ``&`` escaped by Jinja's ``tojson``, or a ``postMessage`` to the app's component);
@@ -34,8 +35,8 @@ from pyvis.network import Network
 
 from app.colors import EDGE_SCALE, diverging_colors, symmetric_limit, value_colors
 from app.safe import truncate
+from g2po.analysis.layout import layered_layout
 from g2po.graph import StateGraph
-from g2po.layout import layered_layout
 
 __all__ = [
     "Highlight",
@@ -127,8 +128,8 @@ def _template(name: str) -> jinja2.Template:
 
 
 def layout_positions(graph: StateGraph) -> pd.DataFrame:
-    """Node positions of :func:`g2po.layout.layered_layout` (columns by step depth, crossings
-    reduced), cached by the graph's structure: a parameter that changes only the numbers
+    """Node positions of :func:`g2po.analysis.layout.layered_layout` (columns by step depth,
+    crossings reduced), cached by the graph's structure: a parameter that changes only the numbers
     (γ, w, the penalty) reuses the layout."""
     nodes, edges = graph.nodes, graph.edges
     structure = hashlib.sha256()

@@ -14,8 +14,8 @@ from app.options import AppOptions
 from app.params import NORM_MODES, STATE_KEY_CHOICES, TERMINAL_RULES, SpecParams
 from app.ui import keep_widget_value, show_error
 from app.url_state import seed_from_url, url_value, write_url
+from g2po.analysis.labels import shorten_middle
 from g2po.errors import G2POError
-from g2po.labels import shorten_middle
 from g2po.outcomes import success_rule_from_won
 
 __all__ = ["build_context", "GOTO_STEP", "success_key", "remember_success", "threshold_keys",

@@ -18,8 +18,8 @@ from pandas.io.formats.style import Styler
 from app.colors import diverging_colors, text_color_for
 from app.graph_html import Highlight
 from app.safe import truncate
+from g2po.analysis.labels import natural_key, shorten_middle
 from g2po.graph import StateGraph
-from g2po.labels import natural_key, shorten_middle
 
 __all__ = [
     "STEP_COLUMNS",

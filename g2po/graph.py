@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
+from g2po.analysis.labels import distinguishing_labels
 from g2po.index import StepIndex
-from g2po.labels import distinguishing_labels
 from g2po.outcomes import success_mask, truncated_trajectories
 from g2po.segments import powers, segment_mean_var
 
@@ -142,8 +142,8 @@ class StateGraph:
         limit), ``state_key``, ``visits``, ``value`` V(k), ``value_var``, ``is_start`` (some
         trajectory begins there), ``depth`` (smallest step index seen there; terminals one
         past the deepest step), ``label`` (the words of the key that tell it apart from the
-        group's other keys, :func:`g2po.labels.distinguishing_labels`), ``observation`` (the
-        first observation seen there, else the key).
+        group's other keys, :func:`g2po.analysis.labels.distinguishing_labels`),
+        ``observation`` (the first observation seen there, else the key).
     edges : one row per (source, action, target): ``count``, ``td_error``, ``invalid`` (count of
         invalid steps), and the mean of each advantage column of the steps along it.
     steps : the group's step rows with ``node``, ``next_node`` and ``truncated`` (the

@@ -29,8 +29,8 @@ def pick_group(run: str, nodes: int) -> tuple[int, str, str]:
     """The (training step, group, first successful trajectory) of ``run`` whose graph size
     is nearest ``nodes``."""
     import loaders
+    from g2po.analysis.labels import natural_key
     from g2po.graph import state_graph
-    from g2po.labels import natural_key
 
     log = loaders.open_log(ROOT / "sample_rollouts" / run)
     best = None

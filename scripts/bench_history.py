@@ -118,7 +118,7 @@ def measure(run: Path) -> dict:
     import app.views.state_history  # noqa: F401
     import loaders
     from app.charts import RUN_PALETTE, history_figure, metric_figure
-    from g2po.history import history_of, metric_namespaces, metric_series, state_table
+    from g2po.analysis.history import history_of, metric_namespaces, metric_series, state_table
     from loaders.across_steps import load_groups_coded, task_index
 
     out: dict = {}

@@ -18,7 +18,7 @@ from app.params import STATE_KEY_CHOICES, SpecParams
 from app.safe import escape_markdown, truncate
 from app.tables import style_diverging
 from app.ui import group_page, md, show_error
-from g2po.compare import (
+from g2po.analysis.compare import (
     DEFAULT_ESTIMATORS,
     Comparison,
     compare_estimators,

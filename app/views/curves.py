@@ -14,8 +14,8 @@ from app.context import AppContext, OpenLog
 from app.safe import escape_markdown
 from app.ui import show_error
 from app.views.overview import goto_step, run_colors
+from g2po.analysis.history import metric_namespaces, metric_series, namespace_of
 from g2po.errors import G2POError
-from g2po.history import metric_namespaces, metric_series, namespace_of
 
 __all__ = ["render", "DEFAULT_METRICS", "default_metrics"]
 

@@ -20,7 +20,7 @@ from app.context import AppContext
 from app.params import SpecParams
 from app.safe import escape_html
 from app.ui import chosen_graph, group_page, show_error
-from g2po.diagnostics import (
+from g2po.analysis.diagnostics import (
     char_diff,
     elide_equal,
     merge_stats,

@@ -44,10 +44,10 @@ from app.tables import (
 )
 from app.ui import chosen_graph, group_page, md
 from app.url_state import seed_from_url, write_url
-from g2po.alarms import Alarm, credit_alarms
-from g2po.diagnostics import merge_stats
+from g2po.analysis.alarms import Alarm, credit_alarms
+from g2po.analysis.diagnostics import merge_stats
+from g2po.analysis.labels import key_diff, shorten_middle
 from g2po.graph import StateGraph
-from g2po.labels import key_diff, shorten_middle
 from g2po.outcomes import Fix, OutcomeCheck, check_outcomes, success_rule
 
 __all__ = ["render", "node_from_click", "edge_from_click", "GRAPH_HEIGHT",

@@ -19,8 +19,8 @@ from app.params import SpecParams
 from app.safe import escape_markdown, truncate
 from app.ui import md, show_error
 from app.views.overview import goto_step
+from g2po.analysis.history import history_of, state_table
 from g2po.errors import G2POError
-from g2po.history import history_of, state_table
 from loaders.across_steps import TaskIndex, load_groups_coded, task_column, task_index
 
 __all__ = ["render", "open_state_history", "REQUEST", "task_label", "cached_task_index",

@@ -15,9 +15,9 @@ from app.safe import escape_markdown, truncate
 from app.tables import style_diverging
 from app.ui import md, show_error
 from app.views.state_history import page_task_index, task_label
+from g2po.analysis.stepdiff import APPEARED, KEPT, VANISHED, step_diff
 from g2po.errors import G2POError
 from g2po.graph import StateGraph
-from g2po.stepdiff import APPEARED, KEPT, VANISHED, step_diff
 
 __all__ = ["render", "changed_highlight", "GRAPH_HEIGHT"]
 

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from g2po.diagnostics import batch_metrics
+from g2po.analysis.diagnostics import batch_metrics
 from g2po.estimators import estimate, shared_params
 from g2po.trainers.config import ConfigError, TrainConfig
 
@@ -100,7 +100,7 @@ def estimator_kwargs(config: TrainConfig) -> dict[str, Any]:
 def step_advantages(steps: pd.DataFrame,
                     config: TrainConfig) -> tuple[pd.DataFrame, dict[str, float]]:
     """``steps`` with the estimator's columns (``adv`` and its parts), row order kept, and the
-    batch's G2PO diagnostics (:func:`g2po.diagnostics.batch_metrics`, as the verl backend
+    batch's G2PO diagnostics (:func:`g2po.analysis.diagnostics.batch_metrics`, as the verl backend
     logs them)."""
     columns, ix = estimate(steps, config.estimator, state_key=config.state_key,
                            **estimator_kwargs(config))

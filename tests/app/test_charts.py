@@ -8,7 +8,7 @@ from app.charts import (
     overview_figure,
     overview_runs,
 )
-from g2po.compare import compare_estimators, rank_correlation
+from g2po.analysis.compare import compare_estimators, rank_correlation
 from tests.app.builders import XSS_IMG, group_steps, hostile
 
 
@@ -49,7 +49,7 @@ def test_run_colours_stay_when_runs_come_and_go():
 
 def test_metric_figure_names_each_traces_run_and_escapes():
     from app.charts import history_figure, metric_figure
-    from g2po.history import metric_series
+    from g2po.analysis.history import metric_series
 
     frames = {XSS_IMG: pd.DataFrame({"train_step": [1, 2], "m": [1.0, 2.0]}),
               "b": pd.DataFrame({"train_step": [1, 2], "m": [3.0, 4.0]})}

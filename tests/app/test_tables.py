@@ -16,8 +16,8 @@ from app.tables import (
     trajectory_highlight,
     trajectory_summary,
 )
+from g2po.analysis.labels import natural_key
 from g2po.graph import state_graph
-from g2po.labels import natural_key
 from tests.app.builders import group_steps
 
 

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from g2po.diagnostics import batch_metrics
+from g2po.analysis.diagnostics import batch_metrics
 from g2po.errors import G2POError
 from g2po.estimators import estimate
 from g2po.trainers.verl_backend.settings import (

@@ -3,7 +3,7 @@ from typing import Literal
 import numpy as np
 import pytest
 
-from g2po.compare import parameter_choices, zscore
+from g2po.analysis.compare import parameter_choices, zscore
 from tests.app.builders import app_test, texts
 
 

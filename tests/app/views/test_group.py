@@ -9,7 +9,7 @@ import loaders
 from app.graph_html import FADED_EDGE
 from app.safe import escape_markdown
 from app.views.group import edge_from_click, node_from_click
-from g2po.alarms import credit_alarms
+from g2po.analysis.alarms import credit_alarms
 from g2po.graph import state_graph
 from tests.app.builders import app_test, entry, texts, write_run
 

@@ -1,8 +1,8 @@
 import loaders
 from app.params import SpecParams
 from app.views.step_diff import changed_highlight
+from g2po.analysis.stepdiff import step_diff
 from g2po.graph import state_graph
-from g2po.stepdiff import step_diff
 from tests.app.builders import app_test, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
 

@@ -12,7 +12,7 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 
 from g2po import compute_advantages
-from g2po.diagnostics import batch_metrics
+from g2po.analysis.diagnostics import batch_metrics
 from g2po.estimators import estimate, list_estimators
 from g2po.synthetic import synthetic_steps
 from g2po.trainers.verl_backend.estimator import (

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from transfer_queue import KVBatchMeta
 
 from g2po import compute_advantages
-from g2po.diagnostics import batch_metrics
+from g2po.analysis.diagnostics import batch_metrics
 from g2po.estimators import estimate
 from g2po.trainers.verl_backend.rows import split_key
 from loaders import open_run

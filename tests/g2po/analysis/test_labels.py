@@ -1,4 +1,4 @@
-from g2po.labels import distinguishing_labels, key_diff, natural_key, shorten_middle
+from g2po.analysis.labels import distinguishing_labels, key_diff, natural_key, shorten_middle
 
 
 def test_labels_keep_what_tells_keys_apart():

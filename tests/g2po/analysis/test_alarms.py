@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 
 from g2po import compute_advantages
-from g2po.alarms import credit_alarms
+from g2po.analysis.alarms import credit_alarms
 from g2po.graph import state_graph
 
 

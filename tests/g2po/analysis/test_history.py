@@ -2,8 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from g2po.graph import state_graph
-from g2po.history import (
+from g2po.analysis.history import (
     NO_NAMESPACE,
     metric_namespaces,
     metric_series,
@@ -11,6 +10,7 @@ from g2po.history import (
     smooth,
     state_history,
 )
+from g2po.graph import state_graph
 from tests.app.builders import group_steps
 
 
@@ -110,7 +110,7 @@ def test_coded_history_equals_the_text_one(strategy):
 
 
 def test_the_state_table_holds_every_state_of_every_step():
-    from g2po.history import history_of, state_table
+    from g2po.analysis.history import history_of, state_table
 
     steps = _steps_per_train_step()
     table = state_table(steps, gamma=0.9)

@@ -1,7 +1,12 @@
 import numpy as np
 import pandas as pd
 
-from g2po.diagnostics import merge_stats, near_duplicate_keys, node_variances, step_node_variances
+from g2po.analysis.diagnostics import (
+    merge_stats,
+    near_duplicate_keys,
+    node_variances,
+    step_node_variances,
+)
 from g2po.graph import state_graph
 from tests.app.builders import group_steps
 
@@ -48,7 +53,7 @@ def test_node_variances_of_a_group_and_of_a_whole_step_agree():
 
 
 def test_char_diff_rebuilds_both_keys_and_marks_only_differences():
-    from g2po.diagnostics import char_diff, elide_equal
+    from g2po.analysis.diagnostics import char_diff, elide_equal
 
     a, b = "You are in the kitchen. A fridge.", "You are in the pantry. A fridge!"
     ops = char_diff(a, b)
@@ -62,7 +67,7 @@ def test_char_diff_rebuilds_both_keys_and_marks_only_differences():
 
 
 def test_near_duplicates_report_progress_to_the_end():
-    from g2po.diagnostics import near_duplicate_keys
+    from g2po.analysis.diagnostics import near_duplicate_keys
     from g2po.graph import state_graph
     from tests.app.builders import group_steps
 

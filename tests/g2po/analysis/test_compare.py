@@ -1,7 +1,7 @@
 import numpy as np
 import pandas as pd
 
-from g2po.compare import (
+from g2po.analysis.compare import (
     compare_estimators,
     parameter_choices,
     rank_correlation,

@@ -1,8 +1,8 @@
 import numpy as np
 import pandas as pd
 
+from g2po.analysis.layout import count_crossings, layered_layout
 from g2po.graph import state_graph
-from g2po.layout import count_crossings, layered_layout
 from g2po.synthetic import synthetic_steps
 
 
