@@ -35,6 +35,7 @@ from app.options import AppOptions
 from app.params import SpecParams
 from g2po.estimators import estimate
 from g2po.graph import StateGraph, state_graph
+from g2po.outcomes import OutcomeRule
 
 __all__ = [
     "LogRef",
@@ -310,9 +311,11 @@ def log_version(log: loaders.Log) -> tuple[int, int]:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def run_summary(_log: loaders.Log, key: str, version: tuple[int, int]) -> pd.DataFrame:
-    """``Log.summary()``: one row per training step (from footers for run directories)."""
-    return _log.summary()
+def run_summary(_log: loaders.Log, key: str, version: tuple[int, int],
+                rule: OutcomeRule | None = None) -> pd.DataFrame:
+    """``Log.summary(rule)``: one row per training step under the run's outcome rule (None:
+    the log's own)."""
+    return _log.summary(rule)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -327,8 +330,9 @@ def group_ids(_log: loaders.Log, key: str, train_step: int) -> list[str]:
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
-def group_summary(_log: loaders.Log, key: str, train_step: int) -> pd.DataFrame:
-    return _log.group_summary(train_step)
+def group_summary(_log: loaders.Log, key: str, train_step: int,
+                  rule: OutcomeRule | None = None) -> pd.DataFrame:
+    return _log.group_summary(train_step, rule)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from g2po.estimators import estimator_params, shared_params
-from g2po.outcomes import check_success_threshold
+from g2po.outcomes import TERMINAL_RULES, check_success_threshold
 from g2po.segments import NORM_MODES
 from g2po.state_keys import resolve_state_key
 
 __all__ = ["SpecParams", "TERMINAL_RULES", "STATE_KEY_CHOICES", "NORM_MODES"]
 
-TERMINAL_RULES = ("binary", "reward")
 #: Built-in strategies offered as choices; ``regex:`` and ``similarity:`` take an argument.
 STATE_KEY_CHOICES = ("exact", "normalized", "regex", "similarity")
 #: Parameters every estimator that accepts them takes from the sidebar.

@@ -16,7 +16,7 @@ from app.ui import keep_widget_value, show_error
 from app.url_state import seed_from_url, url_value, write_url
 from g2po.analysis.labels import shorten_middle
 from g2po.errors import G2POError
-from g2po.outcomes import success_rule_from_won
+from g2po.outcomes import OutcomeRule
 
 __all__ = ["build_context", "GOTO_STEP", "success_key", "remember_success", "threshold_keys",
            "remember_threshold"]
@@ -43,7 +43,7 @@ def build_context(options: AppOptions) -> AppContext:
             open_logs.load_reports(ctx.logs)
             ctx.active = _choose_active(ctx.logs)
             _choose_group(ctx)
-            ctx.params = _parameter_controls(ctx.active, ctx)
+            ctx.params = _parameter_controls(ctx.active)
             _live_watcher(ctx, options)
     return ctx
 
@@ -175,33 +175,7 @@ def remember_threshold(active: OpenLog, value: float | None,
         remember_success(active, success_reward)
 
 
-def _log_success_rule(active: OpenLog, ctx_group: tuple | None) -> tuple[float, float | None]:
-    """The run's success rule as its log states it: (success reward, threshold or None).
-
-    The manifest's ``success_reward`` (and ``success_threshold``) first; else, from the shown
-    group's ``won`` flags, the reward every won trajectory has, or, when won trajectories are
-    rewarded unequally but above every other, the threshold that reproduces ``won`` (with the
-    success terminal at the largest won reward); else 10 and the equality rule."""
-    manifest = getattr(active.log, "manifest", None) or {}
-    holders = [manifest, manifest.get("config"), manifest.get("estimator_params")] \
-        if isinstance(manifest, dict) else []
-    holders = [h for h in holders if isinstance(h, dict)]
-    threshold = next((float(h["success_threshold"]) for h in holders
-                      if isinstance(h.get("success_threshold"), int | float)), None)
-    for holder in holders:
-        if isinstance(holder.get("success_reward"), int | float):
-            return float(holder["success_reward"]), threshold
-    if ctx_group is not None:
-        try:
-            from_won = success_rule_from_won(data.load_group(active.log, active.key, *ctx_group))
-        except data.LOADER_ERRORS + (G2POError,):
-            from_won = None
-        if from_won is not None:
-            return from_won
-    return float(getattr(active.log, "success_reward", 10.0)), threshold
-
-
-def _seed_success_rule(active: OpenLog, group: tuple | None) -> None:
+def _seed_success_rule(active: OpenLog) -> None:
     """A run's success reward and threshold rule: from the URL (``success``, ``success_min``)
     on a session's first run, else what was kept for the run, else what its log says."""
     s_key = success_key(active)
@@ -215,7 +189,11 @@ def _seed_success_rule(active: OpenLog, group: tuple | None) -> None:
         if active.key in rewards:
             reward, threshold = rewards[active.key], thresholds.get(active.key)
         else:
-            reward, threshold = _log_success_rule(active, group)
+            try:
+                rule = active.log.rule()
+            except data.LOADER_ERRORS + (G2POError,):
+                rule = OutcomeRule()
+            reward, threshold = rule.success_reward, rule.success_threshold
         st.session_state.setdefault(s_key, reward)
         if on_key not in st.session_state:
             st.session_state[on_key] = threshold is not None
@@ -224,14 +202,13 @@ def _seed_success_rule(active: OpenLog, group: tuple | None) -> None:
     st.session_state.setdefault(value_key, float(st.session_state[s_key]))
 
 
-def _parameter_controls(active: OpenLog, ctx: AppContext | None = None) -> SpecParams:
+def _parameter_controls(active: OpenLog) -> SpecParams:
     """The spec's parameters; a change recomputes every view. Each is kept in the URL; the
     success reward is kept per run and defaults to what the log says."""
     base = SpecParams()
-    group = (ctx.train_step, ctx.group_id) if ctx is not None and ctx.has_group else None
     s_key = success_key(active)
     on_key, value_key = threshold_keys(active)
-    _seed_success_rule(active, group)
+    _seed_success_rule(active)
     defaults = {"p_gamma": base.gamma, "p_w": base.w, "p_mode": base.mode,
                 "p_penalty": base.penalty, "p_terminal": base.terminal}
     parsers = {"p_mode": str, "p_terminal": str}

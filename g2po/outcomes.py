@@ -12,14 +12,14 @@ says so and names the fix.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["OutcomeCheck", "Fix", "check_outcomes", "trajectory_outcomes",
+__all__ = ["OutcomeRule", "OutcomeCheck", "Fix", "check_outcomes", "trajectory_outcomes",
            "truncated_trajectories", "success_reward_from_won", "success_threshold_from_won",
-           "success_rule_from_won",
+           "success_rule_from_won", "rule_from_won", "TERMINAL_RULES",
            "success_mask", "success_rule", "check_success_threshold"]
 
 #: Rewards within this of the success reward count as equal (the equality rule).
@@ -66,6 +66,94 @@ def success_rule(success_reward: float = 10.0, success_threshold: float | None =
     if success_threshold is None:
         return f"reward = success reward {success_reward:g}"
     return f"reward ≥ threshold {success_threshold:g}"
+
+
+#: How a terminal node is valued: ``binary`` (success reward or 0, the reference) or ``reward``
+#: (R_i itself, for graded scores).
+TERMINAL_RULES = ("binary", "reward")
+
+
+@dataclass(frozen=True)
+class OutcomeRule:
+    """How a run's outcomes are read: one value that every page, summary and command takes, so
+    a success rate or a truncation count means the same wherever it is shown.
+
+    success_reward : the success terminal's value, and the reward that counts as success under
+        the equality rule (default 10, the reference's).
+    success_threshold : None (success is reward = success reward) or T (reward ≥ T).
+    terminal : ``binary`` | ``reward`` (:data:`TERMINAL_RULES`), how terminals are valued.
+    truncate_at : None, or N: a trajectory of N or more steps that did not succeed counts as
+        cut at the step limit when the log has no ``done`` flag on its last step (a log's own
+        ``done`` always wins). Estimators value truncation as failure either way.
+
+    >>> rule = OutcomeRule(success_reward=1.0, success_threshold=0.5)
+    >>> rule.success(np.array([0.0, 0.6, 1.0])).tolist()
+    [False, True, True]
+    """
+
+    success_reward: float = 10.0
+    success_threshold: float | None = None
+    terminal: str = "binary"
+    truncate_at: int | None = None
+
+    def __post_init__(self) -> None:
+        from g2po.index import MAX_ABS_REWARD
+
+        reward = self.success_reward
+        if isinstance(reward, bool | np.bool_) or not isinstance(reward, numbers.Real) or \
+                not abs(float(reward)) <= MAX_ABS_REWARD:
+            raise ValueError(f"success_reward must be a finite number of magnitude at most "
+                             f"{MAX_ABS_REWARD:g}, got {reward!r}")
+        object.__setattr__(self, "success_reward", float(reward))
+        object.__setattr__(self, "success_threshold",
+                           check_success_threshold(self.success_threshold))
+        if self.terminal not in TERMINAL_RULES:
+            raise ValueError(f"terminal must be one of {', '.join(TERMINAL_RULES)}, "
+                             f"got {self.terminal!r}")
+        cut = self.truncate_at
+        if cut is not None:
+            if isinstance(cut, bool | np.bool_) or not isinstance(cut, numbers.Integral) or \
+                    cut < 1:
+                raise ValueError(f"truncate_at must be None or a whole number of steps ≥ 1, "
+                                 f"got {cut!r}")
+            object.__setattr__(self, "truncate_at", int(cut))
+
+    def success(self, reward: np.ndarray) -> np.ndarray:
+        """(n,) bool: which episode rewards count as success (:func:`success_mask`)."""
+        return success_mask(reward, self.success_reward, self.success_threshold)
+
+    def truncated(self, length: np.ndarray, done: np.ndarray, success: np.ndarray) -> np.ndarray:
+        """(n,) bool: which trajectories were cut at the step limit.
+
+        length : (n,) int, steps per trajectory. done : (n,) float, the log's ``done`` on the
+        last step (1, 0, or NaN where the log does not say). success : (n,) bool, by
+        :meth:`success`. A ``done`` of 0 is a cut; with ``truncate_at`` N, so is a trajectory
+        without ``done`` of N or more steps that did not succeed.
+        """
+        done = np.asarray(done, dtype=np.float64)
+        cut = done == 0.0
+        if self.truncate_at is not None:
+            cut |= np.isnan(done) & (np.asarray(length) >= self.truncate_at) & \
+                ~np.asarray(success, dtype=bool)
+        return cut
+
+    def describe(self) -> str:
+        """The rule in words, for headings, messages and CLI output."""
+        text = success_rule(self.success_reward, self.success_threshold)
+        if self.terminal != "binary":
+            text += f", terminal = {self.terminal}"
+        if self.truncate_at is not None:
+            text += f", length ≥ {self.truncate_at} without success ⇒ truncated"
+        return text
+
+    def estimator_kwargs(self) -> dict[str, object]:
+        """The parameters estimators and :func:`g2po.graph.state_graph` take from the rule."""
+        return {"success_reward": self.success_reward,
+                "success_threshold": self.success_threshold, "terminal": self.terminal}
+
+    def with_changes(self, **changes: object) -> OutcomeRule:
+        """A copy with some fields changed (checked again)."""
+        return replace(self, **changes)
 
 
 @dataclass(frozen=True)
@@ -183,14 +271,24 @@ def success_rule_from_won(steps: pd.DataFrame) -> tuple[float, float | None] | N
     trajectories are rewarded unequally but above every other, the threshold that reproduces
     ``won`` with the largest won reward as the success terminal's value; None when ``won`` is
     absent or no rule reproduces it."""
-    table = trajectory_outcomes(steps)
+    rule = rule_from_won(trajectory_outcomes(steps))
+    return None if rule is None else (rule.success_reward, rule.success_threshold)
+
+
+def rule_from_won(table: pd.DataFrame) -> OutcomeRule | None:
+    """The rule a log's ``won`` flags state, from a table of one row per trajectory with
+    ``reward`` and ``won`` (NaN where the log has no flag; :func:`trajectory_outcomes` or
+    :func:`loaders.summary.trajectory_table`): see :func:`success_rule_from_won`."""
+    if "won" not in table.columns or table["won"].isna().all():
+        return None
     reward = _won_reward(table)
     if reward is not None:
-        return reward, None
+        return OutcomeRule(success_reward=reward)
     lowest = _won_threshold(table)
     if lowest is None:
         return None
-    return float(table.loc[table["won"].astype(bool), "reward"].max()), lowest
+    top = float(table.loc[table["won"].fillna(0).astype(bool), "reward"].max())
+    return OutcomeRule(success_reward=top, success_threshold=lowest)
 
 
 def check_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,

@@ -13,19 +13,38 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from g2po.outcomes import OutcomeRule, rule_from_won
 from loaders.errors import LoaderError
 from loaders.report import LoadReport, attach_report
-from loaders.summary import SUMMARY_COLUMNS, group_summary, step_summary
+from loaders.summary import SUMMARY_COLUMNS, group_summary, step_summary, trajectory_table
 
-__all__ = ["Log", "TableLog", "success_reward_of", "step_ranges"]
+__all__ = ["Log", "TableLog", "manifest_rule", "step_ranges"]
 
 
-def success_reward_of(manifest: dict) -> float:
-    """The success reward a run was trained with (``config.success_reward``), default 10."""
-    for holder in (manifest, manifest.get("config") or {}):
-        if isinstance(holder, dict) and isinstance(holder.get("success_reward"), int | float):
-            return float(holder["success_reward"])
-    return 10.0
+def _rule_holders(manifest: dict) -> list[dict]:
+    holders = [manifest, manifest.get("config"), manifest.get("estimator_params")] \
+        if isinstance(manifest, dict) else []
+    return [h for h in holders if isinstance(h, dict)]
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def manifest_rule(manifest: dict) -> OutcomeRule | None:
+    """The outcome rule a run states in its manifest (``success_reward`` and
+    ``success_threshold``, at the top, under ``config`` or ``estimator_params``), else None."""
+    holders = _rule_holders(manifest)
+    reward = next((float(h["success_reward"]) for h in holders
+                   if _number(h.get("success_reward"))), None)
+    if reward is None:
+        return None
+    threshold = next((float(h["success_threshold"]) for h in holders
+                      if _number(h.get("success_threshold"))), None)
+    try:
+        return OutcomeRule(success_reward=reward, success_threshold=threshold)
+    except ValueError:
+        return None
 
 
 class Log:
@@ -51,6 +70,7 @@ class Log:
         self._base_report = report or LoadReport(str(path), self.format)
         self._part_reports: dict[str, LoadReport] = {}
         self.has_train_steps = True
+        self._rule: OutcomeRule | None = None
 
     @property
     def report(self) -> LoadReport:
@@ -65,9 +85,19 @@ class Log:
     def _record(self, part: str, report: LoadReport) -> None:
         self._part_reports[part] = report
 
-    @property
-    def success_reward(self) -> float:
-        return success_reward_of(self.manifest)
+    def rule(self) -> OutcomeRule:
+        """The log's own outcome rule, the default of every page and command: the manifest's
+        (``run.json``), else the one its ``won`` flags state at the first training step
+        (:func:`g2po.outcomes.rule_from_won`), else the reference's (success reward 10)."""
+        cached = self._rule
+        if cached is None:
+            cached = manifest_rule(self.manifest)
+            if cached is None:
+                steps = self.train_steps()
+                cached = (rule_from_won(self.trajectories(steps[0])) if steps else None) \
+                    or OutcomeRule()
+            self._rule = cached
+        return cached
 
     # -- to implement ----------------------------------------------------------------------
     def train_steps(self) -> list[int]:
@@ -79,9 +109,16 @@ class Log:
         raise NotImplementedError
 
     # -- defaults --------------------------------------------------------------------------
-    def summary(self) -> pd.DataFrame:
-        """One row per training step, columns :data:`loaders.summary.SUMMARY_COLUMNS`."""
-        rows = [{"train_step": s, **step_summary(self.load_step(s), self.success_reward)}
+    def trajectories(self, train_step: int) -> pd.DataFrame:
+        """One row per trajectory of a training step, independent of any outcome rule
+        (:func:`loaders.summary.trajectory_table`); formats that can read less override it."""
+        return trajectory_table(self.load_step(train_step))
+
+    def summary(self, rule: OutcomeRule | None = None) -> pd.DataFrame:
+        """One row per training step, columns :data:`loaders.summary.SUMMARY_COLUMNS`, under
+        ``rule`` (default: :meth:`rule`)."""
+        rule = rule or self.rule()
+        rows = [{"train_step": s, **step_summary(self.trajectories(s), rule)}
                 for s in self.train_steps()]
         return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
@@ -89,9 +126,10 @@ class Log:
         """The group ids of one training step, sorted."""
         return sorted(self.load_step(train_step)["group_id"].unique().tolist())
 
-    def group_summary(self, train_step: int) -> pd.DataFrame:
-        """One row per group of a training step, :data:`loaders.summary.GROUP_SUMMARY_COLUMNS`."""
-        return group_summary(self.load_step(train_step), self.success_reward)
+    def group_summary(self, train_step: int, rule: OutcomeRule | None = None) -> pd.DataFrame:
+        """One row per group of a training step, :data:`loaders.summary.GROUP_SUMMARY_COLUMNS`,
+        under ``rule`` (default: :meth:`rule`)."""
+        return group_summary(self.trajectories(train_step), rule or self.rule())
 
     def load_group(self, train_step: int, group_id: str) -> pd.DataFrame:
         """The step rows of one group of one training step."""

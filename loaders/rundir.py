@@ -12,9 +12,10 @@ Built for streaming and for runs still being written:
 - every file lands atomically (written under a temporary name, then renamed), so a reader never
   sees half a step file, and a crash leaves none under a final name;
 - rows are sorted by group and stored in Parquet row groups that hold whole groups; the footer's
-  key-value metadata (``g2po.step``) records each group's row group and offsets and the
-  summaries of the step and of each group. Listing a run and its summaries reads footers only;
-  loading one group reads one row group.
+  key-value metadata (``g2po.step``) records each group's row group and offsets (and the
+  summaries under the trainer's outcome rule, a record of what it logged). Listing a run reads
+  footers only; its summaries, under whatever rule the reader chooses, read the few columns
+  they need (cached per file); loading one group reads one row group.
 """
 
 from __future__ import annotations
@@ -30,14 +31,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from g2po.outcomes import OutcomeRule
 from g2po.steps import check_steps
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
 from loaders.files import read_bytes
 from loaders.lines import read_jsonl
-from loaders.log import Log, success_reward_of
+from loaders.log import Log, manifest_rule
 from loaders.report import LoadReport, attach_report
-from loaders.summary import GROUP_SUMMARY_COLUMNS, SUMMARY_COLUMNS, group_summary, step_summary
+from loaders.summary import group_summary, step_summary, trajectory_table
 from loaders.tables import parquet_frame
 
 __all__ = [
@@ -164,7 +166,7 @@ class RunWriter:
         (self.path / ROLLOUTS).mkdir(exist_ok=True)
         data = json.dumps(self.manifest, indent=2, default=_json_default, ensure_ascii=False)
         _atomic_write_bytes(target, (data + "\n").encode("utf-8"))
-        self.success_reward = success_reward_of(self.manifest)
+        self.rule = manifest_rule(self.manifest) or OutcomeRule()
 
     def completed_steps(self) -> list[int]:
         """Training steps whose step file has landed, ascending."""
@@ -207,8 +209,9 @@ class RunWriter:
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as err:
             raise LoaderError(f"training step {train_step}: a column cannot be stored in "
                               f"Parquet: {err}") from None
-        summary = step_summary(steps, self.success_reward)
-        groups, boundaries = self._layout(steps)
+        trajectories = trajectory_table(steps)
+        summary = step_summary(trajectories, self.rule)
+        groups, boundaries = self._layout(steps, trajectories)
         meta = {"version": RUN_VERSION, "train_step": train_step, "summary": summary,
                 "groups": groups}
         schema_meta = dict(table.schema.metadata or {})
@@ -237,7 +240,8 @@ class RunWriter:
             os.fsync(f.fileno())
         return target
 
-    def _layout(self, steps: pd.DataFrame) -> tuple[list[dict], list[tuple[int, int]]]:
+    def _layout(self, steps: pd.DataFrame, trajectories: pd.DataFrame
+                ) -> tuple[list[dict], list[tuple[int, int]]]:
         """Row groups holding whole groups (small groups packed together), and each group's
         row group and offsets inside it, with its summary."""
         group_ids = steps["group_id"].to_numpy()
@@ -245,7 +249,7 @@ class RunWriter:
         starts = np.concatenate([[0], change])
         stops = np.concatenate([change, [len(steps)]])
         summaries = {row["group_id"]: row
-                     for row in group_summary(steps, self.success_reward).to_dict("records")}
+                     for row in group_summary(trajectories, self.rule).to_dict("records")}
         groups: list[dict] = []
         boundaries: list[tuple[int, int]] = []
         rg_start = 0
@@ -336,9 +340,8 @@ def _parse_footer(raw: bytes, path: Path, train_step: int, row_groups: list[int]
         footer = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise _footer_problem(path, f"is not JSON ({err})") from None
-    if not isinstance(footer, dict) or not isinstance(footer.get("summary"), dict) \
-            or not isinstance(footer.get("groups"), list):
-        raise _footer_problem(path, "is not an object with 'summary' and 'groups'")
+    if not isinstance(footer, dict) or not isinstance(footer.get("groups"), list):
+        raise _footer_problem(path, "is not an object with 'groups'")
     if "train_step" in footer and footer["train_step"] != train_step:
         raise _footer_problem(path, f"names training step {footer['train_step']!r}, the file "
                                     f"name {train_step}")
@@ -358,9 +361,6 @@ def _parse_footer(raw: bytes, path: Path, train_step: int, row_groups: list[int]
             raise _footer_problem(path, f"group {group['group_id']!r} points at rows "
                                         f"{start}-{stop} of row group {rg}, which holds "
                                         f"{row_groups[rg]}")
-    missing = [k for k in SUMMARY_COLUMNS if k != "train_step" and k not in footer["summary"]]
-    if missing:
-        raise _footer_problem(path, f"summary lacks {', '.join(missing)}")
     return footer
 
 
@@ -368,7 +368,8 @@ class Run(Log):
     """A run directory opened for reading; see the module docstring for the layout.
 
     Cheap to open: nothing but ``run.json`` and a directory listing. Footers are read (and
-    cached per file) when summaries or groups are asked for; rows only when rows are.
+    cached per file) when groups are asked for, the columns of :meth:`trajectories` when
+    summaries are; all rows only when rows are.
     """
 
     format = "run"
@@ -383,6 +384,7 @@ class Run(Log):
             raise NoLogFoundError(f"{path}: not a run directory (no {MANIFEST}, no {ROLLOUTS}/)")
         super().__init__(path, {}, LoadReport(str(path), self.format))
         self._footers: dict[int, tuple[tuple[int, int], dict]] = {}
+        self._trajectories: dict[int, tuple[tuple[int, int], pd.DataFrame]] = {}
         self.refresh()
 
     def refresh(self) -> None:
@@ -441,35 +443,58 @@ class Run(Log):
         if META_KEY in meta:
             sizes = [parquet_meta.row_group(i).num_rows for i in range(parquet_meta.num_row_groups)]
             footer = _parse_footer(meta[META_KEY], path, train_step, sizes)
-        else:  # written by another tool: summarise from the columns the summary needs
-            self._base_report.note(f"{path.name}: no g2po summary in the footer; computed "
-                                   "from its columns")
-            cols = ["group_id", "traj_id", "t", "episode_reward", "is_action_valid"]
-            names = parquet_meta.schema.names
-            absent = [c for c in cols if c not in names]
-            if absent:
-                raise LogFormatError(f"{path}: missing required column(s) "
-                                     f"{', '.join(map(repr, absent))}")
-            try:
-                table = pq.read_table(path, columns=cols + (["won"] if "won" in names else []))
-            except (pa.ArrowException, OSError) as err:
-                raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
-            steps = parquet_frame(table, path, LoadReport())
-            summaries = group_summary(steps, self.success_reward)
-            footer = {"summary": step_summary(steps, self.success_reward),
-                      "groups": summaries.to_dict("records")}
+        else:  # written by another tool: list its groups from their column
+            self._base_report.note(f"{path.name}: no g2po layout in the footer; groups are "
+                                   "found by filtering its rows")
+            ids = self._read_columns(path, parquet_meta.schema.names, ["group_id"])["group_id"]
+            footer = {"groups": [{"group_id": str(g)} for g in sorted(ids.unique())]}
         self._footers[train_step] = (key, footer)
         return footer
 
-    def summary(self) -> pd.DataFrame:
-        rows = [{"train_step": s, **self._footer(s)["summary"]} for s in self.train_steps()]
-        return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    @staticmethod
+    def _read_columns(path: Path, names: list[str], needed: list[str],
+                      optional: tuple[str, ...] = ()) -> pd.DataFrame:
+        """Columns ``needed`` (an error names those absent) and those of ``optional`` the file
+        has (``names``: its columns)."""
+        absent = [c for c in needed if c not in names]
+        if absent:
+            raise LogFormatError(f"{path}: missing required column(s) "
+                                 f"{', '.join(map(repr, absent))}")
+        columns = needed + [c for c in optional if c in names]
+        try:
+            table = pq.read_table(path, columns=columns)
+        except (pa.ArrowException, OSError) as err:
+            raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+        return parquet_frame(table, path, LoadReport())
+
+    def trajectories(self, train_step: int) -> pd.DataFrame:
+        """One row per trajectory (:func:`loaders.summary.trajectory_table`), from the few
+        columns it needs; cached per step file until the file changes."""
+        path = self.step_file(train_step)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            raise LoaderError(f"{path}: the step file disappeared; call refresh()") from None
+        key = (stat.st_mtime_ns, stat.st_size)
+        cached = self._trajectories.get(train_step)
+        if cached and cached[0] == key:
+            return cached[1]
+        try:
+            names = pq.read_schema(path).names
+        except (pa.ArrowException, OSError) as err:
+            raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+        columns = self._read_columns(
+            path, names, ["group_id", "traj_id", "t", "episode_reward", "is_action_valid"],
+            ("won", "done", "task"))
+        for name in ("group_id", "traj_id"):  # ids are text in a step table (g2po.steps)
+            if columns[name].dtype != object:
+                columns[name] = columns[name].astype(str)
+        table = trajectory_table(columns)
+        self._trajectories[train_step] = (key, table)
+        return table
 
     def groups(self, train_step: int) -> list[str]:
         return [g["group_id"] for g in self._footer(train_step)["groups"]]
-
-    def group_summary(self, train_step: int) -> pd.DataFrame:
-        return pd.DataFrame(self._footer(train_step)["groups"], columns=GROUP_SUMMARY_COLUMNS)
 
     def load_group(self, train_step: int, group_id: str) -> pd.DataFrame:
         """One group's rows: one row group read, sliced at the stored offsets."""

@@ -1,7 +1,10 @@
 """Per-training-step and per-group summaries of a step table: the numbers a run is browsed by.
 
-Computed once when a run directory's step file is written and stored beside the rows, so that
-listing a run never reads them; computed on the fly for every other log format.
+Two layers, so that a run's outcome rule can change without reading its rows again:
+:func:`trajectory_table` reduces a training step's rows to one row per trajectory, independent
+of any rule (logs may cache it); :func:`step_summary` and :func:`group_summary` apply a
+:class:`g2po.outcomes.OutcomeRule` to it. Every page and command that shows a success rate
+goes through them with the run's one rule.
 """
 
 from __future__ import annotations
@@ -9,76 +12,120 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from g2po.outcomes import OutcomeRule
+
 __all__ = [
     "SUMMARY_COLUMNS",
     "GROUP_SUMMARY_COLUMNS",
+    "TRAJECTORY_COLUMNS",
     "trajectory_table",
+    "with_outcomes",
     "group_summary",
     "step_summary",
 ]
 
 #: Columns of ``Log.summary()``: one row per training step.
 SUMMARY_COLUMNS = ["train_step", "n_groups", "n_traj", "n_steps", "mean_reward",
-                   "success_rate", "mean_length", "invalid_rate"]
+                   "success_rate", "mean_length", "invalid_rate", "truncated_rate"]
 #: Columns of ``Log.group_summary()``: one row per group of a training step.
 GROUP_SUMMARY_COLUMNS = ["group_id", "n_traj", "n_steps", "mean_reward", "success_rate",
-                         "mean_length", "invalid_rate"]
+                         "mean_length", "invalid_rate", "truncated_rate"]
+#: Columns of :func:`trajectory_table` (``task`` only where the step table has one).
+TRAJECTORY_COLUMNS = ["group_id", "traj_id", "length", "reward", "invalid", "won", "done"]
 
 
-def trajectory_table(steps: pd.DataFrame, success_reward: float = 10.0) -> pd.DataFrame:
-    """One row per (group_id, traj_id): ``length``, ``reward``, ``success``, ``invalid``.
+def _flag(values: pd.Series) -> np.ndarray:
+    """A boolean-ish column as float64: 1.0, 0.0, or NaN where the log says nothing."""
+    if values.dtype == bool:
+        return values.to_numpy(dtype=np.float64)
+    out = np.full(len(values), np.nan)
+    known = values.notna().to_numpy()
+    out[known] = values[known].astype(bool).to_numpy(dtype=np.float64)
+    return out
 
-    Success is the ``won`` column where the log has one, else an episode reward equal to the
-    success reward (the rule of the state graph's success terminal).
+
+def trajectory_table(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per (group_id, traj_id), sorted by both, whatever the rule:
+
+    length : (int) steps of the trajectory. reward : its episode reward. invalid : (int)
+    its steps with an invalid action. won : 1.0 / 0.0 from the log's ``won`` flag on any
+    step, NaN where the log has no ``won`` column. done : the log's ``done`` on the last step
+    (largest ``t``): 1.0 / 0.0, NaN where the log does not say. task : the first ``task`` of
+    the trajectory, where the step table has that column.
     """
-    invalid = ~steps["is_action_valid"].to_numpy(dtype=bool)
-    frame = pd.DataFrame({
-        "group_id": steps["group_id"].to_numpy(),
-        "traj_id": steps["traj_id"].to_numpy(),
-        "reward": steps["episode_reward"].to_numpy(dtype=np.float64),
-        "invalid": invalid,
-    })
-    has_won = "won" in steps.columns and steps["won"].notna().any()
-    if has_won:
-        frame["won"] = steps["won"].fillna(False).to_numpy(dtype=bool)
-    grouped = frame.groupby(["group_id", "traj_id"], sort=True, observed=True)
-    table = grouped.agg(length=("reward", "size"), reward=("reward", "first"),
-                        invalid=("invalid", "sum"))
-    if has_won:
-        table["success"] = grouped["won"].any()
-    else:
-        table["success"] = np.isclose(table["reward"].to_numpy(), success_reward,
-                                      rtol=0.0, atol=1e-9)
-    return table.reset_index()
-
-
-def group_summary(steps: pd.DataFrame, success_reward: float = 10.0) -> pd.DataFrame:
-    """One row per group of one training step, columns :data:`GROUP_SUMMARY_COLUMNS`."""
     if steps.empty:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in ("group_id", "traj_id")
+                                          else np.float64) for c in TRAJECTORY_COLUMNS})
+    group_codes, group_ids = pd.factorize(steps["group_id"], sort=True)
+    traj_codes, traj_ids = pd.factorize(steps["traj_id"], sort=True)
+    # one code per (group, traj), in (group_id, traj_id) order
+    pair = group_codes.astype(np.int64) * len(traj_ids) + traj_codes
+    keys, codes = np.unique(pair, return_inverse=True)
+    n = len(keys)
+    t = steps["t"].to_numpy(dtype=np.int64)
+    order = np.lexsort((t, codes))
+    last = order[np.r_[np.flatnonzero(np.diff(codes[order])), len(order) - 1]]
+    first = order[np.r_[0, np.flatnonzero(np.diff(codes[order])) + 1]]
+    invalid = ~steps["is_action_valid"].to_numpy(dtype=bool)
+    table = pd.DataFrame({
+        "group_id": group_ids.to_numpy()[keys // len(traj_ids)],
+        "traj_id": traj_ids.to_numpy()[keys % len(traj_ids)],
+        "length": np.bincount(codes, minlength=n).astype(np.int64),
+        "reward": steps["episode_reward"].to_numpy(dtype=np.float64)[first],
+        "invalid": np.bincount(codes, weights=invalid, minlength=n).astype(np.int64),
+    })
+    if "won" in steps.columns and steps["won"].notna().any():
+        won = np.nan_to_num(_flag(steps["won"]), nan=0.0)
+        table["won"] = (np.bincount(codes, weights=won, minlength=n) > 0).astype(np.float64)
+    else:
+        table["won"] = np.nan
+    table["done"] = _flag(steps["done"])[last] if "done" in steps.columns else np.nan
+    if "task" in steps.columns:
+        table["task"] = steps["task"].to_numpy()[first]
+    return table
+
+
+def with_outcomes(trajectories: pd.DataFrame, rule: OutcomeRule | None = None) -> pd.DataFrame:
+    """:func:`trajectory_table` with ``success`` and ``truncated`` (bool) by ``rule``."""
+    rule = rule or OutcomeRule()
+    success = rule.success(trajectories["reward"].to_numpy(dtype=np.float64))
+    truncated = rule.truncated(trajectories["length"].to_numpy(),
+                               trajectories["done"].to_numpy(dtype=np.float64), success)
+    return trajectories.assign(success=success, truncated=truncated)
+
+
+def group_summary(trajectories: pd.DataFrame, rule: OutcomeRule | None = None) -> pd.DataFrame:
+    """One row per group of one training step (:data:`GROUP_SUMMARY_COLUMNS`), from its
+    :func:`trajectory_table` under ``rule``."""
+    if trajectories.empty:
         return pd.DataFrame(columns=GROUP_SUMMARY_COLUMNS)
-    traj = trajectory_table(steps, success_reward)
+    traj = with_outcomes(trajectories, rule)
     out = traj.groupby("group_id", sort=True).agg(
         n_traj=("traj_id", "size"), n_steps=("length", "sum"), mean_reward=("reward", "mean"),
         success_rate=("success", "mean"), mean_length=("length", "mean"),
-        invalid=("invalid", "sum"),
+        invalid=("invalid", "sum"), truncated_rate=("truncated", "mean"),
     )
     out["invalid_rate"] = out.pop("invalid") / out["n_steps"]
     return out.reset_index()[GROUP_SUMMARY_COLUMNS]
 
 
-def step_summary(steps: pd.DataFrame, success_reward: float = 10.0) -> dict[str, float | int]:
-    """Summary of one training step's rows: the :data:`SUMMARY_COLUMNS` but ``train_step``."""
-    if steps.empty:
+def step_summary(trajectories: pd.DataFrame,
+                 rule: OutcomeRule | None = None) -> dict[str, float | int]:
+    """Summary of one training step (:data:`SUMMARY_COLUMNS` but ``train_step``), from its
+    :func:`trajectory_table` under ``rule``."""
+    if trajectories.empty:
         return {"n_groups": 0, "n_traj": 0, "n_steps": 0, "mean_reward": float("nan"),
                 "success_rate": float("nan"), "mean_length": float("nan"),
-                "invalid_rate": float("nan")}
-    traj = trajectory_table(steps, success_reward)
+                "invalid_rate": float("nan"), "truncated_rate": float("nan")}
+    traj = with_outcomes(trajectories, rule)
+    n_steps = int(traj["length"].sum())
     return {
         "n_groups": int(traj["group_id"].nunique()),
         "n_traj": len(traj),
-        "n_steps": len(steps),
+        "n_steps": n_steps,
         "mean_reward": float(traj["reward"].mean()),
         "success_rate": float(traj["success"].mean()),
         "mean_length": float(traj["length"].mean()),
-        "invalid_rate": float(traj["invalid"].sum() / len(steps)),
+        "invalid_rate": float(traj["invalid"].sum() / n_steps),
+        "truncated_rate": float(traj["truncated"].mean()),
     }

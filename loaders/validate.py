@@ -104,6 +104,12 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
             result.n_steps = int(summary["n_steps"].sum())
         except _READ_ERRORS as err:
             result.problems.extend(_problem_lines(err))
+        for step in result.train_steps if log.format == "run" else ():  # footers browsed by
+            try:
+                log.groups(step)
+            except _READ_ERRORS as err:
+                where = f"training step {step}" if log.has_train_steps else ""
+                result.problems.extend(_problem_lines(err, where))
     else:
         for step in result.train_steps:
             where = f"training step {step}" if log.has_train_steps else ""

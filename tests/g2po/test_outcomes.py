@@ -4,7 +4,9 @@ import pytest
 
 from g2po.graph import state_graph
 from g2po.outcomes import (
+    OutcomeRule,
     check_outcomes,
+    rule_from_won,
     success_mask,
     success_reward_from_won,
     success_rule,
@@ -114,3 +116,36 @@ def test_the_graph_and_the_estimator_follow_the_threshold_rule():
     last = threshold.steps[(threshold.steps["traj_id"] == "r1") & (threshold.steps["t"] == 1)]
     assert last["next_value"].iloc[0] == 1.0  # the success terminal's value: the success reward
     assert bool(last["success"].iloc[0])
+
+
+def test_outcome_rule_checks_its_fields():
+    assert OutcomeRule(success_reward=1, truncate_at=30).success_reward == 1.0
+    for bad in ({"success_reward": float("nan")}, {"success_reward": "10"},
+                {"success_reward": True}, {"success_threshold": float("inf")},
+                {"terminal": "soft"}, {"truncate_at": 0}, {"truncate_at": 2.5},
+                {"truncate_at": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            OutcomeRule(**bad)
+
+
+def test_outcome_rule_reads_success_and_truncation():
+    rule = OutcomeRule(success_reward=1.0, success_threshold=0.5, truncate_at=3)
+    reward = np.array([0.0, 0.6, 1.0, 0.2])
+    success = rule.success(reward)
+    assert success.tolist() == [False, True, True, False]
+    cut = rule.truncated(np.array([3, 3, 1, 2]), np.array([np.nan, np.nan, np.nan, 0.0]),
+                         success)
+    # long and failed without done; a success is never cut; done = False always is
+    assert cut.tolist() == [True, False, False, True]
+    assert "≥ threshold 0.5" in rule.describe() and "length ≥ 3" in rule.describe()
+    assert rule.estimator_kwargs() == {"success_reward": 1.0, "success_threshold": 0.5,
+                                       "terminal": "binary"}
+
+
+def test_rule_from_won_on_trajectory_tables():
+    table = pd.DataFrame({"reward": [1.0, 0.0, 1.0], "won": [1.0, 0.0, 1.0]})
+    assert rule_from_won(table) == OutcomeRule(success_reward=1.0)
+    graded = pd.DataFrame({"reward": [0.7, 0.1, 0.9], "won": [1.0, 0.0, 1.0]})
+    assert rule_from_won(graded) == OutcomeRule(success_reward=0.9, success_threshold=0.7)
+    assert rule_from_won(table.assign(won=np.nan)) is None
+    assert rule_from_won(pd.DataFrame({"reward": [0.5, 0.5], "won": [1.0, 0.0]})) is None

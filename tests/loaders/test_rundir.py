@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from g2po.errors import StepTableError
+from g2po.outcomes import OutcomeRule
 from g2po.synthetic import synthetic_steps
 from loaders import (
     LoaderError,
@@ -23,7 +24,7 @@ from loaders import (
     report_of,
 )
 from loaders.rundir import META_KEY, step_path
-from loaders.summary import group_summary, step_summary
+from loaders.summary import group_summary, step_summary, trajectory_table
 from tests.loaders.builders import step_table
 
 MANIFEST = {"config": {"gamma": 0.95, "success_reward": 10.0}, "estimator": "g2po",
@@ -81,27 +82,49 @@ def test_summaries_match_rows(run):
     summary = log.summary()
     assert summary["train_step"].tolist() == [1, 2, 3]
     for s in (1, 2, 3):
-        expected = step_summary(synthetic_steps(2500, seed=s))
+        expected = step_summary(trajectory_table(synthetic_steps(2500, seed=s)))
         row = summary.set_index("train_step").loc[s]
         for key, value in expected.items():
             assert row[key] == pytest.approx(value), key
     pd.testing.assert_frame_equal(log.group_summary(1),
-                                  group_summary(synthetic_steps(2500, seed=1)),
+                                  group_summary(trajectory_table(synthetic_steps(2500, seed=1))),
                                   check_dtype=False)
 
 
-def test_listing_and_summaries_read_no_rows(run, monkeypatch):
-    """Summaries and groups come from the Parquet footers: reading any row fails here."""
+def test_summaries_follow_the_rule_asked_for(run):
+    log = open_run(run)
+    rows = log.load_step(2)
+    lenient = OutcomeRule(success_threshold=float(rows["episode_reward"].min()))
+    assert (log.summary(lenient)["success_rate"] == 1.0).all()
+    expected = trajectory_table(rows)["reward"].ge(5.0).mean()
+    by_five = log.summary(OutcomeRule(success_threshold=5.0)).set_index("train_step")
+    assert by_five.loc[2, "success_rate"] == pytest.approx(expected)
+    assert log.group_summary(2, lenient)["success_rate"].eq(1.0).all()
+
+
+def test_listing_reads_no_rows_and_summaries_only_their_columns(run, monkeypatch):
+    """Groups come from the Parquet footers; summaries read only the columns they need."""
     def no_rows(*args, **kwargs):
         raise AssertionError("rows were read")
+
+    read_columns = []
+    real_read_table = pq.read_table
+
+    def read_table(path, columns=None, **kwargs):
+        assert columns is not None, "every column was read"
+        read_columns.extend(columns)
+        return real_read_table(path, columns=columns, **kwargs)
 
     monkeypatch.setattr(pq, "read_table", no_rows)
     monkeypatch.setattr(pq.ParquetFile, "read", no_rows)
     monkeypatch.setattr(pq.ParquetFile, "read_row_group", no_rows)
     log = open_run(run)
-    assert len(log.summary()) == 3
     assert log.groups(3)
+    monkeypatch.setattr(pq, "read_table", read_table)
+    assert len(log.summary()) == 3
     assert len(log.group_summary(3)) == len(log.groups(3))
+    assert set(read_columns) <= {"group_id", "traj_id", "t", "episode_reward",
+                                 "is_action_valid", "won", "done", "task"}
 
 
 def test_load_group_reads_one_row_group(run, monkeypatch):
@@ -325,7 +348,7 @@ def test_corrupt_footer_is_an_error_naming_the_file_when_browsing(tmp_path):
     writer.write_step(1, step_table(groups=3))
     rewrite_footer(step_path(tmp_path / "r", 1), b'{"groups": [')
     run = open_run(tmp_path / "r")
-    for browse in (run.summary, lambda: run.groups(1), lambda: run.load_group(1, "g0")):
+    for browse in (lambda: run.groups(1), lambda: run.load_group(1, "g0")):
         with pytest.raises(LogFormatError, match="step-000001.parquet: the footer's g2po.step "
                                                  "metadata is not JSON"):
             browse()

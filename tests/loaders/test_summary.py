@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from loaders.summary import group_summary, step_summary, trajectory_table
+from g2po.outcomes import OutcomeRule
+from loaders.summary import group_summary, step_summary, trajectory_table, with_outcomes
 
 
 def _steps(won: bool = False) -> pd.DataFrame:
@@ -22,24 +24,58 @@ def _steps(won: bool = False) -> pd.DataFrame:
     return frame
 
 
+def test_trajectory_table_is_rule_free_and_row_order_free():
+    steps = _steps(won=True).assign(done=[None, True, False, None, None], task="t1")
+    table = trajectory_table(steps)
+    shuffled = trajectory_table(steps.sample(frac=1.0, random_state=3))
+    pd.testing.assert_frame_equal(table, shuffled)
+    assert table[["group_id", "traj_id"]].values.tolist() == [["a", "x"], ["a", "y"],
+                                                              ["b", "x"]]
+    assert table["length"].tolist() == [2, 1, 2]
+    assert table["reward"].tolist() == [10.0, 0.0, 3.0]
+    assert table["invalid"].tolist() == [1, 0, 1]
+    assert table["won"].tolist() == [0.0, 0.0, 1.0]
+    # done is read on the last step (largest t): True, False, missing
+    assert table["done"].tolist()[:2] == [1.0, 0.0] and np.isnan(table["done"].iloc[2])
+    assert table["task"].tolist() == ["t1"] * 3
+    assert trajectory_table(_steps())["won"].isna().all()
+
+
 def test_step_summary():
-    s = step_summary(_steps())
+    s = step_summary(trajectory_table(_steps()))
     assert s == {"n_groups": 2, "n_traj": 3, "n_steps": 5, "mean_reward": pytest.approx(13 / 3),
                  "success_rate": pytest.approx(1 / 3), "mean_length": pytest.approx(5 / 3),
-                 "invalid_rate": pytest.approx(2 / 5)}
+                 "invalid_rate": pytest.approx(2 / 5), "truncated_rate": 0.0}
 
 
-def test_won_column_decides_success_when_present():
+def test_success_follows_the_rule_not_won():
     traj = trajectory_table(_steps(won=True))
-    assert traj.set_index(["group_id", "traj_id"])["success"].to_dict() == {
-        ("a", "x"): False, ("a", "y"): False, ("b", "x"): True}
-    assert step_summary(_steps(), success_reward=3.0)["success_rate"] == pytest.approx(1 / 3)
+    assert with_outcomes(traj).set_index(["group_id", "traj_id"])["success"].to_dict() == {
+        ("a", "x"): True, ("a", "y"): False, ("b", "x"): False}
+    assert step_summary(traj, OutcomeRule(success_reward=3.0))["success_rate"] == \
+        pytest.approx(1 / 3)
+    assert step_summary(traj, OutcomeRule(success_threshold=3.0))["success_rate"] == \
+        pytest.approx(2 / 3)
+
+
+def test_truncation_by_done_and_by_length():
+    steps = _steps().assign(done=[None, None, None, None, False])
+    traj = trajectory_table(steps)
+    assert with_outcomes(traj)["truncated"].tolist() == [False, False, True]
+    # length ≥ 2 without success, where the log does not say: (a, x) succeeded, so not cut
+    rule = OutcomeRule(truncate_at=2)
+    assert with_outcomes(traj, rule)["truncated"].tolist() == [False, False, True]
+    assert with_outcomes(trajectory_table(_steps()), rule)["truncated"].tolist() == \
+        [False, False, True]
+    assert group_summary(trajectory_table(_steps()), rule).set_index("group_id")[
+        "truncated_rate"].to_dict() == {"a": 0.0, "b": 1.0}
 
 
 def test_group_summary():
-    g = group_summary(_steps()).set_index("group_id")
+    g = group_summary(trajectory_table(_steps())).set_index("group_id")
     assert g.loc["a"].to_dict() == {"n_traj": 2, "n_steps": 3, "mean_reward": 5.0,
                                     "success_rate": 0.5, "mean_length": 1.5,
-                                    "invalid_rate": pytest.approx(1 / 3)}
+                                    "invalid_rate": pytest.approx(1 / 3),
+                                    "truncated_rate": 0.0}
     assert g.loc["b", "invalid_rate"] == 0.5
-    assert group_summary(_steps().iloc[:0]).empty
+    assert group_summary(trajectory_table(_steps().iloc[:0])).empty

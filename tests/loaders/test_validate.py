@@ -83,7 +83,7 @@ def _two_step_run(path):
 
 @pytest.mark.parametrize(("edit", "says"), [
     (b"{not json", "is not JSON"),
-    (lambda f: f.update(groups=5), "is not an object with 'summary' and 'groups'"),
+    (lambda f: f.update(groups=5), "is not an object with 'groups'"),
     (lambda f: [g.update(row_group=7) for g in f["groups"]], "past the file's 1 row group"),
     (lambda f: [g.update(stop=g["stop"] + 99) for g in f["groups"]], "which holds"),
     (lambda f: f["groups"].pop(), "lists other groups than the rows hold"),
