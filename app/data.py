@@ -75,7 +75,8 @@ LOADER_ERRORS = (loaders.LoaderError, ValueError, KeyError, TypeError, FileNotFo
 #: Keyword arguments of :func:`loaders.open_log` and the formats each applies to.
 _READ_OPTION_FORMATS = {"mapping": ("csv", "jsonl", "parquet", "pickle"),
                         "trust_pickle": ("pickle",),
-                        "state_regex": ("verl",), "action_regex": ("verl",)}
+                        "state_regex": ("verl",), "action_regex": ("verl",),
+                        "outcome": (None, "run", "verl", "csv", "jsonl", "parquet", "pickle")}
 _TABLE_FORMATS = ("csv", "jsonl", "parquet")
 
 
@@ -102,8 +103,9 @@ class LogRef:
 
     def open_kwargs(self) -> dict:
         kwargs = dict(self.read)
-        if kwargs.get("mapping"):
-            kwargs["mapping"] = dict(kwargs["mapping"])
+        for name in ("mapping", "outcome"):  # kept as sorted pairs, so refs hash
+            if kwargs.get(name):
+                kwargs[name] = dict(kwargs[name])
         return kwargs
 
 

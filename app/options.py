@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from g2po.cli.logs import add_log_options, log_options
-from loaders import LoaderError
+from loaders import LoaderError, check_outcome_overrides
 
 __all__ = ["AppOptions", "parse_options", "SAMPLE_DIR", "OptionsError"]
 
@@ -106,11 +106,13 @@ def parse_options(argv: Sequence[str] | None) -> AppOptions:
         raise OptionsError(f"--allow-dir {missing[0]}: no such folder")
     try:
         read = log_options(args)  # the CLI's own parsing of --map / --mapping
+        check_outcome_overrides(read.get("outcome"))
     except LoaderError as err:
         raise OptionsError(str(err)) from None
     fmt = read.pop("format")
-    if read.get("mapping"):
-        read["mapping"] = tuple(sorted(read["mapping"].items()))
+    for name in ("mapping", "outcome"):  # sorted pairs: options are hashed
+        if read.get(name):
+            read[name] = tuple(sorted(read[name].items()))
     logs = tuple(args.log)
     return AppOptions(logs=logs or (str(SAMPLE_DIR),), format=fmt,
                       read=tuple(sorted((k, v) for k, v in read.items() if v)),

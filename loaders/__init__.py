@@ -21,10 +21,12 @@ log, and on every frame as plain data in ``frame.attrs["load_report"]`` (read it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
+from g2po.outcomes import OutcomeRule
 from loaders.detect import FORMATS, check_format, detect_format
 from loaders.discover import find_logs
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError, UntrustedPickleError
@@ -41,6 +43,7 @@ from loaders.verl import open_verl_dump
 __all__ = [
     "open_log",
     "load_steps",
+    "check_outcome_overrides",
     "detect_format",
     "find_logs",
     "write_csv",
@@ -75,6 +78,7 @@ def open_log(
     trust_pickle: bool = False,
     state_regex: str | None = None,
     action_regex: str | None = None,
+    outcome: Mapping[str, object] | None = None,
 ) -> Log:
     """Open any supported log for browsing; see :class:`loaders.log.Log` for what it offers.
 
@@ -88,6 +92,9 @@ def open_log(
     trust_pickle : allow unpickling a batch dump (unpickling runs code from the file).
     state_regex, action_regex : verl dumps: extract the state key from ``input`` / the action
         from ``output`` (group ``state`` or 1, else the whole match; the last match counts).
+    outcome : fields of :class:`g2po.outcomes.OutcomeRule` the user set (``success_reward``,
+        ``success_threshold``, ``terminal``, ``truncate_at``); they override the log's own
+        rule (:meth:`Log.rule`) wherever the log is summarised or estimated.
 
     Raises
     ------
@@ -105,15 +112,33 @@ def open_log(
     if not path.exists():
         raise NoLogFoundError(f"{path}: no such file or directory")
     _check_options(fmt, mapping=mapping, state_regex=state_regex, action_regex=action_regex)
+    overrides = check_outcome_overrides(outcome)
     if fmt == "run":
-        return open_run(path)
-    if fmt == "verl":
-        return open_verl_dump(path, state_regex=state_regex, action_regex=action_regex)
-    if fmt == "pickle":
-        return open_pickle(path, trust_pickle=trust_pickle, mapping=mapping)
-    if path.is_dir():
+        log = open_run(path)
+    elif fmt == "verl":
+        log = open_verl_dump(path, state_regex=state_regex, action_regex=action_regex)
+    elif fmt == "pickle":
+        log = open_pickle(path, trust_pickle=trust_pickle, mapping=mapping)
+    elif path.is_dir():
         raise LoaderError(f"{path}: a {fmt} log is a file, not a directory")
-    return open_table(path, fmt, mapping)
+    else:
+        log = open_table(path, fmt, mapping)
+    log.outcome_overrides = overrides
+    return log
+
+
+def check_outcome_overrides(outcome: Mapping[str, object] | None) -> dict[str, object]:
+    """The user's outcome-rule fields, checked: a :class:`LoaderError` names a bad one."""
+    overrides = {k: v for k, v in (outcome or {}).items() if v is not None}
+    unknown = sorted(set(overrides) - set(OutcomeRule.__dataclass_fields__))
+    if unknown:
+        raise LoaderError(f"outcome rule: unknown field(s) {', '.join(unknown)}; known: "
+                          f"{', '.join(OutcomeRule.__dataclass_fields__)}")
+    try:
+        OutcomeRule(**overrides)
+    except ValueError as err:
+        raise LoaderError(f"outcome rule: {err}") from None
+    return overrides
 
 
 def _check_options(fmt: str, **options) -> None:

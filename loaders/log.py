@@ -70,6 +70,9 @@ class Log:
         self._base_report = report or LoadReport(str(path), self.format)
         self._part_reports: dict[str, LoadReport] = {}
         self.has_train_steps = True
+        #: Outcome-rule fields the user set when opening the log (``--success-reward`` …);
+        #: they override the log's own rule in :meth:`rule`.
+        self.outcome_overrides: dict[str, object] = {}
         self._rule: OutcomeRule | None = None
 
     @property
@@ -86,9 +89,10 @@ class Log:
         self._part_reports[part] = report
 
     def rule(self) -> OutcomeRule:
-        """The log's own outcome rule, the default of every page and command: the manifest's
+        """The log's outcome rule, the default of every page and command: the manifest's
         (``run.json``), else the one its ``won`` flags state at the first training step
-        (:func:`g2po.outcomes.rule_from_won`), else the reference's (success reward 10)."""
+        (:func:`g2po.outcomes.rule_from_won`), else the reference's (success reward 10);
+        then the fields the user set when opening it (:attr:`outcome_overrides`)."""
         cached = self._rule
         if cached is None:
             cached = manifest_rule(self.manifest)
@@ -97,7 +101,8 @@ class Log:
                 cached = (rule_from_won(self.trajectories(steps[0])) if steps else None) \
                     or OutcomeRule()
             self._rule = cached
-        return cached
+        return cached.with_changes(**self.outcome_overrides) if self.outcome_overrides \
+            else cached
 
     # -- to implement ----------------------------------------------------------------------
     def train_steps(self) -> list[int]:

@@ -2,7 +2,8 @@
 
 ``add_log_options`` / ``log_options`` give any command ``--format``, ``--map``, ``--mapping``,
 ``--trust-pickle``, ``--state-regex`` and ``--action-regex``, so each one opens every log format
-:mod:`loaders` reads.
+:mod:`loaders` reads, and the outcome rule (``--success-reward``, ``--success-min``,
+``--truncate-at``) that every summary and estimate of the log then follows.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ def add_log_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--action-regex", metavar="REGEX",
                    help="verl dumps: extract the action from the output text (default: the "
                         "last <action>…</action>, else the whole output)")
+    o = p.add_argument_group("reading outcomes (default: the log's own rule: run.json, else "
+                             "its won flags, else success reward 10)")
+    o.add_argument("--success-reward", type=float, metavar="R",
+                   help="the reward that counts as success, and the success terminal's value")
+    o.add_argument("--success-min", type=float, metavar="T",
+                   help="count a trajectory as a success when its reward is at least T")
+    o.add_argument("--truncate-at", type=int, metavar="N",
+                   help="a trajectory of N or more steps that did not succeed was cut at the "
+                        "step limit (for logs without a done flag)")
 
 
 def log_options(args: argparse.Namespace) -> dict:
@@ -43,6 +53,10 @@ def log_options(args: argparse.Namespace) -> dict:
     mapping = {**parse_mapping(args.mapping), **parse_mapping(args.map)}
     options = {"format": args.format, "mapping": mapping or None,
                "state_regex": args.state_regex, "action_regex": args.action_regex}
+    outcome = {"success_reward": args.success_reward, "success_threshold": args.success_min,
+               "truncate_at": args.truncate_at}
+    if any(v is not None for v in outcome.values()):
+        options["outcome"] = outcome
     if args.trust_pickle:
         options["trust_pickle"] = True
     return options

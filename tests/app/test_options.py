@@ -45,3 +45,14 @@ def test_roots_and_bounds(tmp_path):
                  ["--cache-mb", "0"], ["--format", "bogus"]):
         with pytest.raises(OptionsError):
             parse_options(argv)
+
+
+def test_outcome_rule_flags_reach_every_log_and_bad_ones_are_named():
+    from app.data import LogRef
+
+    options = parse_options(["--log", "x.csv", "--success-reward", "1", "--success-min", "0.5"])
+    ref = LogRef(path="x.csv", name="x", format="csv", read=options.read)
+    assert ref.open_kwargs()["outcome"] == {"success_reward": 1.0, "success_threshold": 0.5,
+                                            "truncate_at": None}
+    with pytest.raises(OptionsError, match="truncate_at"):
+        parse_options(["--truncate-at", "0"])

@@ -79,3 +79,16 @@ def test_group_summary():
                                     "truncated_rate": 0.0}
     assert g.loc["b", "invalid_rate"] == 0.5
     assert group_summary(trajectory_table(_steps().iloc[:0])).empty
+
+
+def test_a_rule_given_when_opening_a_log_overrides_its_own(tmp_path):
+    from loaders import LoaderError, open_log
+
+    path = tmp_path / "steps.csv"
+    _steps(won=True).to_csv(path, index=False)
+    assert open_log(path).rule() == OutcomeRule(success_reward=3.0)  # from its won flags
+    log = open_log(path, outcome={"success_threshold": 1.0, "truncate_at": 2})
+    assert log.rule() == OutcomeRule(success_reward=3.0, success_threshold=1.0, truncate_at=2)
+    assert log.summary()["success_rate"].tolist() == [pytest.approx(2 / 3)]
+    with pytest.raises(LoaderError, match="truncate_at"):
+        open_log(path, outcome={"truncate_at": -1})
