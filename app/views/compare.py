@@ -155,9 +155,12 @@ def render(ctx: AppContext) -> None:
     shown_table = zscore(table, ran) if z else table
 
     st.subheader("Per-step advantages" + (" (z-scored over the group)" if z else ""))
-    st.caption("`rollout`: the trajectory id, shortened in the middle; `node`: the step's state "
-               "in the group explorer's graph; `outcome`: what its trajectory reached. `"
-               + result.text_column + "`: "
+    node_text = ("the step's state in the group explorer's graph" if
+                 state_key == ctx.params.state_key else
+                 "the step's state under this page's state key (the group explorer numbers "
+                 "the sidebar's)")
+    st.caption("`rollout`: the trajectory id, shortened in the middle; `node`: " + node_text
+               + "; `outcome`: what its trajectory reached. `" + result.text_column + "`: "
                + ("what the policy saw at the step (the log's observation)."
                   if result.text_column == "observation" else
                   "the state key the step merged by (the log has no observation column)."))

@@ -116,8 +116,10 @@ def test_normalisation_highlight_text_column_and_state_key(runs_root):
     spec = at.get("plotly_chart")[0].proto.spec
     assert '"width":4' in spec and '"opacity":0.35' in spec
     assert at.selectbox(key="cmp_state_key").options[:2] == ["exact", "normalized"]
+    assert "in the group explorer's graph" in texts(at)
     at.selectbox(key="cmp_state_key").set_value("similarity:0.8").run()
     assert not at.exception
+    assert "under this page's state key" in texts(at)  # node ids are not the explorer's then
 
 
 def test_every_registered_estimator_runs_on_the_page(runs_root):

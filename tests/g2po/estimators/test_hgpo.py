@@ -142,6 +142,21 @@ def test_equals_verl_agents_recipe_on_random_tables(params):
     assert longer > 0 or params.get("history_length") == 0
 
 
+@pytest.mark.parametrize("params", [{"history_length": 4}, {"base_group": True,
+                                                            "mode": "mean_norm"}])
+def test_equals_the_recipe_where_long_histories_repeat(params):
+    """Two states only: histories of three and more states recur across trajectories."""
+    longest = 0
+    for seed in range(10):
+        steps = reference.random_steps(seed, n_states=2, max_len=10, max_traj=6)
+        got = compute_advantages(steps, "hgpo", **params)
+        want = reference.hgpo_original(steps, **params)
+        np.testing.assert_allclose(got["adv"], want.loc[steps.index], rtol=1e-9, atol=1e-9,
+                                   err_msg=f"seed {seed}")
+        longest += int((got["adv_k3"] != 0).sum())
+    assert longest > 0
+
+
 def test_logged_step_rewards_as_verl_agent():
     for seed in range(6):
         steps = reference.random_steps(seed)
