@@ -144,9 +144,11 @@ def history_figure(history: pd.DataFrame, columns: Mapping[str, str], title: str
 
 def advantage_lines(table: pd.DataFrame, estimators: list[str], traj_ids: list[str],
                     cols: int = 2, highlight: str | None = None,
-                    y_title: str = "advantage") -> go.Figure:
+                    y_title: str = "advantage",
+                    titles: dict[str, str] | None = None) -> go.Figure:
     """Per trajectory (one panel each), the per-step advantage of every estimator; the
-    ``highlight`` estimator drawn thick on top, the others thin and faded."""
+    ``highlight`` estimator drawn thick on top, the others thin and faded. ``titles``:
+    traj_id → the panel's title (untrusted text, escaped here; default the id)."""
     data = table[table["traj_id"].isin(traj_ids)]
     long = data.melt(id_vars=["traj_id", "t", "action"], value_vars=estimators,
                      var_name="estimator", value_name=y_title)
@@ -165,7 +167,9 @@ def advantage_lines(table: pd.DataFrame, estimators: list[str], traj_ids: list[s
         fig.data = tuple(sorted(fig.data, key=lambda tr: tr.name == mark))  # on top
     rows = max(1, -(-len(traj_ids) // cols))
     fig.update_layout(height=max(260, 200 * rows), margin={"l": 40, "r": 10, "t": 40, "b": 30})
-    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    names = {escape_html(t): escape_html((titles or {}).get(t, t)) for t in traj_ids}
+    fig.for_each_annotation(lambda a: a.update(text=names.get(a.text.split("=", 1)[-1],
+                                                              a.text.split("=", 1)[-1])))
     fig.add_hline(y=0, line_width=1, line_color="#999999")
     return fig
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-__all__ = ["seed_from_url", "write_url", "url_value", "URL_KEYS"]
+__all__ = ["seed_from_url", "reseed", "write_url", "url_value", "URL_KEYS"]
 
 #: Query-string names, in the order they are written.
 URL_KEYS = ("run", "step", "group", "traj", "node", "edge", "outcome", "gamma", "w", "mode",
@@ -48,6 +48,13 @@ def seed_from_url(widget_key: str, name: str, parse: Callable[[str], Any] = str,
         return False
     st.session_state[widget_key] = value
     return True
+
+
+def reseed(*names: str) -> None:
+    """Let the URL's ``names`` seed their widgets once more, as on a fresh page load: for a
+    page that opens another page on a view within the session
+    (``st.switch_page(page, query_params=…)``)."""
+    st.session_state.setdefault(_SEEDED, set()).difference_update(names)
 
 
 def write_url(**values: object) -> None:

@@ -1,14 +1,18 @@
-"""Estimator comparison on one group: per-step advantages side by side, per-trajectory charts
-(one estimator highlighted), rank correlations, and the steps where two estimators disagree in
-sign. Every registered estimator (built-in, a helper's, or a ``--plugin``'s) is offered, with
-one input per parameter: a choice for those taking one of a few values. An optional display
-normalisation z-scores each estimator over the group, so that shapes compare."""
+"""Estimator comparison on one group: per-step advantages side by side (with each step's node and
+outcome), per-trajectory charts titled with the trajectory's outcome and length (one estimator
+highlighted), rank correlations, and the steps where two estimators disagree in sign, with each
+estimator's parts, widest disagreement (in z-scores) first; a click on such a step opens it in
+the group explorer. Every registered estimator (built-in, a helper's, or a ``--plugin``'s) is
+offered, with one input per parameter: a choice for those taking one of a few values. An
+optional display normalisation z-scores each estimator over the group, so that shapes compare.
+Numbers come before text in every table, and trajectory ids are shortened in the middle."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 
+import pandas as pd
 import streamlit as st
 
 from app import data
@@ -18,6 +22,7 @@ from app.params import STATE_KEY_CHOICES, SpecParams
 from app.safe import escape_markdown, truncate
 from app.tables import style_diverging
 from app.ui import group_page, md, show_error
+from app.url_state import reseed
 from g2po.analysis.compare import (
     DEFAULT_ESTIMATORS,
     Comparison,
@@ -25,15 +30,21 @@ from g2po.analysis.compare import (
     parameter_choices,
     rank_correlation,
     sign_disagreements,
+    step_location,
+    trajectory_facts,
     zscore,
 )
+from g2po.analysis.labels import shorten_middle
 from g2po.errors import G2POError
 from g2po.estimators import estimator_params, list_estimators
 
-__all__ = ["render", "estimator_defaults", "state_key_options", "NORMALISE"]
+__all__ = ["render", "estimator_defaults", "state_key_options", "open_in_explorer",
+           "NORMALISE", "DIFF_KEY"]
 
 #: Display choices: the estimators' own values, or each z-scored over the group.
 NORMALISE = ("raw values", "z-scored over the group")
+#: The sign-disagreement table; a row picked there opens the step in the group explorer.
+DIFF_KEY = "cmp_diff"
 
 
 def estimator_defaults(name: str, params: SpecParams) -> dict[str, object]:
@@ -45,9 +56,12 @@ def estimator_defaults(name: str, params: SpecParams) -> dict[str, object]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _comparison(_log, key: str, train_step: int, group_id: str, names: tuple[str, ...],
-                params_json: str, state_key: str) -> Comparison:
+                params_json: str, state_key: str, success_reward: float,
+                success_threshold: float | None) -> Comparison:
     steps = data.load_group(_log, key, train_step, group_id)
-    result = compare_estimators(steps, list(names), json.loads(params_json), state_key)
+    result = compare_estimators(steps, list(names), json.loads(params_json), state_key,
+                                success_reward=success_reward,
+                                success_threshold=success_threshold)
     text = result.text_column
     shown = result.table.assign(**{"action": result.table["action"].map(_short),
                                    text: result.table[text].map(_short)})
@@ -124,7 +138,8 @@ def render(ctx: AppContext) -> None:
                 params[name] = _param_inputs(name, estimator_defaults(name, ctx.params))
     try:
         result = _comparison(opened.log, opened.key, ctx.train_step, ctx.group_id,
-                             tuple(names), json.dumps(params, sort_keys=True), state_key)
+                             tuple(names), json.dumps(params, sort_keys=True), state_key,
+                             ctx.params.success_reward, ctx.params.success_threshold)
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error(f"Cannot load group {ctx.group_id}", err)
         return
@@ -134,27 +149,41 @@ def render(ctx: AppContext) -> None:
     if not ran:
         return
     table = result.table
+    ids = table["traj_id"].astype(str)
+    short = dict(zip(pd.unique(ids), shorten_middle(list(pd.unique(ids))), strict=True))
     z = normalise == NORMALISE[1]
     shown_table = zscore(table, ran) if z else table
 
     st.subheader("Per-step advantages" + (" (z-scored over the group)" if z else ""))
-    st.caption(f"`{result.text_column}`: "
+    node_text = ("the step's state in the group explorer's graph" if
+                 state_key == ctx.params.state_key else
+                 "the step's state under this page's state key (the group explorer numbers "
+                 "the sidebar's)")
+    st.caption("`rollout`: the trajectory id, shortened in the middle; `node`: " + node_text
+               + "; `outcome`: what its trajectory reached. `" + result.text_column + "`: "
                + ("what the policy saw at the step (the log's observation)."
                   if result.text_column == "observation" else
                   "the state key the step merged by (the log has no observation column)."))
-    st.dataframe(style_diverging(shown_table, ran), hide_index=True, height=360)
+    st.dataframe(style_diverging(_with_short_ids(shown_table, short), ran), hide_index=True,
+                 height=360)
 
     st.subheader("Per trajectory")
-    trajs = sorted(table["traj_id"].astype(str).unique().tolist())
+    facts = trajectory_facts(table)
+    titles = {t: f"{short[t]} · {row.outcome} · {row.length} step" + ("s" if row.length != 1
+                                                                        else "")
+              for t, row in zip(facts.index.astype(str), facts.itertuples(), strict=True)}
+    trajs = list(titles)
     pick_col, mark_col = st.columns([3, 1])
-    shown = pick_col.multiselect("Trajectories", trajs, default=trajs[:4], key="cmp_trajs")
+    shown = pick_col.multiselect("Trajectories", trajs, default=trajs[:4], key="cmp_trajs",
+                                 format_func=titles.get)
     if st.session_state.get("cmp_highlight") not in (None, *ran):
         st.session_state["cmp_highlight"] = None
     highlight = mark_col.selectbox("Highlight", [None, *ran], key="cmp_highlight",
                                    format_func=lambda n: "none" if n is None else n)
     if shown:
         st.plotly_chart(advantage_lines(shown_table, ran, shown, highlight=highlight,
-                                        y_title="z-score" if z else "advantage"),
+                                        y_title="z-score" if z else "advantage",
+                                        titles=titles),
                         key="cmp_lines")
 
     if len(ran) >= 2:
@@ -167,18 +196,67 @@ def render(ctx: AppContext) -> None:
         if corr.isna().to_numpy().any():
             st.caption("n/a: an estimator is constant on this group (for example GRPO when "
                        "every rollout has the same reward), so it has no ranking.")
+        _disagreements(ctx, result, short)
 
-        st.subheader("Where they disagree in sign")
-        a_col, b_col = st.columns(2)
-        a = a_col.selectbox("estimator A", ran, index=0, key="cmp_a")
-        b_default = next((i for i, n in enumerate(ran) if n in ("grpo", "rloo") and n != a),
-                         1 if len(ran) > 1 else 0)
-        b = b_col.selectbox("estimator B", ran, index=b_default, key="cmp_b")
-        if a == b:
-            st.caption("Choose two different estimators.")
-        else:
-            diff = sign_disagreements(table, a, b)
-            st.caption(f"{len(diff)} of {len(table)} steps get opposite signs from "
-                       f"{escape_markdown(a)} and {escape_markdown(b)}:"
-                       " the places where graph credit differs from outcome credit.")
-            st.dataframe(style_diverging(diff, [a, b]), hide_index=True)
+
+def _with_short_ids(table: pd.DataFrame, short: dict[str, str]) -> pd.DataFrame:
+    """``table`` with its trajectory ids shortened, as a first column ``rollout``."""
+    out = table.rename(columns={"traj_id": "rollout"})
+    out["rollout"] = out["rollout"].astype(str).map(short)
+    return out
+
+
+def _disagreements(ctx: AppContext, result: Comparison, short: dict[str, str]) -> None:
+    """The steps where two estimators disagree in sign, each with its node, outcome and the
+    two estimators' parts; a click on a row opens the step in the group explorer."""
+    ran, table = result.estimators, result.table
+    st.subheader("Where they disagree in sign")
+    a_col, b_col = st.columns(2)
+    a = a_col.selectbox("estimator A", ran, index=0, key="cmp_a")
+    b_default = next((i for i, n in enumerate(ran) if n in ("grpo", "rloo") and n != a),
+                     1 if len(ran) > 1 else 0)
+    b = b_col.selectbox("estimator B", ran, index=b_default, key="cmp_b")
+    if a == b:
+        st.caption("Choose two different estimators.")
+        return
+    diff = sign_disagreements(table, a, b, result.parts)
+    st.caption(f"{len(diff)} of {len(table)} steps get opposite signs from "
+               f"{escape_markdown(a)} and {escape_markdown(b)}, each shown with the parts of "
+               "its advantage. Widest disagreement first: `z gap` compares the two on one "
+               "scale (each estimator's advantages z-scored over the group's steps), since "
+               "their raw values may be normalised differently. Click a row to open the step "
+               "in the group explorer.")
+    numbers = [c for c in diff.columns if c == a or c == b or c.startswith((f"{a} · ",
+                                                                             f"{b} · "))]
+    event = st.dataframe(style_diverging(_with_short_ids(diff, short), [*numbers, "z gap"]),
+                         hide_index=True, key=DIFF_KEY, on_select="rerun",
+                         selection_mode="single-row")
+    rows = list(getattr(getattr(event, "selection", None), "rows", None) or [])
+    if rows and rows[0] < len(diff):
+        step = diff.iloc[rows[0]]
+        open_in_explorer(ctx, str(step["traj_id"]), int(step["t"]))
+
+
+def open_in_explorer(ctx: AppContext, traj_id: str, t: int) -> None:
+    """Open step ``t`` of ``traj_id`` (of the sidebar's group) in the group explorer: its
+    trajectory highlighted, its node and edge selected and the node's steps listed, through
+    the URL names the explorer reads (``traj``, ``node``, ``edge``). Node ids are the
+    explorer's own, under the sidebar's state key."""
+    opened = ctx.active
+    page = ctx.pages.get("group")
+    try:
+        graph = data.group_graph(opened.log, opened.key, ctx.train_step, ctx.group_id,
+                                 ctx.params)
+    except data.LOADER_ERRORS + (G2POError,) as err:
+        show_error(f"Cannot build the graph of group {ctx.group_id}", err)
+        return
+    where = step_location(graph, traj_id, t)
+    if where is None or page is None:
+        md("Step {} of {} is not in the group explorer's graph.", t, traj_id)
+        return
+    node, edge = where
+    view = {"traj": traj_id, "node": str(node)}
+    if edge is not None:
+        view["edge"] = str(edge)
+    reseed("traj", "node", "edge")
+    st.switch_page(page, query_params=view)

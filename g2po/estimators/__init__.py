@@ -234,5 +234,6 @@ from g2po.estimators import g2po as _g2po  # noqa: E402,F401
 from g2po.estimators import gigpo as _gigpo  # noqa: E402,F401
 from g2po.estimators import graphgpo as _graphgpo  # noqa: E402,F401
 from g2po.estimators import graphhca as _graphhca  # noqa: E402,F401
+from g2po.estimators import hgpo as _hgpo  # noqa: E402,F401
 from g2po.estimators import outcome as _outcome  # noqa: E402,F401
 from g2po.estimators import value_iteration as _value_iteration  # noqa: E402,F401

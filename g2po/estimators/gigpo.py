@@ -17,7 +17,7 @@ from g2po.graph import check_gamma
 from g2po.index import StepIndex
 from g2po.segments import NormMode, discounted_suffix_sum, powers, segment_norm
 
-__all__ = ["gigpo", "discounted_returns"]
+__all__ = ["gigpo", "discounted_returns", "step_returns"]
 
 
 def discounted_returns(ix: StepIndex, rewards: np.ndarray, gamma: float) -> np.ndarray:
@@ -26,6 +26,31 @@ def discounted_returns(ix: StepIndex, rewards: np.ndarray, gamma: float) -> np.n
     Computed per trajectory (:func:`g2po.segments.discounted_suffix_sum`): no term ever crosses
     a trajectory's boundary."""
     return discounted_suffix_sum(rewards, ix.order, ix.remaining, gamma)
+
+
+def step_returns(ix: StepIndex, gamma: float, penalty: float, *, step_rewards: bool = False,
+                 penalty_in_return: bool = False, name: str = "gigpo") -> np.ndarray:
+    """GiGPO's penalised step return G' (n_steps,) float64, as verl-agent's trainers feed it
+    to GiGPO and HGPO: the environment reward r (R_i on a trajectory's last step, 0 before
+    it; with ``step_rewards`` the table's ``step_reward`` column) discounted per trajectory,
+    **then** ``penalty`` * invalid subtracted from each step's own return. With
+    ``penalty_in_return`` the penalty enters the discounted sum instead (r - penalty·invalid),
+    so an invalid action also lowers every earlier step's return. ``name`` is the estimator
+    named in errors."""
+    check_gamma(gamma)
+    if step_rewards:
+        if ix.step_reward is None:
+            raise ValueError(f"estimator {name!r}: step_rewards=True needs a 'step_reward' "
+                             "column without missing values")
+        reward = ix.step_reward
+    else:
+        reward = np.where(ix.next_row < 0, ix.reward, 0.0)
+    if penalty_in_return:
+        return discounted_returns(ix, reward - penalty * ix.invalid, gamma)
+    if step_rewards:
+        return discounted_returns(ix, reward, gamma) - penalty * ix.invalid
+    # G_{i,t} = gamma^(T_i-1-t) * R_i: one lookup per row instead of a scan
+    return powers(gamma, ix.remaining) * ix.reward - penalty * ix.invalid
 
 
 @register_estimator("gigpo")
@@ -47,20 +72,8 @@ def gigpo(
     G_{i,t} = gamma^(T_i-1-t) * R_i and G' = G - penalty * invalid (verl-agent's order). With
     ``penalty_in_return`` the penalty enters the discounted sum instead (r - penalty·invalid), so
     an invalid action also lowers every earlier step's return."""
-    check_gamma(gamma)
-    if step_rewards:
-        if ix.step_reward is None:
-            raise ValueError("estimator 'gigpo': step_rewards=True needs a 'step_reward' column "
-                             "without missing values")
-        reward = ix.step_reward
-    else:
-        reward = np.where(ix.next_row < 0, ix.reward, 0.0)
-    if penalty_in_return:
-        returns = discounted_returns(ix, reward - penalty * ix.invalid, gamma)
-    elif step_rewards:
-        returns = discounted_returns(ix, reward, gamma) - penalty * ix.invalid
-    else:
-        returns = powers(gamma, ix.remaining) * ix.reward - penalty * ix.invalid
+    returns = step_returns(ix, gamma, penalty, step_rewards=step_rewards,
+                           penalty_in_return=penalty_in_return, name="gigpo")
     adv_step = segment_norm(returns, ix.node, ix.n_nodes, mode, order=ix.order)
     adv_ep = episode_advantage(ix, penalty, mode)
     return {"adv": adv_ep + omega * adv_step, "adv_ep": adv_ep, "adv_step": adv_step,

@@ -8,6 +8,7 @@ from app.charts import (
     overview_figure,
     overview_runs,
 )
+from app.safe import escape_html
 from g2po.analysis.compare import compare_estimators, rank_correlation
 from tests.app.builders import XSS_IMG, group_steps, hostile
 
@@ -34,6 +35,19 @@ def test_hover_text_from_logs_is_escaped():
                                             "mean_reward": [1.0]}), "mean_reward")
     assert run_fig.data[0].name.startswith("&lt;img")
     assert histogram(pd.Series([1.0, 2.0]), "t", "x").data
+
+
+def test_trajectory_panels_take_their_titles_escaped():
+    steps = hostile(group_steps(rows=300))
+    group = steps[steps["group_id"] == steps["group_id"].iloc[0]]
+    result = compare_estimators(group, ["grpo"])
+    ids = sorted(result.table["traj_id"].unique())[:3]
+    assert XSS_IMG in ids
+    titles = {t: f"{t} · success · {i + 2} steps" for i, t in enumerate(ids)}
+    fig = advantage_lines(result.table, ["grpo"], ids, titles=titles)
+    texts = [a.text for a in fig.layout.annotations]
+    assert sorted(texts) == sorted(escape_html(v) for v in titles.values())
+    assert XSS_IMG not in fig.to_json()
 
 
 def test_run_colours_stay_when_runs_come_and_go():

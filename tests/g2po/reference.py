@@ -6,7 +6,8 @@ formulas, fed the way their trainers feed them (one row per agent step, trajecto
 each in step order, ``uid`` = group, ``traj_uid`` = trajectory, ``anchor_obs`` = state key):
 ``g2po_original`` (Nala-YN/G2PO ``g2po/core_g2po.py``), ``gigpo_original`` (verl-agent
 ``gigpo/core_gigpo.py`` with its ``ray_trainer.py``), ``graphgpo_original`` (verl-agent
-``recipe/GraphGPO/core_graph.py`` with ``graphgpo_ray_trainer.py``). All in float64.
+``recipe/GraphGPO/core_graph.py`` with ``graphgpo_ray_trainer.py``), ``hgpo_original`` (verl-agent
+``recipe/hgpo/core_hgpo.py`` with ``hgpo_ray_trainer.py``). All in float64.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict, deque
 from difflib import SequenceMatcher
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -319,6 +321,91 @@ def graphgpo_original(steps, gamma=0.1, omega_e=1.0, omega_s=1.0, penalty=0.1,
     step = _step_norm(returns, _step_groups(b), remove_std)
     episode = _episode_norm(b, remove_std)
     return _out(b, [omega_s * s + omega_e * e for s, e in zip(step, episode)])
+
+
+def _exact_deviations(values):
+    """x - mean(x), each in exact rational arithmetic (so a deviation is 0 exactly when the
+    value equals the mean), and the sum of their squares."""
+    exact = [Fraction(v) for v in values]
+    mean = sum(exact) / len(exact)
+    dev = [v - mean for v in exact]
+    return dev, sum(d * d for d in dev)
+
+
+def hgpo_original(steps, gamma=0.95, penalty=0.1, history_length=2, length_weight_alpha=1.0,
+                  base_group=False, mode="mean_std_norm", step_rewards=False, eps=1e-6):
+    """verl-agent's HGPO recipe as its trainer runs it: ``compute_step_discounted_returns``
+    (per trajectory, R on the last step or the logged step rewards), then
+    ``apply_invalid_action_penalty`` (each step's return minus p·invalid, and the score
+    R - p·invalid), then ``hgpo_advantage_estimate``: per uid, the trajectories in sorted id
+    order, each its anchor observations in batch order; ``clusters[(k, last k obs)]`` for
+    k = 1 … min(H + 1, t + 1); clusters of one member skipped; a = (r - mean) / (population std
+    + eps), or r - mean; with ``base_group`` the item (0, episode advantage) first
+    (``trajectory_advantages``: mean and unbiased std over the uid's step rows, a single row
+    mean 0 and std 1); ``aggregate_items``: the items with a != 0, w = (k+1)^alpha /
+    (sum of those + eps), the sum of w·a, or 0.
+
+    The one liberty: deviations from a mean are taken in exact arithmetic, so "a != 0" is
+    decided as the formula means it (the original's float32 mean of equal returns can be off by
+    an ulp and then counts a spurious item; docs/estimators.md)."""
+    b = trainer_batch(steps, penalty, step_rewards)
+    n = len(b["row"])
+    returns = [0.0] * n
+    for tu in dict.fromkeys(b["traj_uid"]):
+        idx = [i for i, x in enumerate(b["traj_uid"]) if x == tu]
+        running = 0.0
+        for i in reversed(idx):
+            running = b["rewards"][i] + gamma * running
+            returns[i] = running
+    returns = [r - penalty * v for r, v in zip(returns, b["invalid"])]  # the trainer's penalty
+
+    base = [0.0] * n
+    if base_group:
+        for u in dict.fromkeys(b["uid"]):
+            idx = [i for i in range(n) if b["uid"][i] == u]
+            if len(idx) == 1:
+                base[idx[0]] = b["score"][idx[0]]  # mean 0, std 1
+                if mode == "mean_std_norm":
+                    base[idx[0]] /= 1 + eps
+                continue
+            dev, squares = _exact_deviations([b["score"][i] for i in idx])
+            std = math.sqrt(float(squares / (len(idx) - 1)))
+            for i, d in zip(idx, dev):
+                base[i] = float(d) if mode == "mean_norm" else float(d) / (std + eps)
+
+    adv = [0.0] * n
+    max_k = history_length + 1
+    for u in dict.fromkeys(b["uid"]):
+        group = [i for i in range(n) if b["uid"][i] == u]
+        trajs = defaultdict(list)
+        for i in group:
+            trajs[b["traj_uid"][i]].append(i)
+        trajs = [trajs[t] for t in sorted(trajs)]  # np.unique: sorted trajectory ids
+        clusters = defaultdict(list)
+        for rows in trajs:
+            obs = [b["anchor_obs"][i] for i in rows]
+            for si in range(len(rows)):
+                for k in range(1, min(max_k, si + 1) + 1):
+                    clusters[(k, tuple(obs[si - k + 1:si + 1]))].append(rows[si])
+        items = defaultdict(list)
+        for (k, _), members in clusters.items():
+            if len(members) <= 1:
+                continue
+            dev, squares = _exact_deviations([returns[i] for i in members])
+            std = math.sqrt(float(squares / len(members)))  # unbiased=False
+            for i, d in zip(members, dev):
+                a = d if mode == "mean_norm" else Fraction(float(d) / (std + eps))
+                items[i].append((k, a))
+        for rows in trajs:
+            for i in rows:
+                mine = ([(0, Fraction(base[i]))] if base_group else []) + items[i]
+                valid = [(k, a) for k, a in mine if a != 0]
+                if not valid:
+                    continue
+                raw = [(k + 1) ** length_weight_alpha for k, _ in valid]
+                total = sum(raw) + eps
+                adv[i] = sum(w / total * float(a) for w, (_, a) in zip(raw, valid))
+    return _out(b, adv)
 
 
 def g2po_original(steps, w=1.0, mode="mean_std_norm", penalty=0.1, success_reward=10.0):

@@ -1,10 +1,26 @@
+import json
 from typing import Literal
 
 import numpy as np
 import pytest
 
 from g2po.analysis.compare import parameter_choices, zscore
-from tests.app.builders import app_test, texts
+from loaders import RunWriter
+from tests.app.builders import app_test, group_steps, texts
+
+#: Trajectory ids as long as a real run's: the same long prefix, a seed that tells them apart.
+LONG = "cooking-recipe3-take2-go9-open-cook-cut-train-seed"
+
+
+@pytest.fixture(scope="module")
+def long_ids_run(tmp_path_factory):
+    """A run whose trajectory ids are 52+ characters, differing only at their end."""
+    path = tmp_path_factory.mktemp("long") / "long"
+    writer = RunWriter(path, {"env": "synthetic", "config": {"success_reward": 10.0}})
+    steps = group_steps(seed=3, rows=300)
+    writer.write_step(1, steps.assign(traj_id=LONG + steps["traj_id"].str[1:] + ":"
+                                      + steps["group_id"].str[-1:]))
+    return path
 
 
 def test_comparison_shows_table_charts_correlation_and_disagreements(runs_root):
@@ -100,8 +116,10 @@ def test_normalisation_highlight_text_column_and_state_key(runs_root):
     spec = at.get("plotly_chart")[0].proto.spec
     assert '"width":4' in spec and '"opacity":0.35' in spec
     assert at.selectbox(key="cmp_state_key").options[:2] == ["exact", "normalized"]
+    assert "in the group explorer's graph" in texts(at)
     at.selectbox(key="cmp_state_key").set_value("similarity:0.8").run()
     assert not at.exception
+    assert "under this page's state key" in texts(at)  # node ids are not the explorer's then
 
 
 def test_every_registered_estimator_runs_on_the_page(runs_root):
@@ -116,3 +134,69 @@ def test_every_registered_estimator_runs_on_the_page(runs_root):
     assert not [e.value for e in at.error]
     assert set(everything) <= set(at.dataframe[0].value.columns)
     assert not [t for t in at.text_input if t.key and t.key.startswith("cmp_")]
+
+
+def test_numbers_come_before_text_and_ids_are_shortened(long_ids_run):
+    at = app_test("compare", ["--log", str(long_ids_run)])
+    assert not at.exception
+    table = at.dataframe[0].value
+    columns = table.columns.tolist()
+    assert columns[:4] == ["rollout", "t", "node", "outcome"]
+    chosen = at.multiselect(key="cmp_estimators").value
+    assert columns[-2:] == ["action", "observation"]
+    assert set(columns[columns.index("valid") + 1:-2]) == set(chosen)
+    ids = table["rollout"].drop_duplicates().tolist()
+    assert all(len(i) <= 24 for i in ids) and len(set(ids)) == len(ids)
+    assert all(i.startswith(LONG[:8]) and i.endswith(":0") for i in ids)  # the part that differs
+    assert set(table["outcome"]) <= {"success", "failure", "truncated"}
+
+
+def test_each_trajectory_chart_is_titled_with_its_outcome_and_length(runs_root):
+    at = app_test("compare", ["--log", str(runs_root)])
+    table = at.dataframe[0].value
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    titles = [a["text"] for a in spec["layout"]["annotations"]]
+    for traj in at.multiselect(key="cmp_trajs").value:
+        rows = table[table["rollout"] == traj]
+        want = f"{traj} · {rows['outcome'].iloc[0]} · {len(rows)} steps"
+        assert want in titles
+
+
+def test_disagreements_show_node_outcome_parts_by_z_gap(runs_root):
+    at = app_test("compare", ["--log", str(runs_root)])
+    at.multiselect(key="cmp_estimators").set_value(["g2po", "gigpo", "hgpo"]).run()
+    at.selectbox(key="cmp_a").set_value("g2po").run()
+    at.selectbox(key="cmp_b").set_value("gigpo").run()
+    assert not at.exception
+    body = texts(at)
+    assert "outcome credit" not in body and "z gap" in body
+    diff = at.dataframe[1].value
+    assert len(diff) > 0
+    assert diff.columns.tolist() == [
+        "rollout", "t", "node", "outcome", "g2po", "g2po · A^EP", "g2po · A^NC", "g2po · A^EC",
+        "gigpo", "gigpo · A^EP", "gigpo · A^S", "z gap", "action", "observation"]
+    assert diff["z gap"].is_monotonic_decreasing
+    np.testing.assert_allclose(diff["g2po"], diff["g2po · A^EP"] + diff["g2po · A^NC"]
+                               + diff["g2po · A^EC"])
+    np.testing.assert_allclose(diff["gigpo"], diff["gigpo · A^EP"] + diff["gigpo · A^S"])
+    # the node column is the group explorer's: each row's node is where its step is there
+    steps = at.dataframe[0].value.set_index(["rollout", "t"])
+    for row in diff.head(5).itertuples():
+        assert steps.loc[(row.rollout, row.t), "node"] == row.node
+    at.selectbox(key="cmp_b").set_value("hgpo").run()
+    parts = [c for c in at.dataframe[1].value.columns if c.startswith("hgpo · ")]
+    assert parts == ["hgpo · A^k1", "hgpo · A^k2", "hgpo · A^k3"]
+
+
+def test_hgpo_follows_the_sidebars_gamma_and_takes_its_own_parameters(runs_root):
+    at = app_test("compare", ["--log", str(runs_root)])
+    at.number_input(key="p_gamma").set_value(0.9).run()
+    at.multiselect(key="cmp_estimators").set_value(["hgpo", "gigpo"]).run()
+    assert at.number_input(key="cmp_hgpo_gamma").value == pytest.approx(0.9)
+    assert at.number_input(key="cmp_hgpo_history_length").value == 2
+    assert at.selectbox(key="cmp_hgpo_mode").options == ["mean_std_norm", "mean_norm"]
+    before = at.dataframe[0].value["hgpo"].to_numpy()
+    at.number_input(key="cmp_hgpo_history_length").set_value(0).run()
+    assert not at.exception
+    after = at.dataframe[0].value["hgpo"].to_numpy()
+    assert not np.allclose(before, after)

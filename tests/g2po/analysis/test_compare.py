@@ -1,15 +1,23 @@
+import statistics
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from g2po.analysis.compare import (
     compare_estimators,
     parameter_choices,
+    part_label,
     rank_correlation,
     sign_disagreements,
+    step_location,
+    trajectory_facts,
     zscore,
 )
-from g2po.estimators import compute_advantages
+from g2po.estimators import compute_advantages, register_estimator
+from g2po.graph import state_graph
 from tests.app.builders import group_steps
+from tests.g2po.builders import THREE, trajectories
 
 
 def one_group():
@@ -47,8 +55,107 @@ def test_sign_disagreements_counts_opposite_signs_only():
                           "episode_reward": 1.0, "a": [1.0, -1.0, 0.0, 2.0],
                           "b": [-0.5, -2.0, 3.0, -3.0]})
     diff = sign_disagreements(table, "a", "b")
-    assert list(diff["t"]) == [3, 0]  # largest gap first; zero never disagrees
-    assert list(diff["gap"]) == [5.0, 1.5]
+    assert sorted(diff["t"]) == [0, 3]  # zero never disagrees, equal signs never do
+    with pytest.raises(ValueError, match="two different"):
+        sign_disagreements(table, "a", "a")
+
+
+def pz(values: list[float]) -> list[float]:
+    """z-scores by hand: (x - mean) / population std."""
+    mean, std = statistics.mean(values), statistics.pstdev(values)
+    return [(v - mean) / std for v in values]
+
+
+def test_sign_disagreements_are_ordered_by_the_z_scored_gap_not_the_raw_one():
+    """A on a wide scale (as GiGPO's mean_norm), B on a narrow one: the raw gap would put
+    steps 0 and 3 first, where only A is large; on one scale steps 1 and 2 differ most."""
+    a, b = [10.0, 1.0, -1.0, -10.0], [-0.1, -3.0, 3.0, 0.1]
+    table = pd.DataFrame({"traj_id": "r", "t": range(4), "action": "x", "a": a, "b": b,
+                          "observation": list("wxyz")})
+    diff = sign_disagreements(table, "a", "b")
+    want = [abs(x - y) for x, y in zip(pz(a), pz(b))]
+    assert diff["t"].tolist() == [1, 2, 0, 3]
+    assert diff["z gap"].tolist() == pytest.approx([want[1], want[2], want[0], want[3]])
+    assert diff["a"].tolist() == [1.0, -1.0, 10.0, -10.0]  # the raw values stay
+    # numbers first, text last
+    assert diff.columns.tolist() == ["traj_id", "t", "a", "b", "z gap", "action", "observation"]
+
+
+def test_disagreements_carry_node_outcome_and_each_estimators_parts():
+    steps = one_group()
+    result = compare_estimators(steps, ["g2po", "gigpo", "grpo"])
+    assert list(result.parts) == ["g2po", "gigpo"]  # GRPO exposes no parts
+    assert result.parts["g2po"].columns.tolist() == ["A^EP", "A^NC", "A^EC"]
+    assert result.parts["gigpo"].columns.tolist() == ["A^EP", "A^S"]
+    diff = sign_disagreements(result.table, "g2po", "gigpo", result.parts)
+    assert len(diff) > 0
+    assert diff.columns.tolist()[:4] == ["traj_id", "t", "node", "outcome"]
+    assert diff.columns.tolist()[-2:] == ["action", "observation"]
+    ordered = steps.sort_values(["traj_id", "t"], kind="stable")
+    g2po = compute_advantages(ordered, "g2po").set_index(["traj_id", "t"])
+    gigpo = compute_advantages(ordered, "gigpo").set_index(["traj_id", "t"])
+    at = list(zip(diff["traj_id"], diff["t"], strict=True))
+    for label, col in (("A^EP", "adv_ep"), ("A^NC", "adv_nc"), ("A^EC", "adv_ec")):
+        np.testing.assert_allclose(diff[f"g2po · {label}"], g2po.loc[at, col])
+    np.testing.assert_allclose(diff["gigpo · A^S"], gigpo.loc[at, "adv_step"])
+    np.testing.assert_allclose(diff["g2po"], diff["g2po · A^EP"] + diff["g2po · A^NC"]
+                               + diff["g2po · A^EC"])
+    assert (np.sign(diff["g2po"]) * np.sign(diff["gigpo"]) < 0).all()
+    assert diff["z gap"].is_monotonic_decreasing
+
+
+def test_nodes_are_the_explorers_and_outcomes_the_trajectories():
+    steps = trajectories(THREE).sample(frac=1.0, random_state=4)  # rows in any order
+    steps["done"] = True
+    steps.loc[(steps["traj_id"] == "b") & (steps["t"] == 2), "done"] = False  # cut at the limit
+    result = compare_estimators(steps, ["grpo"])
+    graph = state_graph(steps)
+    want = graph.steps.set_index(["traj_id", "t"])["node"]
+    got = result.table.set_index(["traj_id", "t"])["node"]
+    assert got.to_dict() == want.loc[got.index].to_dict()
+    outcome = result.table.groupby("traj_id")["outcome"].agg(set).to_dict()
+    assert outcome == {"a": {"success"}, "b": {"truncated"}, "c": {"failure"}}
+    facts = trajectory_facts(result.table)
+    assert facts.loc["c", "length"] == 3 and facts.loc["a", "outcome"] == "success"
+    # the success rule is the one given: a threshold below 0 makes every trajectory succeed
+    lenient = compare_estimators(steps, ["grpo"], success_threshold=-1.0)
+    assert set(lenient.table["outcome"]) == {"success"}
+
+
+def test_rows_come_in_natural_trajectory_order_and_text_last():
+    steps = trajectories({"s0:10": THREE["a"], "s0:2": THREE["b"]})
+    result = compare_estimators(steps, ["grpo", "rloo"])
+    assert result.table["traj_id"].drop_duplicates().tolist() == ["s0:2", "s0:10"]
+    assert result.table.columns.tolist() == ["traj_id", "t", "node", "outcome",
+                                             "episode_reward", "valid", "grpo", "rloo",
+                                             "action", "state_key"]
+
+
+def test_a_users_estimator_shows_its_adv_columns_as_parts():
+    from g2po import estimators
+
+    @register_estimator("test_parts_est", overwrite=True)
+    def test_parts_est(ix):
+        half = ix.reward / 2
+        return {"adv": 2 * half, "adv_half": half, "note": half}
+
+    try:
+        result = compare_estimators(trajectories(THREE), ["test_parts_est"])
+        assert result.parts["test_parts_est"].columns.tolist() == ["A^half"]
+    finally:
+        estimators._REGISTRY.pop("test_parts_est", None)
+    assert part_label("adv_step") == "A^S" and part_label("adv_k3") == "A^k3"
+
+
+def test_step_location_is_the_steps_node_and_edge():
+    graph = state_graph(trajectories(THREE))
+    for step in graph.steps.itertuples():
+        node, edge = step_location(graph, step.traj_id, step.t)
+        assert node == step.node
+        row = graph.edges.iloc[edge]
+        assert (row["source"], row["target"], row["action"]) == (step.node, step.next_node,
+                                                                  step.action)
+    assert step_location(graph, "nobody", 0) is None
 
 
 def test_zscore_puts_every_estimator_on_one_scale():

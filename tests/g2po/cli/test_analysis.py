@@ -41,6 +41,16 @@ def test_advantages_to_parquet_with_parameters(table, tmp_path, capsys):
     assert written["adv"].tolist() == pytest.approx(want["adv"].tolist())
 
 
+def test_hgpo_with_a_whole_number_parameter(table, tmp_path):
+    out = tmp_path / "hgpo.parquet"
+    assert main(["advantages", str(table), "-e", "hgpo", "-p", "history_length=3",
+                 "-p", "base_group=true", "--out", str(out)]) == 0
+    written = pd.read_parquet(out)
+    want = compute_advantages(pd.read_csv(table), "hgpo", history_length=3, base_group=True)
+    assert "adv_k4" in written.columns and "adv_k5" not in written.columns
+    assert written["adv"].tolist() == pytest.approx(want["adv"].tolist())
+
+
 def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     trajectories(TWO).drop(columns="state_key").to_csv(bad, index=False)

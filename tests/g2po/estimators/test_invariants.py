@@ -19,7 +19,7 @@ from tests.g2po import reference
 from tests.g2po.builders import CYCLE, THREE, TWO, trajectories
 
 BUILT_IN = ["g2po", "g2po_nc", "g2po_ec", "g2po_ep", "grpo", "grpo_steps", "rloo", "gigpo",
-            "graphgpo", "value_iteration", "graph_gae", "graphhca"]
+            "graphgpo", "value_iteration", "graph_gae", "graphhca", "hgpo"]
 ALL = list_estimators()
 
 

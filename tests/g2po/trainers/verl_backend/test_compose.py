@@ -10,8 +10,8 @@ from g2po.trainers.verl_backend import VerlConfigError, compose_config
 from g2po.trainers.verl_backend.compose import CONFIG_DIR
 
 #: Our own namespaces: keys verl does not have, on purpose.
-OURS = ("algorithm.g2po", "algorithm.gigpo", "g2po_env", "g2po_log", "trainer.v1.g2po",
-        "ray_kwargs.ray_init.runtime_env.env_vars")
+OURS = ("algorithm.g2po", "algorithm.gigpo", "algorithm.hgpo", "g2po_env", "g2po_log",
+        "trainer.v1.g2po", "ray_kwargs.ray_init.runtime_env.env_vars")
 
 
 def leaf_keys(node: dict, prefix: str = ""):
@@ -85,6 +85,18 @@ def test_overrides_pass_through_untouched():
     assert cfg.algorithm.g2po.w == 0.8 and cfg.trainer.n_gpus_per_node == 8
     assert cfg.g2po_env.name == "alfworld:train" and cfg.trainer.my_note == "hello"
     assert cfg.actor_rollout_ref.rollout.n == 4
+
+
+def test_hgpo_takes_its_history_length_from_the_prompt_history():
+    """As verl-agent's HGPO trainer reads env.history_length."""
+    assert compose_config([]).algorithm.hgpo.history_length == 2
+    from g2po.trainers.verl_backend import checked_config
+    from g2po.trainers.verl_backend.settings import estimator_settings
+
+    cfg = checked_config(["algorithm.adv_estimator=hgpo", "g2po_env.history_length=4"])
+    assert cfg.algorithm.hgpo.history_length == 4
+    settings = estimator_settings("hgpo", OmegaConf.to_container(cfg.algorithm, resolve=True))
+    assert settings.params["history_length"] == 4 and settings.params["base_group"] is False
 
 
 def test_an_unknown_key_is_reported_with_its_name():

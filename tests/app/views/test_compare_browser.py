@@ -1,0 +1,83 @@
+"""The estimator comparison in a real browser (Debian's headless Chromium): a click on a row of
+the sign-disagreement table opens that step in the group explorer, its node and edge selected
+and its trajectory highlighted, every time (not only on the session's first visit)."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import loaders
+from g2po.analysis.compare import compare_estimators, sign_disagreements, step_location
+from g2po.graph import state_graph
+from tests.app.browser import ARTIFACTS, graph_frame, serve_app, wait_idle, watch
+
+#: The width the issue saw the comparison clipped at.
+VIEWPORT = {"width": 1280, "height": 720}
+#: Glide's grid: header and row height (px), and the x of the row-selection boxes.
+HEADER, ROW, TICK_X = 35, 35, 18
+
+
+def expected_steps(runs_root, k: int) -> list[tuple[str, int, int, int]]:
+    """The first ``k`` rows of the page's default G2PO-vs-GRPO disagreement table of run_a's
+    group task-0 at training step 1, each as (traj_id, t, node, edge) in the explorer's graph."""
+    steps = loaders.open_log(str(runs_root / "run_a")).load_group(1, "task-0")
+    result = compare_estimators(steps, ["g2po", "grpo"])
+    diff = sign_disagreements(result.table, "g2po", "grpo", result.parts)
+    graph = state_graph(steps)
+    out = []
+    for row in diff.head(k).itertuples():
+        node, edge = step_location(graph, row.traj_id, row.t)
+        out.append((str(row.traj_id), int(row.t), node, edge))
+    return out
+
+
+def open_comparison(page) -> None:
+    page.get_by_role("link", name="Estimator comparison").first.click()
+    page.get_by_text("steps get opposite signs").first.wait_for(timeout=60_000)
+    wait_idle(page)
+
+
+def click_row(page, index: int) -> None:
+    """Tick row ``index`` of the sign-disagreement table (the page's last table)."""
+    grid = page.locator("[data-testid='stDataFrame']").last
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + TICK_X, box["y"] + HEADER + ROW * index + ROW / 2)
+
+
+def test_a_disagreement_row_opens_its_step_in_the_group_explorer(browser, runs_root):
+    rows = expected_steps(runs_root, 8)
+    first = rows[0]
+    # a later row at another node, for the second visit
+    other = next(r for r in rows[1:] if r[2] != first[2])
+    with serve_app(["--log", str(runs_root), "--refresh", "0"]) as url:
+        page = browser.new_page(viewport=VIEWPORT)
+        seen = watch(page)
+        # the session starts on the explorer, so its URL names are read once already
+        page.goto(f"{url}/?run=run_a&step=1&group=task-0")
+        graph_frame(page, timeout=60_000, condition="document.title.includes('group task-0,')")
+        wait_idle(page)
+        open_comparison(page)
+        page.locator("[data-testid='stDataFrame']").last.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "app-compare-disagreements-1280.png"))
+
+        for traj_id, _t, node, edge in (first, other):
+            click_row(page, rows.index(next(r for r in rows if r[2] == node
+                                            and r[0] == traj_id)))
+            page.get_by_role("heading", name="Group explorer").first.wait_for(timeout=30_000)
+            frame = graph_frame(page, condition=f"window.g2po.network.getSelectedNodes()[0]"
+                                                f" === {node}")
+            assert frame.evaluate("window.g2po.network.getSelectedEdges()") == [f"e{edge}"]
+            page.get_by_text(f"at node {node}").first.wait_for(timeout=30_000)
+            query = parse_qs(urlparse(page.url).query)
+            assert query["node"] == [str(node)] and query["edge"] == [str(edge)]
+            assert query["traj"] == [traj_id]  # its trajectory highlighted
+            assert query["group"] == ["task-0"] and query["step"] == ["1"]
+            wait_idle(page)
+            if (traj_id, node) == (first[0], first[2]):
+                page.screenshot(path=str(ARTIFACTS / "app-compare-row-opened.png"))
+                open_comparison(page)
+
+        assert seen.console_errors == [] and seen.dialogs == []
+        assert seen.external() == []
+        page.close()

@@ -1,0 +1,168 @@
+"""HGPO: history groups and weights by hand, and equal to verl-agent's recipe on random step
+tables."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pytest
+
+from g2po import compute_advantages
+from g2po.estimators.hgpo import MAX_HISTORY_LENGTH, history_codes
+from g2po.index import index_steps
+from tests.g2po import reference
+from tests.g2po.builders import CYCLE, TWO, trajectories
+
+G, EPS = 0.95, 1e-6
+
+
+def pz(values: list[float], x: float) -> float:
+    """(x - mean) / (population std + eps): HGPO's within-group normalisation, by hand."""
+    return (x - statistics.mean(values)) / (statistics.pstdev(values) + EPS)
+
+
+def test_two_trajectories():
+    out = compute_advantages(trajectories(TWO), "hgpo")  # rows a0 a1 b0 b1 b2
+    assert out["return"].tolist() == pytest.approx([G * 10, 10, 0, 0, 0])
+    # k = 1: s0 = {a0 9.5, b0 0}, s1 = {a1 10, b2 0}, s2 = {b1} alone; every longer history
+    # ((s0,s1), (s0,s2), (s2,s1), (s0,s2,s1)) is met once
+    assert out["adv_k1"].tolist() == pytest.approx(
+        [pz([9.5, 0], 9.5), pz([10, 0], 10), pz([9.5, 0], 0), 0, pz([10, 0], 0)])
+    assert out["adv_k2"].tolist() == [0.0] * 5 and out["adv_k3"].tolist() == [0.0] * 5
+    # one item of weight 2: 2a / (2 + eps)
+    assert out["adv"].tolist() == pytest.approx([2 * a / (2 + EPS) for a in out["adv_k1"]],
+                                                rel=1e-12)
+    assert "adv_ep" not in out.columns  # the episode term is not part of adv without base_group
+
+
+def test_a_cycle_puts_a_step_in_history_groups_of_several_lengths():
+    out = compute_advantages(trajectories(CYCLE), "hgpo")  # rows a0 a1 a2 a3 b0 b1
+    g = [10 * G**3, 10 * G**2, 10 * G, 10, 0, 0]
+    assert out["return"].tolist() == pytest.approx(g)
+    s0, s1 = [g[0], g[2], g[4]], [g[1], g[3], g[5]]
+    # (s0, s1) ends at a1, a3 and b1: the same members as s1's own group
+    assert out["adv_k2"].tolist() == pytest.approx(
+        [0, pz(s1, g[1]), 0, pz(s1, g[3]), 0, pz(s1, g[5])])
+    assert out["adv_k3"].tolist() == [0.0] * 6  # (s0,s1,s0) and (s1,s0,s1) are met once
+    # a1: items k=1 and k=2, weights 2 and 3
+    a1 = pz(s1, g[1])
+    assert out["adv"].iloc[1] == pytest.approx((2 * a1 + 3 * a1) / (5 + EPS), rel=1e-12)
+    a2 = pz(s0, g[2])  # (s1, s0) is met once: k = 1 only
+    assert out["adv"].iloc[2] == pytest.approx(2 * a2 / (2 + EPS), rel=1e-12)
+
+
+def test_an_item_equal_to_zero_is_dropped_with_its_weight():
+    """c1's return is its state group's mean: its k=1 item is 0 and leaves the weights."""
+    spec = {"a": (10, [("s0", "x", True), ("s1", "y", True)]),
+            "b": (0, [("s0", "x", True), ("s1", "y", True)]),
+            "c": (5, [("s2", "x", True), ("s1", "y", True)])}
+    out = compute_advantages(trajectories(spec), "hgpo", penalty=0.0)  # a0 a1 b0 b1 c0 c1
+    assert out["adv_k1"].iloc[5] == 0.0 and out["adv"].iloc[5] == 0.0
+    a_k1, a_k2 = pz([10, 0, 5], 10), pz([10, 0], 10)
+    assert out["adv_k1"].iloc[1] == pytest.approx(a_k1) and out["adv_k2"].iloc[1] == \
+        pytest.approx(a_k2)
+    assert out["adv"].iloc[1] == pytest.approx((2 * a_k1 + 3 * a_k2) / (5 + EPS), rel=1e-12)
+    alpha0 = compute_advantages(trajectories(spec), "hgpo", penalty=0.0, length_weight_alpha=0)
+    assert alpha0["adv"].iloc[1] == pytest.approx((a_k1 + a_k2) / (2 + EPS), rel=1e-12)
+
+
+def test_equal_returns_give_exactly_zero():
+    """Five equal paths of seven steps: the float mean of five returns 10·0.95^6 is not
+    exactly 10·0.95^6, yet no step gets an item (nor an advantage)."""
+    path = [(f"s{t}", "x", True) for t in range(7)]
+    steps = trajectories({k: (10, path) for k in "abcde"})
+    first = steps["t"] == 0
+    g0 = steps.loc[first, "episode_reward"] * G**6
+    assert np.bincount(np.zeros(5, dtype=int), weights=g0)[0] / 5 != g0.iloc[0]
+    for params in ({}, {"mode": "mean_norm"}, {"base_group": True}):
+        out = compute_advantages(steps, "hgpo", **params)
+        assert (out.filter(like="adv").to_numpy() == 0.0).all(), params
+
+
+def test_base_group_and_mean_norm():
+    steps = trajectories(TWO)
+    out = compute_advantages(steps, "hgpo", base_group=True)
+    ep = [6 / (math.sqrt(30) + EPS)] * 2 + [-4 / (math.sqrt(30) + EPS)] * 3
+    assert out["adv_ep"].tolist() == pytest.approx(ep, rel=1e-12)
+    # items (0, ep) of weight 1 and (1, a_k1) of weight 2; b1 has the episode item only
+    want = [(e + 2 * a) / ((1 + 2 * (a != 0)) + EPS) for e, a in zip(ep, out["adv_k1"])]
+    assert out["adv"].tolist() == pytest.approx(want, rel=1e-12)
+    assert out["adv"].iloc[3] == pytest.approx(ep[3] / (1 + EPS), rel=1e-12)
+    plain = compute_advantages(steps, "hgpo", mode="mean_norm")
+    assert plain["adv_k1"].tolist() == pytest.approx([4.75, 5, -4.75, 0, -5])
+
+
+def test_history_length_bounds_the_longest_history():
+    out = compute_advantages(trajectories(CYCLE), "hgpo", history_length=0)
+    assert [c for c in out.columns if c.startswith("adv_k")] == ["adv_k1"]
+    longer = compute_advantages(trajectories(CYCLE), "hgpo", history_length=5)
+    assert [c for c in longer.columns if c.startswith("adv_k")] == [f"adv_k{k}"
+                                                                    for k in range(1, 7)]
+    # CYCLE's longest trajectory has 4 steps: no history of 5 or 6 states exists
+    assert (longer[["adv_k5", "adv_k6"]].to_numpy() == 0).all()
+    for bad in (-1, MAX_HISTORY_LENGTH + 1):
+        with pytest.raises(ValueError, match="'history_length'"):
+            compute_advantages(trajectories(TWO), "hgpo", history_length=bad)
+    with pytest.raises(ValueError, match="'length_weight_alpha'"):
+        compute_advantages(trajectories(TWO), "hgpo", length_weight_alpha=300.0)
+
+
+def test_history_codes_follow_each_trajectory():
+    steps = trajectories(CYCLE)
+    ix = index_steps(steps)
+    codes = history_codes(ix, 4)
+    assert len(codes) == 4
+    k2 = codes[1]
+    assert k2[0] == k2[4] == -1  # first steps have no history of two states
+    assert k2[1] == k2[3] == k2[5] != k2[2]  # (s0, s1) three times, (s1, s0) once
+    assert (codes[3] >= 0).tolist() == [False, False, False, True, False, False]
+
+
+PARAMS = [{}, {"mode": "mean_norm"}, {"base_group": True},
+          {"base_group": True, "mode": "mean_norm"}, {"history_length": 0},
+          {"history_length": 4, "length_weight_alpha": 0.5},
+          {"length_weight_alpha": 0.0, "penalty": 0.0},
+          {"gamma": 0.8, "penalty": 0.3, "history_length": 1, "base_group": True}]
+
+
+@pytest.mark.parametrize("params", PARAMS)
+def test_equals_verl_agents_recipe_on_random_tables(params):
+    longer = 0
+    for seed in range(12):
+        steps = reference.random_steps(seed)
+        got = compute_advantages(steps, "hgpo", **params)
+        want = reference.hgpo_original(steps, **params)
+        np.testing.assert_allclose(got["adv"], want.loc[steps.index], rtol=1e-9, atol=1e-9,
+                                   err_msg=f"seed {seed}")
+        if "adv_k2" in got.columns:
+            longer += int((got["adv_k2"] != 0).sum())
+    # the tables exercise histories longer than one state, where H allows them
+    assert longer > 0 or params.get("history_length") == 0
+
+
+@pytest.mark.parametrize("params", [{"history_length": 4}, {"base_group": True,
+                                                            "mode": "mean_norm"}])
+def test_equals_the_recipe_where_long_histories_repeat(params):
+    """Two states only: histories of three and more states recur across trajectories."""
+    longest = 0
+    for seed in range(10):
+        steps = reference.random_steps(seed, n_states=2, max_len=10, max_traj=6)
+        got = compute_advantages(steps, "hgpo", **params)
+        want = reference.hgpo_original(steps, **params)
+        np.testing.assert_allclose(got["adv"], want.loc[steps.index], rtol=1e-9, atol=1e-9,
+                                   err_msg=f"seed {seed}")
+        longest += int((got["adv_k3"] != 0).sum())
+    assert longest > 0
+
+
+def test_logged_step_rewards_as_verl_agent():
+    for seed in range(6):
+        steps = reference.random_steps(seed)
+        steps["step_reward"] = np.random.default_rng(seed).choice([0.0, 0.5, 1.0], len(steps))
+        got = compute_advantages(steps, "hgpo", step_rewards=True, base_group=True)
+        want = reference.hgpo_original(steps, step_rewards=True, base_group=True)
+        np.testing.assert_allclose(got["adv"], want.loc[steps.index], rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="needs a 'step_reward' column"):
+        compute_advantages(trajectories(TWO), "hgpo", step_rewards=True)
