@@ -30,6 +30,7 @@ __all__ = [
     "terminal_values",
     "StateGraph",
     "state_graph",
+    "truncated_steps",
     "to_networkx",
 ]
 
@@ -206,7 +207,7 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True,
     success_id, failure_id = n_states, n_states + 1
     # a trajectory cut at the step limit ends in its own terminal (valued as failure by the
     # estimator, whose numbers are untouched: only where it is drawn changes)
-    truncated = _truncated_steps(table, ix, truncate_at)
+    truncated = truncated_steps(table, ix, table["success"].to_numpy(), truncate_at)
     has_truncated = bool(truncated.any())
     truncated_id = n_states + 2
     next_node = np.where(table["success"].to_numpy(), success_id, failure_id)
@@ -273,17 +274,22 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True,
     return StateGraph(nodes=nodes, edges=edges, steps=table)
 
 
-def _truncated_steps(table: pd.DataFrame, ix: StepIndex, truncate_at: int | None) -> np.ndarray:
-    """(n_steps,) bool: the step's trajectory was cut at the step limit
-    (:func:`g2po.outcomes.cut_at_limit` on each trajectory's last step)."""
+def truncated_steps(steps: pd.DataFrame, ix: StepIndex, success: np.ndarray,
+                    truncate_at: int | None = None) -> np.ndarray:
+    """(n_steps,) bool, row-aligned with ``steps``: the step's trajectory was cut at the step
+    limit (:func:`g2po.outcomes.cut_at_limit` on each trajectory's last step: ``done`` false
+    there, or with ``truncate_at`` N a failure of N steps or more without ``done``).
+
+    ix : the :class:`StepIndex` of ``steps``. success : (n_steps,) bool, the estimator's.
+    """
     last = np.flatnonzero(ix.next_row < 0)
-    if "done" in table.columns:
-        flags = table["done"].to_numpy()[last]
+    if "done" in steps.columns:
+        flags = steps["done"].to_numpy()[last]
         done = np.array([float(bool(v)) if pd.notna(v) else np.nan for v in flags],
                         dtype=np.float64)
     else:
         done = np.full(len(last), np.nan)
-    cut = cut_at_limit(ix.length[last], done, table["success"].to_numpy(dtype=bool)[last],
+    cut = cut_at_limit(ix.length[last], done, np.asarray(success, dtype=bool)[last],
                        truncate_at)
     by_traj = np.zeros(ix.n_traj, dtype=bool)
     by_traj[ix.traj[last]] = cut

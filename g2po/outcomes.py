@@ -202,7 +202,7 @@ class TruncationHint:
     def message(self) -> str:
         """What was seen, in one sentence, and the rule it suggests."""
         return (f"{self.n_cut} of {self.n_failures} failed trajectories (of {self.n_traj}) end "
-                f"at the same, largest length {self.length} and the log has no `done` flag: "
+                f"at the same, largest length {self.length} and the log has no done flag: "
                 f"they were probably cut at a step limit of {self.length}, not failed. The "
                 f"rule 'length ≥ {self.length} ⇒ truncated' shows them as truncated (the "
                 "estimators still value truncation as failure).")

@@ -106,7 +106,7 @@ def render(ctx: AppContext) -> None:
             gid = data.graph_id(opened.key, int(step), group_of[step], ctx.params)
             _draw(graphs[side], changed_highlight(diff.transitions, diff.states, side),
                   f"Training step {step}, group {group_of[step]}", f"sd_graph_{side}", gid,
-                  ctx.params.success_reward)
+                  ctx.params.rule.success_reward)
 
     st.subheader("States")
     status = st.multiselect("Show", [APPEARED, VANISHED, KEPT], default=[APPEARED, VANISHED, KEPT],
