@@ -33,6 +33,7 @@ def build_context(options: AppOptions) -> AppContext:
         with choices:
             sources = open_logs.log_sources(options, panel)
             if not sources.refs:
+                _missing_without_logs(ctx)
                 return ctx
             chosen = open_logs.choose_runs(sources.refs, sources.fresh)
             ctx.logs = open_logs.open_chosen(chosen, options)
@@ -104,14 +105,24 @@ def _choose_active(ctx: AppContext) -> OpenLog | None:
     return logs[names.index(name)] if name in names else logs[0]
 
 
+def _missing_without_logs(ctx: AppContext) -> None:
+    """No log is open at all: a URL naming a run still gets its message."""
+    if "run" not in st.session_state.get("_g2po_url_seeded", set()):
+        wanted = url_value("run")
+        if wanted is not None:
+            ctx.missing_run = wanted
+            st.warning(missing_run_message(wanted))
+
+
 def _instead_of_missing(ctx: AppContext, missing: str, names: list[str]) -> OpenLog | None:
     """The URL's run is not open: say so, and show a run only once the user chooses one (the
     URL's training step, group and outcome rule were the missing run's: not applied to it)."""
-    ctx.missing_run = missing
-    st.warning(missing_run_message(missing))
-    choice = st.selectbox("Run to inspect", names, index=None, key="active_run_instead",
-                          placeholder="choose a run to show instead")
-    if choice is None:
+    choice = st.session_state.get("active_run_instead")
+    if choice not in names:
+        ctx.missing_run = missing
+        st.warning(missing_run_message(missing))
+        st.selectbox("Run to inspect", names, index=None, key="active_run_instead",
+                     placeholder="choose a run to show instead")
         return None
     st.session_state.pop(MISSING_RUN, None)
     st.session_state["_g2po_url_seeded"].update(RUN_URL_NAMES)
