@@ -64,6 +64,19 @@ def entry(page: str, argv: list[str]) -> None:  # pragma: no cover - runs inside
     run(argv=argv, start_page=page)
 
 
+def goto(at: AppTest, page: str) -> AppTest:
+    """Show ``page`` (a key of :data:`app.shell.PAGES`) in the same session, as a click in
+    the navigation does, and run. ``AppTest.switch_page`` takes page files only, and the
+    app's pages are functions: the page is found in what ``st.navigation`` registered."""
+    from app.shell import PAGES
+
+    title = PAGES[page][1]
+    (page_hash,) = [h for h, info in at._registered_pages.items()
+                    if info.get("page_name") == title]
+    at._page_hash = page_hash
+    return at.run()
+
+
 def app_test(page: str, argv: list[str], timeout: float = 60) -> AppTest:
     """An AppTest of the app opened on ``page`` with command-line ``argv``; already run."""
     at = AppTest.from_function(entry, kwargs={"page": page, "argv": list(argv)},
