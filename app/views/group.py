@@ -46,7 +46,7 @@ from app.ui import chosen_graph, group_page, md
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import Alarm, credit_alarms
 from g2po.analysis.diagnostics import merge_stats
-from g2po.analysis.labels import key_diff, shorten_middle
+from g2po.analysis.labels import format_number, key_diff, shorten_middle
 from g2po.graph import StateGraph
 from g2po.outcomes import OutcomeCheck, success_rule
 
@@ -422,7 +422,8 @@ def _node_tab(ctx: AppContext, graph: StateGraph, node: int | None,
         return
     row = graph.nodes.loc[node]
     md("**Node {}** ({}) · visits {} · V {} · value variance {} · key: {}", node, row["kind"],
-       int(row["visits"]), f"{row['value']:.4g}", f"{row['value_var']:.4g}", row["label"])
+       int(row["visits"]), format_number(row["value"], 4), format_number(row["value_var"], 4),
+       row["label"])
     _state_over_training_link(ctx, graph, node)
     if row["kind"] == "state":
         st.code(str(row["state_key"]), language=None, wrap_lines=True)

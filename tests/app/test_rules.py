@@ -194,3 +194,16 @@ def test_the_run_overview_offers_the_truncation_rule_and_a_url_keeps_it(tmp_path
     at.run()
     assert not at.exception and "**3** truncated" in texts(at)
     assert "truncated" in drawn_kinds(at)
+
+
+def test_a_bad_rule_value_is_a_message_and_the_last_good_rule_stays(tmp_path):
+    at = app_test("group", ["--log", str(write_cut_csv(tmp_path / "cut.csv"))])
+    key = next(n.key for n in at.number_input if n.key.startswith("p_success:"))
+    at.number_input(key=key).set_value(1.0).run()
+    assert at.query_params["success"] == "1"
+    at.number_input(key=key).set_value(1e200).run()
+    assert not at.exception
+    assert any("Bad outcome rule" in e.value and "success_reward must be" in
+               e.value.replace("\\", "") for e in at.error)
+    assert at.query_params["success"] == "1"  # the last good rule, on every page
+    assert "reward = success reward 1)" in texts(at)
