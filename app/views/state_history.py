@@ -225,7 +225,8 @@ def _group_at(index: TaskIndex, task: str, source: int, here: tuple, fresh: bool
         st.session_state["sh_group"] = came_from or choices[0]
     if len(choices) == 1:
         return choices[0]
-    return column.selectbox(f"Group at training step {source}", choices, key="sh_group",
+    return column.selectbox(escape_markdown(f"Group at training step {source}"), choices,
+                            key="sh_group",
                             help="This training step holds the task in several groups; the "
                                  "states offered are this group's.")
 

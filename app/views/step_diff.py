@@ -59,7 +59,8 @@ def _group_choice(column, index, task: str, step: int, default: str, fresh: bool
     with column:
         md("Training step {} holds this task in {} groups: {}.", step, len(choices),
            ", ".join(choices))
-        return st.selectbox(f"Group at training step {step}", choices, key=key)
+        return st.selectbox(escape_markdown(f"Group at training step {step}"), choices,
+                            key=key)
 
 
 def render(ctx: AppContext) -> None:

@@ -91,3 +91,16 @@ def texts(at: AppTest) -> str:
                  "subheader"):
         parts.extend(str(e.value) for e in getattr(at, kind))
     return "\n".join(parts)
+
+
+def write_cut_csv(path: Path) -> Path:
+    """One group without ``done``: three failures run to the step limit of 6, two episodes
+    (a success, a failure) end sooner."""
+    rows = []
+    for i, (length, reward) in enumerate([(6, 0.0), (6, 0.0), (6, 0.0), (3, 10.0), (2, 0.0)]):
+        for t in range(length):
+            rows.append({"group_id": "g", "traj_id": f"r{i}", "t": t,
+                         "state_key": f"room {min(t, 3)}", "action": "go" if t % 2 else "look",
+                         "episode_reward": reward, "is_action_valid": True})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -15,7 +14,7 @@ from g2po.analysis.stepdiff import step_diff
 from g2po.graph import state_graph
 from g2po.outcomes import OutcomeRule
 from loaders import RunWriter
-from tests.app.builders import app_test, entry, goto, group_steps, texts
+from tests.app.builders import app_test, entry, goto, group_steps, texts, write_cut_csv
 
 ONE = OutcomeRule(success_reward=1.0)
 
@@ -129,19 +128,6 @@ def test_the_rule_changed_once_reaches_every_page(ones_run, runs_root):
     goto(at, "group")
     key = next(n.key for n in at.number_input if n.key.startswith("p_success:"))
     assert at.number_input(key=key).value == 1.0
-
-
-def write_cut_csv(path: Path) -> Path:
-    """One group without ``done``: three failures run to the step limit of 6, two episodes
-    (a success, a failure) end sooner."""
-    rows = []
-    for i, (length, reward) in enumerate([(6, 0.0), (6, 0.0), (6, 0.0), (3, 10.0), (2, 0.0)]):
-        for t in range(length):
-            rows.append({"group_id": "g", "traj_id": f"r{i}", "t": t,
-                         "state_key": f"room {min(t, 3)}", "action": "go" if t % 2 else "look",
-                         "episode_reward": reward, "is_action_valid": True})
-    pd.DataFrame(rows).to_csv(path, index=False)
-    return path
 
 
 def drawn_kinds(at) -> dict[str, int]:
