@@ -18,7 +18,7 @@ from app.url_state import seed_from_url, url_value, write_url
 from g2po.analysis.labels import shorten_middle
 from g2po.errors import G2POError
 
-__all__ = ["build_context", "GOTO_STEP", "MISSING_RUN"]
+__all__ = ["build_context", "GOTO_STEP", "MISSING_RUN", "missing_run_message"]
 
 #: Session key: a training step requested by another page (overview click).
 GOTO_STEP = "_g2po_goto_step"
