@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import loaders
 from app.data import LogRef
 from app.options import AppOptions
 from app.params import SpecParams
+from g2po.outcomes import OutcomeRule
 
 __all__ = ["AppContext", "OpenLog"]
 
@@ -36,7 +37,12 @@ class AppContext:
     logs : every log chosen for display (the overview compares them all).
     active : the log the group views look at (one of ``logs``), or None.
     train_step, group_id : the group the group views show, or None.
-    params : the spec's parameters for the graph and G2PO.
+    rules : run key → the run's one outcome rule (success reward, threshold, terminal,
+        truncation), for every open run: every page and summary reads a run's success here.
+    params : the spec's parameters for the graph and G2PO; ``params.rule`` is the active
+        run's rule (``rules[active.key]``), so :meth:`params_for` gives any run's.
+    missing_run : the run the URL names when it is not open in this session (an upload of
+        another session, say); nothing is shown in its place.
     pages : page name → ``st.Page``, for views that send the user to another page.
     """
 
@@ -45,10 +51,22 @@ class AppContext:
     active: OpenLog | None = None
     train_step: int | None = None
     group_id: str | None = None
+    rules: dict[str, OutcomeRule] = field(default_factory=dict)
     params: SpecParams = field(default_factory=SpecParams)
+    missing_run: str | None = None
     pages: dict[str, Any] = field(default_factory=dict)
 
     @property
     def has_group(self) -> bool:
         return self.active is not None and self.train_step is not None and \
             self.group_id is not None
+
+    def rule_of(self, opened: OpenLog) -> OutcomeRule:
+        """The outcome rule of an open run (the sidebar sets one for every run)."""
+        return self.rules.get(opened.key, self.params.rule)
+
+    def params_for(self, opened: OpenLog) -> SpecParams:
+        """The spec's parameters with ``opened``'s outcome rule (pages showing a run other
+        than the active one)."""
+        rule = self.rule_of(opened)
+        return self.params if rule == self.params.rule else replace(self.params, rule=rule)

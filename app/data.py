@@ -35,7 +35,7 @@ from app.options import AppOptions
 from app.params import SpecParams
 from g2po.estimators import estimate
 from g2po.graph import StateGraph, state_graph
-from g2po.outcomes import OutcomeRule
+from g2po.outcomes import OutcomeRule, TruncationHint
 
 __all__ = [
     "LogRef",
@@ -54,6 +54,7 @@ __all__ = [
     "open_log",
     "log_version",
     "run_summary",
+    "run_truncation",
     "run_metrics",
     "group_ids",
     "group_summary",
@@ -320,6 +321,14 @@ def run_summary(_log: loaders.Log, key: str, version: tuple[int, int],
     return _log.summary(rule)
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def run_truncation(_log: loaders.Log, key: str, version: tuple[int, int],
+                   rule: OutcomeRule) -> TruncationHint | None:
+    """``Log.truncation_hint(rule)``: failures of the run that look cut at a step limit its
+    log does not state (None: none, or the rule already counts them)."""
+    return _log.truncation_hint(rule)
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def run_metrics(_log: loaders.Log, key: str, version: tuple[int, int]) -> pd.DataFrame:
     """``Log.metrics()``: the scalars logged per training step (run directories)."""
@@ -360,9 +369,10 @@ def load_train_step(_log: loaders.Log, key: str, train_step: int) -> pd.DataFram
 @st.cache_resource(show_spinner=False, max_entries=128)
 def group_graph(_log: loaders.Log, key: str, train_step: int, group_id: str,
                 params: SpecParams) -> StateGraph:
-    """The group's state graph under ``params`` (G2PO's columns on every step). Not mutated."""
+    """The group's state graph under ``params`` and their outcome rule (G2PO's columns on
+    every step; the rule's cut trajectories end at the truncated terminal). Not mutated."""
     steps = load_group(_log, key, train_step, group_id)
-    return state_graph(steps, **params.g2po_kwargs())
+    return state_graph(steps, **params.graph_kwargs())
 
 
 def graph_id(key: str, train_step: int, group_id: str, params: SpecParams) -> str:

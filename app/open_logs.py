@@ -39,8 +39,10 @@ SEEN_UPLOADS = "_g2po_seen_uploads"
 PENDING_PATH = "_g2po_pending_path"
 KNOWN_RUNS = "_g2po_known_runs"
 UPLOAD_TYPES = ["csv", "jsonl", "ndjson", "json", "parquet", "pq"]
-#: The roles of the mapping form: the required columns, then optional ones worth naming.
-MAPPING_ROLES = (*REQUIRED_COLUMNS, "train_step", "observation")
+#: The roles of the mapping form: the required columns, then optional ones worth naming
+#: (``task`` matches a task across training steps; ``done`` and ``won`` tell truncation and
+#: success).
+MAPPING_ROLES = (*REQUIRED_COLUMNS, "train_step", "observation", "task", "done", "won")
 _NONE = "(none)"
 _ERRORS = data.LOADER_ERRORS + (G2POError,)
 

@@ -8,18 +8,17 @@ import time
 
 import streamlit as st
 
-from app import data, open_logs
+from app import data, open_logs, rules
 from app.context import AppContext, OpenLog
 from app.options import AppOptions
-from app.params import NORM_MODES, STATE_KEY_CHOICES, TERMINAL_RULES, SpecParams
+from app.params import NORM_MODES, STATE_KEY_CHOICES, SpecParams
+from app.safe import escape_markdown
 from app.ui import keep_widget_value, show_error
 from app.url_state import seed_from_url, url_value, write_url
 from g2po.analysis.labels import shorten_middle
 from g2po.errors import G2POError
-from g2po.outcomes import OutcomeRule
 
-__all__ = ["build_context", "GOTO_STEP", "success_key", "remember_success", "threshold_keys",
-           "remember_threshold"]
+__all__ = ["build_context", "GOTO_STEP", "MISSING_RUN", "missing_run_message"]
 
 #: Session key: a training step requested by another page (overview click).
 GOTO_STEP = "_g2po_goto_step"
@@ -34,6 +33,7 @@ def build_context(options: AppOptions) -> AppContext:
         with choices:
             sources = open_logs.log_sources(options, panel)
             if not sources.refs:
+                _missing_without_logs(ctx)
                 return ctx
             chosen = open_logs.choose_runs(sources.refs, sources.fresh)
             ctx.logs = open_logs.open_chosen(chosen, options)
@@ -41,17 +41,55 @@ def build_context(options: AppOptions) -> AppContext:
                 st.info("Choose a run above.")
                 return ctx
             open_logs.load_reports(ctx.logs)
-            ctx.active = _choose_active(ctx.logs)
+            ctx.active = _choose_active(ctx)
+            ctx.rules = rules.run_rules(ctx.logs, ctx.active)
+            if ctx.active is None:  # the URL names a run not open here: nothing in its place
+                return ctx
             _choose_group(ctx)
-            ctx.params = _parameter_controls(ctx.active)
+            ctx.params = _parameter_controls(ctx)
             _live_watcher(ctx, options)
     return ctx
 
 
-def _choose_active(logs: list[OpenLog]) -> OpenLog:
+#: Session key: the run the URL names when it is not open in this session (cleared when it is
+#: open again, or when the user chooses another run to show).
+MISSING_RUN = "_g2po_missing_run"
+#: URL names that describe the run the URL names: not applied to another run chosen instead.
+RUN_URL_NAMES = ("step", "group", "traj", "node", "edge", "outcome", *rules.URL_NAMES)
+
+
+def missing_run_message(name: str) -> str:
+    """What to say when the URL names run ``name``, not open in this session (markdown,
+    ``name`` escaped)."""
+    if name.startswith("upload: "):
+        how = ("Uploads stay with the browser session that made them: upload the file again "
+               "(at the foot of the sidebar) to open it, or choose a run to show instead.")
+    else:
+        how = ("Open it again (the path box at the foot of the sidebar), or choose a run to "
+               "show instead.")
+    return f"The link names the run “{escape_markdown(name)}”, which is not open in this " \
+           f"session. {how}"
+
+
+def _choose_active(ctx: AppContext) -> OpenLog | None:
+    """The run in view: the URL's on a session's first run, the one opened just now, or the
+    user's choice. When the URL names a run not open here (an upload of another session),
+    None: the pages say so and show no other run in its place until one is chosen."""
+    logs = ctx.logs
     names = [o.name for o in logs]
+    state = st.session_state
+    if "run" not in state.setdefault("_g2po_url_seeded", set()):
+        wanted = url_value("run")
+        if wanted is not None and wanted not in names:
+            state[MISSING_RUN] = wanted
     # Seeded on the first run, one log or many: a URL read later would override a log just opened.
     seed_from_url("active_run", "run", str, names)
+    missing = state.get(MISSING_RUN)
+    if missing is not None:
+        if missing not in names:
+            return _instead_of_missing(ctx, missing, names)
+        state.pop(MISSING_RUN)  # opened again (an upload made anew): shown as the URL said
+        state["active_run"] = missing
     if len(logs) == 1:
         write_url(run=names[0])
         return logs[0]
@@ -65,6 +103,32 @@ def _choose_active(logs: list[OpenLog]) -> OpenLog:
                              "this run.")
     write_url(run=name)
     return logs[names.index(name)] if name in names else logs[0]
+
+
+def _missing_without_logs(ctx: AppContext) -> None:
+    """No log is open at all: a URL naming a run still gets its message."""
+    if "run" not in st.session_state.get("_g2po_url_seeded", set()):
+        wanted = url_value("run")
+        if wanted is not None:
+            ctx.missing_run = wanted
+            st.warning(missing_run_message(wanted))
+
+
+def _instead_of_missing(ctx: AppContext, missing: str, names: list[str]) -> OpenLog | None:
+    """The URL's run is not open: say so, and show a run only once the user chooses one (the
+    URL's training step, group and outcome rule were the missing run's: not applied to it)."""
+    choice = st.session_state.get("active_run_instead")
+    if choice not in names:
+        ctx.missing_run = missing
+        st.warning(missing_run_message(missing))
+        st.selectbox("Run to inspect", names, index=None, key="active_run_instead",
+                     placeholder="choose a run to show instead")
+        return None
+    st.session_state.pop(MISSING_RUN, None)
+    st.session_state["_g2po_url_seeded"].update(RUN_URL_NAMES)
+    st.session_state["active_run"] = choice
+    write_url(run=choice, **dict.fromkeys(RUN_URL_NAMES))
+    return ctx.logs[names.index(choice)]
 
 
 def _choose_group(ctx: AppContext) -> None:
@@ -101,7 +165,8 @@ def _choose_group(ctx: AppContext) -> None:
     write_url(step=ctx.train_step if opened.log.has_train_steps else None)
     try:
         groups = data.group_ids(opened.log, opened.key, ctx.train_step)
-        summary = data.group_summary(opened.log, opened.key, ctx.train_step)
+        summary = data.group_summary(opened.log, opened.key, ctx.train_step,
+                                     ctx.rule_of(opened))
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error(f"Cannot list the groups of training step {ctx.train_step}", err)
         return
@@ -123,7 +188,7 @@ def _choose_group(ctx: AppContext) -> None:
 
 def _group_labels(groups: list[str], summary) -> dict[str, str]:
     """Group id → picker label: the id shortened in the middle, rollouts and success rate
-    (from the log's ``won`` where it has one, as the loaders' summary counts it)."""
+    (by the run's outcome rule, as every page counts it)."""
     short = dict(zip(groups, shorten_middle(groups, limit=40), strict=True))
     if summary is None or summary.empty or "group_id" not in summary.columns:
         return short
@@ -135,89 +200,26 @@ def _group_labels(groups: list[str], summary) -> dict[str, str]:
     return labels
 
 
-#: Session keys of the parameter widgets, with the URL name each is kept under.
-PARAM_URL = {"p_gamma": "gamma", "p_w": "w", "p_mode": "mode", "p_penalty": "penalty",
-             "p_terminal": "terminal"}
-#: The success reward of each run, kept while another run is shown (its widget is not).
-SUCCESS_BY_RUN = "_g2po_success_by_run"
-#: The success threshold of each run (None: the equality rule), kept the same way.
-THRESHOLD_BY_RUN = "_g2po_threshold_by_run"
+#: Session keys of the parameter widgets, with the URL name each is kept under (the outcome
+#: rule's are per run: :mod:`app.rules`).
+PARAM_URL = {"p_gamma": "gamma", "p_w": "w", "p_mode": "mode", "p_penalty": "penalty"}
 
 
-def success_key(active: OpenLog) -> str:
-    """The session key of the success-reward widget of a run (views' fix buttons set it)."""
-    return f"p_success:{active.key}"
-
-
-def remember_success(active: OpenLog, value: float) -> None:
-    """Set a run's success reward (a fix offered by a view): kept for that run."""
-    st.session_state[success_key(active)] = float(value)
-    st.session_state.setdefault(SUCCESS_BY_RUN, {})[active.key] = float(value)
-
-
-def threshold_keys(active: OpenLog) -> tuple[str, str]:
-    """The session keys of a run's threshold-rule checkbox and threshold widgets."""
-    return f"p_by_threshold:{active.key}", f"p_threshold:{active.key}"
-
-
-def remember_threshold(active: OpenLog, value: float | None,
-                       success_reward: float | None = None) -> None:
-    """Set a run's success rule (a fix offered by a view): reward ≥ ``value``, or equality to
-    the success reward when None; ``success_reward`` also sets the success terminal's value.
-    Kept for that run."""
-    on_key, value_key = threshold_keys(active)
-    st.session_state[on_key] = value is not None
-    if value is not None:
-        st.session_state[value_key] = float(value)
-    st.session_state.setdefault(THRESHOLD_BY_RUN, {})[active.key] = \
-        None if value is None else float(value)
-    if success_reward is not None:
-        remember_success(active, success_reward)
-
-
-def _seed_success_rule(active: OpenLog) -> None:
-    """A run's success reward and threshold rule: from the URL (``success``, ``success_min``)
-    on a session's first run, else what was kept for the run, else what its log says."""
-    s_key = success_key(active)
-    on_key, value_key = threshold_keys(active)
-    rewards = st.session_state.setdefault(SUCCESS_BY_RUN, {})
-    thresholds = st.session_state.setdefault(THRESHOLD_BY_RUN, {})
-    seed_from_url(s_key, "success", float)
-    if seed_from_url(value_key, "success_min", float):
-        st.session_state[on_key] = True
-    if s_key not in st.session_state or on_key not in st.session_state:
-        if active.key in rewards:
-            reward, threshold = rewards[active.key], thresholds.get(active.key)
-        else:
-            try:
-                rule = active.log.rule()
-            except data.LOADER_ERRORS + (G2POError,):
-                rule = OutcomeRule()
-            reward, threshold = rule.success_reward, rule.success_threshold
-        st.session_state.setdefault(s_key, reward)
-        if on_key not in st.session_state:
-            st.session_state[on_key] = threshold is not None
-            if threshold is not None:
-                st.session_state[value_key] = threshold
-    st.session_state.setdefault(value_key, float(st.session_state[s_key]))
-
-
-def _parameter_controls(active: OpenLog) -> SpecParams:
-    """The spec's parameters; a change recomputes every view. Each is kept in the URL; the
-    success reward is kept per run and defaults to what the log says."""
+def _parameter_controls(ctx: AppContext) -> SpecParams:
+    """The spec's parameters and the active run's outcome rule; a change recomputes every
+    view. Each is kept in the URL; the rule is kept per run (:mod:`app.rules`)."""
+    active = ctx.active
+    assert active is not None
     base = SpecParams()
-    s_key = success_key(active)
-    on_key, value_key = threshold_keys(active)
-    _seed_success_rule(active)
     defaults = {"p_gamma": base.gamma, "p_w": base.w, "p_mode": base.mode,
-                "p_penalty": base.penalty, "p_terminal": base.terminal}
-    parsers = {"p_mode": str, "p_terminal": str}
-    allowed = {"p_mode": NORM_MODES, "p_terminal": TERMINAL_RULES}
+                "p_penalty": base.penalty}
+    parsers = {"p_mode": str}
+    allowed = {"p_mode": NORM_MODES}
     for key, name in PARAM_URL.items():
         seed_from_url(key, name, parsers.get(key, float), allowed.get(key))
         st.session_state.setdefault(key, defaults[key])
     _seed_state_key()
-    for key in (*PARAM_URL, s_key, on_key, value_key, "p_state_key", "p_regex", "p_similarity"):
+    for key in (*PARAM_URL, "p_state_key", "p_regex", "p_similarity"):
         keep_widget_value(key)  # seeded above: sent with the widget on every run
     with st.expander("G2PO parameters", expanded=False):
         gamma = st.number_input("γ (discount)", 0.01, 1.0, step=0.01, key="p_gamma")
@@ -225,18 +227,6 @@ def _parameter_controls(active: OpenLog) -> SpecParams:
         mode = st.selectbox("normalisation", NORM_MODES, key="p_mode")
         penalty = st.number_input("invalid-action penalty p", 0.0, 100.0, step=0.05,
                                   key="p_penalty")
-        success = st.number_input("success reward", step=1.0, key=s_key,
-                                  help="The success terminal's value; a trajectory succeeds "
-                                       "when its reward equals it, unless the threshold rule "
-                                       "is on (kept per run; the default is the log's own).")
-        by_threshold = st.checkbox("success when reward ≥ a threshold", key=on_key,
-                                   help="For graded rewards, or successes rewarded unequally: "
-                                        "a trajectory succeeds when its reward is at least T "
-                                        "(kept per run).")
-        success_at = st.number_input("success threshold T", step=0.1, key=value_key,
-                                     disabled=not by_threshold)
-        terminal = st.selectbox("terminal rule", TERMINAL_RULES, key="p_terminal",
-                                help="binary: success reward or 0 (reference); reward: R_i")
         strategy = st.selectbox("state key", STATE_KEY_CHOICES, key="p_state_key",
                                 help="How observations merge into nodes.")
         state_key = strategy
@@ -248,19 +238,16 @@ def _parameter_controls(active: OpenLog) -> SpecParams:
             threshold = st.slider("similarity threshold", 0.5, 1.0, step=0.01,
                                   key="p_similarity")
             state_key = f"similarity:{threshold}"
-    st.session_state[SUCCESS_BY_RUN][active.key] = float(success)
-    success_min = float(success_at) if by_threshold else None
-    st.session_state[THRESHOLD_BY_RUN][active.key] = success_min
+        rule = rules.rule_controls(active)
+    ctx.rules[active.key] = rule
     write_url(gamma=float(gamma), w=float(w), mode=str(mode), penalty=float(penalty),
-              success=float(success), success_min=success_min, terminal=str(terminal),
               state_key=state_key)
     try:
         return SpecParams(gamma=float(gamma), w=float(w), mode=str(mode), penalty=float(penalty),
-                          success_reward=float(success), terminal=str(terminal),
-                          state_key=state_key, success_threshold=success_min)
+                          state_key=state_key, rule=rule)
     except (ValueError, KeyError, re.error, G2POError) as err:
         show_error("Bad parameter; using the defaults until it is fixed", err)
-        return SpecParams(success_reward=float(success))
+        return SpecParams(rule=rule)
 
 
 def _seed_state_key() -> None:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from g2po.analysis.labels import distinguishing_labels
 from g2po.index import StepIndex
-from g2po.outcomes import success_mask, truncated_trajectories
+from g2po.outcomes import cut_at_limit, success_mask
 from g2po.segments import powers, segment_mean_var
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ __all__ = [
     "terminal_values",
     "StateGraph",
     "state_graph",
+    "truncated_steps",
     "to_networkx",
 ]
 
@@ -161,13 +162,17 @@ class StateGraph:
         return int((self.nodes["kind"] == "state").sum())
 
 
-def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True, **params) -> StateGraph:
+def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True,
+                truncate_at: int | None = None, **params) -> StateGraph:
     """Build the state graph of the single group in ``steps``.
 
     ``steps`` holds the rows of exactly one group (one ``group_id``, one ``train_step``);
     ``params`` go to the G2PO estimator (gamma, w, mode, penalty, success_reward, terminal,
     state_key). Columns already computed by the caller are recomputed, so the graph always matches
-    the parameters given.
+    the parameters given. ``truncate_at`` (the outcome rule's, :class:`g2po.outcomes.
+    OutcomeRule`): a failed trajectory of that many steps or more, whose last step has no
+    ``done`` flag, ends at the ``truncated`` terminal; only the drawing changes, the estimator
+    values it as failure all the same.
 
     Raises
     ------
@@ -202,8 +207,7 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True, **params
     success_id, failure_id = n_states, n_states + 1
     # a trajectory cut at the step limit ends in its own terminal (valued as failure by the
     # estimator, whose numbers are untouched: only where it is drawn changes)
-    cut = truncated_trajectories(table)
-    truncated = table["traj_id"].map(cut).fillna(False).to_numpy(dtype=bool)
+    truncated = truncated_steps(table, ix, table["success"].to_numpy(), truncate_at)
     has_truncated = bool(truncated.any())
     truncated_id = n_states + 2
     next_node = np.where(table["success"].to_numpy(), success_id, failure_id)
@@ -268,6 +272,28 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True, **params
     if not estimator_columns:
         table = table[[*steps.columns, "node", "next_node", "truncated"]]
     return StateGraph(nodes=nodes, edges=edges, steps=table)
+
+
+def truncated_steps(steps: pd.DataFrame, ix: StepIndex, success: np.ndarray,
+                    truncate_at: int | None = None) -> np.ndarray:
+    """(n_steps,) bool, row-aligned with ``steps``: the step's trajectory was cut at the step
+    limit (:func:`g2po.outcomes.cut_at_limit` on each trajectory's last step: ``done`` false
+    there, or with ``truncate_at`` N a failure of N steps or more without ``done``).
+
+    ix : the :class:`StepIndex` of ``steps``. success : (n_steps,) bool, the estimator's.
+    """
+    last = np.flatnonzero(ix.next_row < 0)
+    if "done" in steps.columns:
+        flags = steps["done"].to_numpy()[last]
+        done = np.array([float(bool(v)) if pd.notna(v) else np.nan for v in flags],
+                        dtype=np.float64)
+    else:
+        done = np.full(len(last), np.nan)
+    cut = cut_at_limit(ix.length[last], done, np.asarray(success, dtype=bool)[last],
+                       truncate_at)
+    by_traj = np.zeros(ix.n_traj, dtype=bool)
+    by_traj[ix.traj[last]] = cut
+    return by_traj[ix.traj]
 
 
 @functools.lru_cache(maxsize=128)

@@ -20,7 +20,8 @@ import pandas as pd
 __all__ = ["OutcomeRule", "OutcomeCheck", "Fix", "check_outcomes", "trajectory_outcomes",
            "truncated_trajectories", "success_reward_from_won", "success_threshold_from_won",
            "success_rule_from_won", "rule_from_won", "TERMINAL_RULES",
-           "success_mask", "success_rule", "check_success_threshold"]
+           "success_mask", "success_rule", "check_success_threshold", "cut_at_limit",
+           "TruncationHint", "detect_truncation", "MIN_CUT", "MIN_CUT_SHARE"]
 
 #: Rewards within this of the success reward count as equal (the equality rule).
 SUCCESS_ATOL = 1e-9
@@ -130,12 +131,7 @@ class OutcomeRule:
         :meth:`success`. A ``done`` of 0 is a cut; with ``truncate_at`` N, so is a trajectory
         without ``done`` of N or more steps that did not succeed.
         """
-        done = np.asarray(done, dtype=np.float64)
-        cut = done == 0.0
-        if self.truncate_at is not None:
-            cut |= np.isnan(done) & (np.asarray(length) >= self.truncate_at) & \
-                ~np.asarray(success, dtype=bool)
-        return cut
+        return cut_at_limit(length, done, success, self.truncate_at)
 
     def describe(self) -> str:
         """The rule in words, for headings, messages and CLI output."""
@@ -155,6 +151,94 @@ class OutcomeRule:
         """A copy with some fields changed (checked again)."""
         return replace(self, **changes)
 
+    def check(self, steps: pd.DataFrame) -> OutcomeCheck:
+        """:func:`check_outcomes` of a group's step rows under this rule."""
+        return check_outcomes(steps, self.success_reward, self.terminal,
+                              self.success_threshold, self.truncate_at)
+
+
+def cut_at_limit(length: np.ndarray, done: np.ndarray, success: np.ndarray,
+                 truncate_at: int | None = None) -> np.ndarray:
+    """(n,) bool: which trajectories were cut at the step limit. The one truncation rule of
+    the summaries, the outcome check and the graph.
+
+    length : (n,) int, steps per trajectory. done : (n,) float, the log's ``done`` on the
+    last step (1, 0, or NaN where the log does not say). success : (n,) bool. A ``done`` of 0
+    is a cut; with ``truncate_at`` N, so is a trajectory without ``done`` of N or more steps
+    that did not succeed (the log's own ``done`` always wins).
+
+    >>> cut_at_limit(np.array([30, 30, 12]), np.array([np.nan, 1.0, 0.0]),
+    ...              np.array([False, False, False]), truncate_at=30).tolist()
+    [True, False, True]
+    """
+    done = np.asarray(done, dtype=np.float64)
+    cut = done == 0.0
+    if truncate_at is not None:
+        cut |= np.isnan(done) & (np.asarray(length) >= truncate_at) & \
+            ~np.asarray(success, dtype=bool)
+    return cut
+
+
+#: :func:`detect_truncation` speaks when at least this many failures end at the largest length…
+MIN_CUT = 2
+#: … and they are at least this share of the failures.
+MIN_CUT_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class TruncationHint:
+    """Failures that look cut at a step limit the log does not state (no ``done`` flag).
+
+    length : N, the largest trajectory length, where they end.
+    n_cut : failed trajectories of length N whose ``done`` the log does not give.
+    n_failures : failed trajectories in all. n_traj : trajectories in all.
+    """
+
+    length: int
+    n_cut: int
+    n_failures: int
+    n_traj: int
+
+    def message(self) -> str:
+        """What was seen, in one sentence, and the rule it suggests."""
+        return (f"{self.n_cut} of {self.n_failures} failed trajectories (of {self.n_traj}) end "
+                f"at the same, largest length {self.length} and the log has no done flag: "
+                f"they were probably cut at a step limit of {self.length}, not failed. The "
+                f"rule 'length ≥ {self.length} ⇒ truncated' shows them as truncated (the "
+                "estimators still value truncation as failure).")
+
+
+def detect_truncation(length: np.ndarray, success: np.ndarray, done: np.ndarray,
+                      truncate_at: int | None = None) -> TruncationHint | None:
+    """Failures cut at a step limit, in a log without ``done``: many failed trajectories (at
+    least :data:`MIN_CUT`, and :data:`MIN_CUT_SHARE` of the failures) ending at the same,
+    largest length N ≥ 2, the log saying nothing of their ``done``, while other trajectories
+    end sooner. None when nothing looks cut, when the rule already has a ``truncate_at``, or
+    when every trajectory lasts N steps (a fixed horizon, or too few episodes to tell: the
+    length then says nothing).
+
+    length, success, done : (n,) per trajectory, as in :func:`cut_at_limit`.
+
+    >>> detect_truncation(np.array([30, 30, 30, 12, 7]), np.array([False, False, False,
+    ...                   True, False]), np.full(5, np.nan))
+    TruncationHint(length=30, n_cut=3, n_failures=4, n_traj=5)
+    """
+    if truncate_at is not None:
+        return None
+    length = np.asarray(length, dtype=np.int64)
+    success = np.asarray(success, dtype=bool)
+    done = np.asarray(done, dtype=np.float64)
+    if not len(length):
+        return None
+    top = int(length.max())
+    failed = ~success
+    cut = failed & (length == top) & np.isnan(done)
+    n_cut, n_failures = int(cut.sum()), int(failed.sum())
+    if top < 2 or n_cut < MIN_CUT or n_cut < MIN_CUT_SHARE * n_failures or \
+            (length == top).all():
+        return None
+    return TruncationHint(length=top, n_cut=n_cut, n_failures=n_failures, n_traj=len(length))
+
 
 @dataclass(frozen=True)
 class Fix:
@@ -162,7 +246,8 @@ class Fix:
 
     kind : ``success_reward`` (set it to ``value``, equality rule) | ``success_threshold``
         (count a reward of at least ``value`` as success; with ``reward`` set, the success
-        terminal is valued at it) | ``terminal_reward`` (value the terminal by R_i, for scores).
+        terminal is valued at it) | ``terminal_reward`` (value the terminal by R_i, for scores)
+        | ``truncate_at`` (a failure of ``value`` steps or more was cut at the step limit).
     """
 
     kind: str
@@ -179,7 +264,8 @@ class OutcomeCheck:
     rewards : the distinct episode rewards, ascending.
     n_success : trajectories that succeed by the estimators' rule (:func:`success_mask`).
     n_won : trajectories the log marks ``won`` (None: no ``won`` column).
-    n_truncated : trajectories cut at the step limit (``done`` false on the last step).
+    n_truncated : trajectories cut at the step limit (``done`` false on the last step, or by
+        the rule's ``truncate_at``).
     success_rate : from ``won`` when the log has it, else by the success-reward rule.
     problems : what is wrong, one sentence each (empty: the rule matches the log).
     fixes : parameter changes that would make it match.
@@ -196,10 +282,12 @@ class OutcomeCheck:
 
 
 def trajectory_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
-                        success_threshold: float | None = None) -> pd.DataFrame:
+                        success_threshold: float | None = None,
+                        truncate_at: int | None = None) -> pd.DataFrame:
     """One row per trajectory (index ``traj_id``, naturally ordered as first seen): ``reward``,
     ``success`` (by :func:`success_mask`), ``won`` (the log's flag on any step; NaN without the
-    column), ``truncated`` and ``length``."""
+    column), ``length``, ``done`` (the log's flag on the last step: 1.0, 0.0, NaN where it
+    does not say) and ``truncated`` (:func:`cut_at_limit`)."""
     ordered = steps.sort_values(["traj_id", "t"], kind="stable")
     grouped = ordered.groupby("traj_id", sort=False)
     table = pd.DataFrame({"reward": grouped["episode_reward"].first().astype(np.float64),
@@ -211,21 +299,29 @@ def trajectory_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
         table["won"] = won.groupby(ordered["traj_id"], sort=False).any()
     else:
         table["won"] = np.nan
-    table["truncated"] = truncated_trajectories(ordered).reindex(table.index).to_numpy()
+    table["done"] = _last_done(ordered).reindex(table.index).to_numpy()
+    table["truncated"] = cut_at_limit(table["length"].to_numpy(), table["done"].to_numpy(),
+                                      table["success"].to_numpy(), truncate_at)
     return table
+
+
+def _last_done(ordered: pd.DataFrame) -> pd.Series:
+    """Per ``traj_id`` of rows sorted by (traj_id, t): the ``done`` flag of the last step as
+    1.0 / 0.0, NaN where the log does not say (or has no ``done`` column)."""
+    ids = pd.Index(pd.unique(ordered["traj_id"]), name="traj_id")
+    if "done" not in ordered.columns:
+        return pd.Series(np.nan, index=ids)
+    last = ordered.groupby("traj_id", sort=False).tail(1)
+    done = last["done"].map(lambda v: float(bool(v)) if pd.notna(v) else np.nan)
+    return pd.Series(done.to_numpy(dtype=np.float64),
+                     index=pd.Index(last["traj_id"], name="traj_id"))
 
 
 def truncated_trajectories(steps: pd.DataFrame) -> pd.Series:
     """Per ``traj_id``: True when the trajectory was cut at the step limit, that is the log has
     a ``done`` column and it is false (not missing) on the trajectory's last step."""
-    if "done" not in steps.columns:
-        ids = pd.unique(steps["traj_id"])
-        return pd.Series(False, index=pd.Index(ids, name="traj_id"))
-    last = steps.sort_values(["traj_id", "t"], kind="stable").groupby("traj_id", sort=False
-                                                                      ).tail(1)
-    done = last["done"]
-    cut = done.notna() & ~done.map(lambda v: bool(v) if pd.notna(v) else True)
-    return pd.Series(cut.to_numpy(dtype=bool), index=pd.Index(last["traj_id"], name="traj_id"))
+    done = _last_done(steps.sort_values(["traj_id", "t"], kind="stable"))
+    return (done == 0.0).rename(None)
 
 
 def _won_reward(table: pd.DataFrame) -> float | None:
@@ -293,14 +389,17 @@ def rule_from_won(table: pd.DataFrame) -> OutcomeRule | None:
 
 def check_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
                    terminal: str = "binary",
-                   success_threshold: float | None = None) -> OutcomeCheck:
+                   success_threshold: float | None = None,
+                   truncate_at: int | None = None) -> OutcomeCheck:
     """Compare the log's outcomes with the success rule of the estimators
     (:func:`success_mask`).
 
     Problems found: ``won`` disagrees with the rule; no trajectory succeeds although some
     rewards are not 0; more than two distinct rewards under the binary terminal and the
     equality rule (every reward but the success reward is then valued as failure); under the
-    threshold rule, a success terminal valued above every reward seen.
+    threshold rule, a success terminal valued above every reward seen; failures that look cut
+    at a step limit the log does not state (:func:`detect_truncation`; the fix sets
+    ``truncate_at``).
 
     Examples
     --------
@@ -312,7 +411,7 @@ def check_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
     (0.5, [1.0])
     """
     threshold = check_success_threshold(success_threshold)
-    table = trajectory_outcomes(steps, success_reward, threshold)
+    table = trajectory_outcomes(steps, success_reward, threshold, truncate_at)
     n = len(table)
     rewards = tuple(float(r) for r in np.unique(table["reward"].to_numpy()))
     n_success = int(table["success"].sum())
@@ -367,6 +466,12 @@ def check_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
     if problems and terminal == "binary":
         fixes.append(Fix("terminal_reward", "Value the terminal by the reward itself "
                          "(terminal = reward)"))
+    hint = detect_truncation(table["length"].to_numpy(), table["success"].to_numpy(),
+                             table["done"].to_numpy(), truncate_at)
+    if hint is not None:
+        problems.append(hint.message())
+        fixes.append(Fix("truncate_at", f"Count length ≥ {hint.length} without success as "
+                         "truncated", float(hint.length)))
     return OutcomeCheck(n_traj=n, rewards=rewards, n_success=n_success, n_won=n_won,
                         n_truncated=int(table["truncated"].sum()), success_rate=float(rate),
                         problems=problems, fixes=fixes)

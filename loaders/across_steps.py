@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,13 +76,34 @@ class TaskIndex:
             raise LoaderError(f"training step {train_step} has no group {str(group_id)!r}")
         return str(hit["task"].iloc[0])
 
-    def groups_of(self, task: str) -> pd.DataFrame:
-        """One group per training step where ``task`` occurs (the first by group id when a step
-        holds several): columns train_step, group_id, n_groups (groups of the task that step)."""
+    def groups_of(self, task: str, prefer: Mapping[int, str] | None = None) -> pd.DataFrame:
+        """One group per training step where ``task`` occurs: columns train_step, group_id,
+        n_groups (groups of the task that step). Where a step holds the task in several
+        groups, the one ``prefer`` names for that step (the group the user came from) when it
+        is one of them, else the first by group id."""
         rows = self.table[self.table["task"] == str(task)]
         counts = rows.groupby("train_step")["group_id"].transform("size")
-        out = rows.assign(n_groups=counts.to_numpy()).drop_duplicates("train_step")
+        rows = rows.assign(n_groups=counts.to_numpy())
+        if prefer:
+            wanted = rows["train_step"].map({int(k): str(v) for k, v in prefer.items()})
+            first = (rows["group_id"] == wanted).to_numpy()
+            rows = rows.assign(_first=~first).sort_values(["train_step", "_first", "group_id"],
+                                                          kind="stable")
+        out = rows.drop_duplicates("train_step")
         return out[["train_step", "group_id", "n_groups"]].reset_index(drop=True)
+
+    def groups_at(self, task: str, train_step: int) -> list[str]:
+        """Every group holding ``task`` at ``train_step``, by id (several trainers give one
+        task several groups in a training step)."""
+        rows = self.table[(self.table["task"] == str(task)) &
+                          (self.table["train_step"] == int(train_step))]
+        return rows["group_id"].astype(str).tolist()
+
+    def shared_steps(self, task: str) -> dict[int, list[str]]:
+        """Training step → its groups, for the steps that hold ``task`` in several groups."""
+        rows = self.table[self.table["task"] == str(task)]
+        groups = rows.groupby("train_step")["group_id"].agg(list)
+        return {int(s): [str(g) for g in gs] for s, gs in groups.items() if len(gs) > 1}
 
 
 def task_column(log: Log) -> str:

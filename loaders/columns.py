@@ -33,6 +33,9 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "episode_reward": ("reward", "return", "ret", "score", "episode_return", "outcome"),
     "is_action_valid": ("valid", "is_valid", "action_valid", "valid_action"),
     "train_step": ("global_step", "iteration", "epoch"),
+    "task": ("gts", "task_name", "instruction", "goal", "game", "env_task"),
+    "done": ("dones", "is_done", "terminated", "finished", "is_terminal", "terminal"),
+    "won": ("success", "succeeded", "is_success", "solved", "win", "is_won"),
 }
 
 

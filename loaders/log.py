@@ -13,10 +13,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from g2po.outcomes import OutcomeRule, rule_from_won
+from g2po.outcomes import OutcomeRule, TruncationHint, rule_from_won
 from loaders.errors import LoaderError
 from loaders.report import LoadReport, attach_report
-from loaders.summary import SUMMARY_COLUMNS, group_summary, step_summary, trajectory_table
+from loaders.summary import (
+    SUMMARY_COLUMNS,
+    group_summary,
+    step_summary,
+    trajectory_table,
+    truncation_hint,
+)
 
 __all__ = ["Log", "TableLog", "manifest_rule", "step_ranges"]
 
@@ -74,6 +80,7 @@ class Log:
         #: they override the log's own rule in :meth:`rule`.
         self.outcome_overrides: dict[str, object] = {}
         self._rule: OutcomeRule | None = None
+        self._rule_origin = ""
 
     @property
     def report(self) -> LoadReport:
@@ -95,14 +102,22 @@ class Log:
         then the fields the user set when opening it (:attr:`outcome_overrides`)."""
         cached = self._rule
         if cached is None:
-            cached = manifest_rule(self.manifest)
+            cached, origin = manifest_rule(self.manifest), "the log's manifest"
             if cached is None:
                 steps = self.train_steps()
-                cached = (rule_from_won(self.trajectories(steps[0])) if steps else None) \
-                    or OutcomeRule()
-            self._rule = cached
+                cached, origin = (rule_from_won(self.trajectories(steps[0])) if steps
+                                  else None), "the log's won flags"
+                if cached is None:
+                    cached, origin = OutcomeRule(), "the default (the log states none)"
+            self._rule, self._rule_origin = cached, origin
         return cached.with_changes(**self.outcome_overrides) if self.outcome_overrides \
             else cached
+
+    def rule_origin(self) -> str:
+        """Where :meth:`rule` comes from, in words (for ``g2po validate`` and the app)."""
+        self.rule()
+        given = ", ".join(f"{k}={v}" for k, v in self.outcome_overrides.items())
+        return f"{self._rule_origin}, then {given}" if given else self._rule_origin
 
     # -- to implement ----------------------------------------------------------------------
     def train_steps(self) -> list[int]:
@@ -126,6 +141,15 @@ class Log:
         rows = [{"train_step": s, **step_summary(self.trajectories(s), rule)}
                 for s in self.train_steps()]
         return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+    def truncation_hint(self, rule: OutcomeRule | None = None) -> TruncationHint | None:
+        """Failures of the whole log that look cut at a step limit it does not state, under
+        ``rule`` (default: :meth:`rule`): :func:`loaders.summary.truncation_hint`."""
+        tables = [self.trajectories(s) for s in self.train_steps()]
+        tables = [t for t in tables if not t.empty]
+        if not tables:
+            return None
+        return truncation_hint(pd.concat(tables, ignore_index=True), rule or self.rule())
 
     def groups(self, train_step: int) -> list[str]:
         """The group ids of one training step, sorted."""

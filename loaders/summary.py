@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.outcomes import OutcomeRule
+from g2po.outcomes import OutcomeRule, TruncationHint, detect_truncation
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -22,6 +22,7 @@ __all__ = [
     "with_outcomes",
     "group_summary",
     "step_summary",
+    "truncation_hint",
 ]
 
 #: Columns of ``Log.summary()``: one row per training step.
@@ -129,3 +130,16 @@ def step_summary(trajectories: pd.DataFrame,
         "invalid_rate": float(traj["invalid"].sum() / n_steps),
         "truncated_rate": float(traj["truncated"].mean()),
     }
+
+
+def truncation_hint(trajectories: pd.DataFrame,
+                    rule: OutcomeRule | None = None) -> TruncationHint | None:
+    """Failures that look cut at a step limit the log does not state, in a
+    :func:`trajectory_table` (one training step, or several concatenated) under ``rule``:
+    :func:`g2po.outcomes.detect_truncation`."""
+    if trajectories.empty:
+        return None
+    rule = rule or OutcomeRule()
+    traj = with_outcomes(trajectories, rule)
+    return detect_truncation(traj["length"].to_numpy(), traj["success"].to_numpy(),
+                             traj["done"].to_numpy(dtype=np.float64), rule.truncate_at)

@@ -10,14 +10,17 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 
 from g2po.errors import G2POError, StepTableError
+from g2po.outcomes import OutcomeRule, TruncationHint
 from loaders.detect import detect_format
 from loaders.errors import NoLogFoundError
 from loaders.log import Log
 from loaders.report import LoadReport, LoadWarning
 from loaders.rundir import CHECKPOINTS, stale_checkpoints
+from loaders.summary import trajectory_table, truncation_hint, with_outcomes
 
 __all__ = ["Validation", "validate_log"]
 
@@ -36,6 +39,11 @@ class Validation:
     n_groups: int = 0
     n_traj: int = 0
     n_steps: int = 0
+    rule: str = ""
+    rule_origin: str = ""
+    n_success: int = 0
+    n_truncated: int = 0
+    truncation: TruncationHint | None = None
     problems: list[str] = field(default_factory=list)
     report: LoadReport | None = None
 
@@ -48,7 +56,12 @@ class Validation:
         return {
             "path": self.path, "format": self.format, "ok": self.ok,
             "train_steps": self.train_steps, "n_groups": self.n_groups, "n_traj": self.n_traj,
-            "n_steps": self.n_steps, "problems": self.problems,
+            "n_steps": self.n_steps, "rule": self.rule, "rule_origin": self.rule_origin,
+            "n_success": self.n_success, "n_truncated": self.n_truncated,
+            "truncation": None if self.truncation is None else {
+                "length": self.truncation.length, "n_cut": self.truncation.n_cut,
+                "message": self.truncation.message()},
+            "problems": self.problems,
             "skipped": {s.reason: {"count": s.count, "where": s.where}
                         for s in report.skips.values()},
             "notes": report.notes,
@@ -96,12 +109,24 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
     result.manifest = log.manifest
     result.train_steps = log.train_steps()
     result.problems.extend(log.problems())
+    try:
+        rule = log.rule()
+        result.rule, result.rule_origin = rule.describe(), log.rule_origin()
+    except _READ_ERRORS as err:  # the first step, read for its won flags, is broken
+        result.problems.extend(_problem_lines(err, "outcome rule"))
+        rule = OutcomeRule()
+        result.rule, result.rule_origin = rule.describe(), "the default (the log is unreadable)"
+    trajectories = []
     if quick:
         try:
-            summary = log.summary()
+            summary = log.summary(rule)
             result.n_groups = int(summary["n_groups"].sum())
             result.n_traj = int(summary["n_traj"].sum())
             result.n_steps = int(summary["n_steps"].sum())
+            result.n_success = int(round((summary["success_rate"] * summary["n_traj"]).sum()))
+            result.n_truncated = int(round((summary["truncated_rate"] *
+                                            summary["n_traj"]).sum()))
+            result.truncation = log.truncation_hint(rule)
         except _READ_ERRORS as err:
             result.problems.extend(_problem_lines(err))
         for step in result.train_steps if log.format == "run" else ():  # footers browsed by
@@ -123,6 +148,13 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
             result.n_groups += steps["group_id"].nunique()
             result.n_traj += len(steps.drop_duplicates(["group_id", "traj_id"]))
             result.n_steps += len(steps)
+            traj = with_outcomes(trajectory_table(steps), rule)
+            result.n_success += int(traj["success"].sum())
+            result.n_truncated += int(traj["truncated"].sum())
+            trajectories.append(traj)
+        if trajectories:
+            result.truncation = truncation_hint(pd.concat(trajectories, ignore_index=True),
+                                                rule)
     try:
         log.metrics()
     except _READ_ERRORS as err:

@@ -37,6 +37,7 @@ from g2po.analysis.compare import (
 from g2po.analysis.labels import shorten_middle
 from g2po.errors import G2POError
 from g2po.estimators import estimator_params, list_estimators
+from g2po.outcomes import OutcomeRule
 
 __all__ = ["render", "estimator_defaults", "state_key_options", "open_in_explorer",
            "NORMALISE", "DIFF_KEY"]
@@ -56,12 +57,9 @@ def estimator_defaults(name: str, params: SpecParams) -> dict[str, object]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _comparison(_log, key: str, train_step: int, group_id: str, names: tuple[str, ...],
-                params_json: str, state_key: str, success_reward: float,
-                success_threshold: float | None) -> Comparison:
+                params_json: str, state_key: str, rule: OutcomeRule) -> Comparison:
     steps = data.load_group(_log, key, train_step, group_id)
-    result = compare_estimators(steps, list(names), json.loads(params_json), state_key,
-                                success_reward=success_reward,
-                                success_threshold=success_threshold)
+    result = compare_estimators(steps, list(names), json.loads(params_json), state_key, rule)
     text = result.text_column
     shown = result.table.assign(**{"action": result.table["action"].map(_short),
                                    text: result.table[text].map(_short)})
@@ -139,7 +137,7 @@ def render(ctx: AppContext) -> None:
     try:
         result = _comparison(opened.log, opened.key, ctx.train_step, ctx.group_id,
                              tuple(names), json.dumps(params, sort_keys=True), state_key,
-                             ctx.params.success_reward, ctx.params.success_threshold)
+                             ctx.params.rule)
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error(f"Cannot load group {ctx.group_id}", err)
         return

@@ -6,6 +6,7 @@ standalone HTML file that opens offline."""
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 
 import pandas as pd
 import streamlit as st
@@ -17,6 +18,7 @@ from app.graph_html import graph_html
 from app.ui import group_page, show_error
 from g2po.errors import G2POError
 from g2po.estimators import compute_advantages, estimate, list_estimators
+from g2po.graph import truncated_steps
 from g2po.node_ids import step_node_ids
 
 __all__ = ["render", "export_table", "table_metadata", "file_stem"]
@@ -34,8 +36,10 @@ def export_table(steps: pd.DataFrame, ctx: AppContext, extra: list[str]) -> pd.D
     G2PO's columns, plus ``<name>_adv`` for each extra estimator."""
     kwargs = ctx.params.g2po_kwargs()
     columns, ix = estimate(steps, "g2po", state_key=kwargs.pop("state_key"), **kwargs)
-    node, next_node = step_node_ids(ix, columns["success"])
-    table = steps.assign(node=node, next_node=next_node, **columns)
+    # cut at the step limit by the run's outcome rule (valued as failure all the same)
+    truncated = truncated_steps(steps, ix, columns["success"], ctx.params.rule.truncate_at)
+    node, next_node = step_node_ids(ix, columns["success"], truncated)
+    table = steps.assign(node=node, next_node=next_node, truncated=truncated, **columns)
     for name in extra:
         out = compute_advantages(steps, name, state_key=ctx.params.state_key,
                                  prefix=f"{name}_", **ctx.params.for_estimator(name))
@@ -84,7 +88,8 @@ def render(ctx: AppContext) -> None:
 
     source = {"run": opened.name, "path": opened.ref.path, "format": opened.log.format,
               "train_step": ctx.train_step, "group_id": None if whole else ctx.group_id,
-              "rows": len(steps)}
+              "rows": len(steps), "outcome_rule": {**asdict(ctx.params.rule),
+                                                   "in_words": ctx.params.rule.describe()}}
     metadata = table_metadata(ctx, extra, source,
                               [c for c in preview.columns if c not in group.columns])
 
@@ -119,7 +124,7 @@ def render(ctx: AppContext) -> None:
         return
     title = f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}"
     st.download_button("Download the graph (HTML)",
-                       lambda: graph_html(graph, success_reward=ctx.params.success_reward,
+                       lambda: graph_html(graph, success_reward=ctx.params.rule.success_reward,
                                           title=title).encode("utf-8"),
                        file_name=f"{file_stem(opened.name, f'step{ctx.train_step}', ctx.group_id)}"
                                  ".html",

@@ -26,8 +26,8 @@ from app.graph_html import (
     network_data,
 )
 from app.params import SpecParams
+from app.rules import apply_fix
 from app.safe import escape_html, truncate
-from app.sidebar import remember_success, remember_threshold
 from app.tables import (
     OUTCOMES,
     critical_table,
@@ -46,9 +46,9 @@ from app.ui import chosen_graph, group_page, md
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import Alarm, credit_alarms
 from g2po.analysis.diagnostics import merge_stats
-from g2po.analysis.labels import key_diff, shorten_middle
+from g2po.analysis.labels import format_number, key_diff, shorten_middle
 from g2po.graph import StateGraph
-from g2po.outcomes import Fix, OutcomeCheck, check_outcomes, success_rule
+from g2po.outcomes import OutcomeCheck, success_rule
 
 __all__ = ["render", "node_from_click", "edge_from_click", "GRAPH_HEIGHT",
            "MAX_ROLLOUT_TABLES", "TABS"]
@@ -116,7 +116,7 @@ def render(ctx: AppContext) -> None:
     with left:
         paths = chosen or (shown_ids if outcomes else [])
         highlight = _highlight(graph, paths, node, edge)
-        drawn = _drawn(graph, current, highlight, style, ctx.params.success_reward,
+        drawn = _drawn(graph, current, highlight, style, ctx.params.rule.success_reward,
                        f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}")
         st.session_state[GRAPH_ID] = current
         graph_component(drawn, height=GRAPH_HEIGHT, key=GRAPH_KEY, on_change=_graph_clicked)
@@ -244,8 +244,7 @@ def _highlight(graph: StateGraph, paths: list[str], node: int | None,
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _tables_cached(_graph: StateGraph, _raw: pd.DataFrame, graph_id: str, params) -> dict:
     summary = trajectory_summary(_graph)
-    return {"outcome": check_outcomes(_raw, params.success_reward, params.terminal,
-                                      params.success_threshold),
+    return {"outcome": params.rule.check(_raw),
             "traj_ids": trajectory_order(_graph), "summary": summary,
             "labels": _traj_labels(summary), "limits": scale_limits(_graph),
             "steps": step_table(_graph), "stats": merge_stats(_graph)}
@@ -283,10 +282,11 @@ def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:
 # -- headline, outcome check -------------------------------------------------------------
 
 def _headline(outcome: OutcomeCheck, stats: dict, params: SpecParams) -> None:
-    source = "from `won`" if outcome.n_won is not None else \
-        success_rule(params.success_reward, params.success_threshold)
+    # success by the run's rule, as on every page (a `won` that disagrees is a warning below)
+    rate = outcome.n_success / outcome.n_traj if outcome.n_traj else 0.0
+    source = success_rule(params.rule.success_reward, params.rule.success_threshold)
     truncated = f" · **{outcome.n_truncated}** truncated" if outcome.n_truncated else ""
-    st.markdown(f"**{outcome.n_traj}** rollouts · success rate **{outcome.success_rate:.0%}** "
+    st.markdown(f"**{outcome.n_traj}** rollouts · success rate **{rate:.0%}** "
                 f"({source}){truncated} · **{stats['steps']}** steps · "
                 f"**{stats['state_nodes']}** state nodes · merge rate "
                 f"**{stats['merge_rate']:.0%}**")
@@ -300,20 +300,10 @@ def _outcome_warning(ctx: AppContext, outcome: OutcomeCheck) -> None:
         md("⚠ {}", " ".join(outcome.problems))
         cols = st.columns(max(len(outcome.fixes), 1) + 1)
         for i, fix in enumerate(outcome.fixes):
-            cols[i].button(fix.label, key=f"g_fix_{i}", on_click=_apply_fix, help=fix.label,
-                           args=(ctx.active, fix))
-        cols[-1].caption("The success rule and the success reward are also in the sidebar's "
-                         "G2PO parameters (kept per run).")
-
-
-def _apply_fix(active, fix: Fix) -> None:
-    kind, value = fix.kind, fix.value
-    if kind == "success_reward" and value is not None:
-        remember_success(active, value)
-    elif kind == "success_threshold" and value is not None:
-        remember_threshold(active, value, fix.reward)
-    elif kind == "terminal_reward":
-        st.session_state["p_terminal"] = "reward"
+            cols[i].button(fix.label, key=f"g_fix_{i}", on_click=apply_fix, help=fix.label,
+                           args=(ctx.active.key, fix))
+        cols[-1].caption("The run's outcome rule is also in the sidebar's G2PO parameters "
+                         "(kept per run; every page counts success by it).")
 
 
 # -- beside the graph: critical transitions and alarms --------------------------------------
@@ -432,7 +422,8 @@ def _node_tab(ctx: AppContext, graph: StateGraph, node: int | None,
         return
     row = graph.nodes.loc[node]
     md("**Node {}** ({}) · visits {} · V {} · value variance {} · key: {}", node, row["kind"],
-       int(row["visits"]), f"{row['value']:.4g}", f"{row['value_var']:.4g}", row["label"])
+       int(row["visits"]), format_number(row["value"], 4), format_number(row["value_var"], 4),
+       row["label"])
     _state_over_training_link(ctx, graph, node)
     if row["kind"] == "state":
         st.code(str(row["state_key"]), language=None, wrap_lines=True)

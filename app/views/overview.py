@@ -11,10 +11,12 @@ import streamlit as st
 from app import data
 from app.charts import OVERVIEW_METRICS, assign_run_colors, overview_figure, overview_runs
 from app.context import AppContext, OpenLog
+from app.rules import truncation_offer
 from app.safe import escape_markdown
 from app.sidebar import GOTO_STEP
-from app.ui import show_error
+from app.ui import md, show_error
 from g2po.errors import G2POError
+from g2po.outcomes import OutcomeRule
 
 __all__ = ["render", "AUTO_MERGE_RATE_ROWS", "merge_rate_column", "run_colors", "goto_step",
            "RUN_COLORS"]
@@ -41,10 +43,10 @@ def merge_rate_column(metrics: pd.DataFrame) -> str | None:
     return next((c for c in metrics.columns if c.endswith("merge_rate")), None)
 
 
-def _summary_of(opened: OpenLog, compute_merge: bool,
-                state_key: str) -> tuple[pd.DataFrame, list[str]]:
+def _summary_of(opened: OpenLog, compute_merge: bool, state_key: str,
+                rule: OutcomeRule) -> tuple[pd.DataFrame, list[str]]:
     version = data.log_version(opened.log)
-    summary = data.run_summary(opened.log, opened.key, version).copy()
+    summary = data.run_summary(opened.log, opened.key, version, rule).copy()
     notes = []
     metrics = data.run_metrics(opened.log, opened.key, version)
     logged = merge_rate_column(metrics) if not metrics.empty else None
@@ -67,11 +69,14 @@ def render(ctx: AppContext) -> None:
         st.info("No run open: choose or open one in the sidebar.")
         return
     compute = st.session_state.get("ov_compute_merge", False)
-    parts, pending = [], []
+    parts, pending, hints = [], [], []
     with st.spinner("Reading run summaries…"):
         for opened in ctx.logs:
+            rule = ctx.rule_of(opened)  # each run's one rule, as every page counts success
             try:
-                summary, notes = _summary_of(opened, compute, ctx.params.state_key)
+                summary, notes = _summary_of(opened, compute, ctx.params.state_key, rule)
+                hints.append((opened, data.run_truncation(
+                    opened.log, opened.key, data.log_version(opened.log), rule)))
             except data.LOADER_ERRORS + (G2POError,) as err:
                 show_error(f"Cannot summarise {opened.name}", err)
                 continue
@@ -87,6 +92,10 @@ def render(ctx: AppContext) -> None:
     n_runs = summary["run"].nunique()
     st.caption(f"{n_runs} run(s) · {summary['n_steps'].sum():,} step rows · "
                f"{summary['n_traj'].sum():,} trajectories")
+    md("Success by each run's outcome rule (sidebar, G2PO parameters): {}", "; ".join(
+        f"{o.name}: {ctx.rule_of(o).describe()}" for o in ctx.logs))
+    for opened, hint in hints:
+        truncation_offer(opened, hint, "overview")
     if pending:
         st.checkbox(f"Compute the state-merge rate (reads every step row of: "
                     f"{escape_markdown(', '.join(pending))})", key="ov_compute_merge")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pandas as pd
 import streamlit as st
 
 from app import data
@@ -20,6 +21,7 @@ from app.safe import escape_markdown, truncate
 from app.ui import md, show_error
 from app.views.overview import goto_step
 from g2po.analysis.history import history_of, state_table
+from g2po.analysis.labels import format_number, snap_frame
 from g2po.errors import G2POError
 from loaders.across_steps import TaskIndex, load_groups_coded, task_column, task_index
 
@@ -106,6 +108,11 @@ def page_task_index(ctx: AppContext, opened, widget_key: str) -> TaskIndex | Non
         return None
 
 
+#: Session key: the sidebar's (run key, training step, group) when the page last drew; when it
+#: moves (another group chosen, the URL's), the page starts from it anew.
+_HERE = "_g2po_state_history_here"
+
+
 def render(ctx: AppContext) -> None:
     st.title("State over training")
     request = st.session_state.pop(REQUEST, None)
@@ -124,63 +131,69 @@ def render(ctx: AppContext) -> None:
         st.info(f"{escape_markdown(opened.name)} holds no groups.")
         return
     n_steps = index.table.groupby("task")["train_step"].nunique().to_dict()
+    # where the user comes from: the node's group (a request), else the sidebar's (the URL's)
     here = (request["train_step"], request["group_id"]) if request else \
         (ctx.train_step, ctx.group_id)
+    sidebar = (ctx.active.key if ctx.active else None, ctx.train_step, ctx.group_id)
+    fresh = request is not None or st.session_state.get(_HERE) != sidebar
+    st.session_state[_HERE] = sidebar
     try:
         current = index.task_of(*here) if here[1] is not None else None
     except data.LOADER_ERRORS:
         current = None
-    if request and current is not None:
+    if fresh and current is not None:
         st.session_state["sh_task"] = current
     if st.session_state.get("sh_task") not in tasks:
         st.session_state["sh_task"] = current if current in tasks else tasks[0]
     task = st.selectbox(f"Task ({index.by})", tasks, key="sh_task",
                         format_func=lambda t: task_label(t, n_steps.get(t, 0)))
-    groups = index.groups_of(task)
-    occurs = groups["train_step"].tolist()
-
-    if request and request["train_step"] in occurs:
-        st.session_state["sh_from"] = request["train_step"]
+    occurs = index.groups_of(task)["train_step"].astype(int).tolist()
+    if fresh and here[0] in occurs:
+        st.session_state["sh_from"] = here[0]
     if st.session_state.get("sh_from") not in occurs:
         st.session_state["sh_from"] = ctx.train_step if ctx.train_step in occurs else occurs[-1]
 
+    pick_col, group_col, state_col = st.columns([1, 1, 3])
+    source = pick_col.selectbox("Pick the state at training step", occurs, key="sh_from")
+    group = _group_at(index, task, source, here, fresh, group_col)
+    groups = index.groups_of(task, prefer={source: group})
     pairs = tuple(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
                       strict=True))
     placeholder = st.empty()
     with placeholder, st.spinner(f"Reading one group of each of {len(pairs)} training steps…"):
         try:
             pairs_key = hashlib.sha256(repr(pairs).encode()).hexdigest()
-            table = _state_table(opened.log, opened.key, version, pairs, pairs_key, ctx.params)
+            table = _state_table(opened.log, opened.key, version, pairs, pairs_key,
+                                 ctx.params_for(opened))
         except data.LOADER_ERRORS + (G2POError,) as err:
             show_error(f"Cannot follow task {truncate(task, 60)} across training", err)
             return
-    pick_col, state_col = st.columns([1, 3])
-    source = pick_col.selectbox("Pick the state at training step", occurs, key="sh_from")
-    states = table[table["train_step"] == source]
-    states = states[states["group_id"] == states["group_id"].min()]
+    states = table[(table["train_step"] == source) & (table["group_id"] == group)]
     info = {str(k): (int(v), float(val)) for k, v, val in zip(
         states["key"], states["visits"], states["value"], strict=True)}
     keys = list(info)
-    if request and request["key"] in info:
+    if not keys:
+        st.info(f"Group {escape_markdown(group)} holds no state at training step {source}.")
+        return
+    if request and request["key"] in info:  # the node's own state, in the node's own group
         st.session_state["sh_state"] = request["key"]
     if st.session_state.get("sh_state") not in info:
         st.session_state["sh_state"] = keys[0]
     key = state_col.selectbox(
         "State (most visited first)", keys, key="sh_state",
-        format_func=lambda k: f"visits {info[k][0]} · V {info[k][1]:.3g} · {truncate(k, 80)}")
-    history = history_of(table, key)
+        format_func=lambda k: f"visits {info[k][0]} · V {format_number(info[k][1])} · "
+                              f"{truncate(k, 80)}")
+    history = snap_frame(history_of(table, key))
     reached = history[history["visits"] > 0]
     cols = st.columns(4)
     cols[0].metric("Training steps with the task", len(history))
     cols[1].metric("… where the state is reached", len(reached))
     if len(reached):
-        cols[2].metric("V, first → last", f"{reached['value'].iloc[0]:.3g} → "
-                                          f"{reached['value'].iloc[-1]:.3g}")
+        cols[2].metric("V, first → last", f"{format_number(reached['value'].iloc[0])} → "
+                                          f"{format_number(reached['value'].iloc[-1])}")
         cols[3].metric("Visits, first → last", f"{int(reached['visits'].iloc[0])} → "
                                                f"{int(reached['visits'].iloc[-1])}")
-    if (groups["n_groups"] > 1).any():
-        st.caption("Some training steps hold the task in several groups; the first group (by "
-                   "id) of each is shown.")
+    _shared_groups(ctx, opened, index, task, groups, source)
     with st.expander("The state's key", expanded=False):
         st.code(key, language=None, wrap_lines=True)
 
@@ -195,7 +208,49 @@ def render(ctx: AppContext) -> None:
         if points:
             clicked = int(points[0]["x"])
     if clicked is not None and clicked in occurs:
-        group = str(groups.loc[groups["train_step"] == clicked, "group_id"].iloc[0])
-        goto_step(ctx, opened, clicked, group)
+        group_there = str(groups.loc[groups["train_step"] == clicked, "group_id"].iloc[0])
+        goto_step(ctx, opened, clicked, group_there)
     st.caption("Click a point to open that training step's group in the group explorer.")
     st.dataframe(history, hide_index=True)
+
+
+def _group_at(index: TaskIndex, task: str, source: int, here: tuple, fresh: bool,
+              column) -> str:
+    """The group whose states are offered at training step ``source``: the one the user came
+    from (the node's, or the sidebar's and the URL's) where it holds the task, and a choice
+    when the step holds the task in several groups."""
+    choices = index.groups_at(task, source)
+    came_from = str(here[1]) if here[0] == source and str(here[1]) in choices else None
+    if fresh or st.session_state.get("sh_group") not in choices:
+        st.session_state["sh_group"] = came_from or choices[0]
+    if len(choices) == 1:
+        return choices[0]
+    return column.selectbox(escape_markdown(f"Group at training step {source}"), choices,
+                            key="sh_group",
+                            help="This training step holds the task in several groups; the "
+                                 "states offered are this group's.")
+
+
+def _shared_groups(ctx: AppContext, opened: OpenLog, index: TaskIndex, task: str,
+                   shown, source: int) -> None:
+    """Say plainly where the task maps to several groups at one training step, which group
+    the page follows there, and offer the others (a click opens one in the group explorer)."""
+    shared = index.shared_steps(task)
+    if not shared:
+        return
+    followed = dict(zip(shown["train_step"].astype(int), shown["group_id"].astype(str),
+                        strict=True))
+    where = "; ".join(f"step {s}: {', '.join(g)}" for s, g in list(shared.items())[:6])
+    more = f" and {len(shared) - 6} more" if len(shared) > 6 else ""
+    md("This task is held by several groups at {} training step(s) ({}{}). The page follows "
+       "one group per step: {} at step {} (chosen above), elsewhere the first by id. Pick a "
+       "row below to open another in the group explorer.", len(shared), where, more,
+       followed.get(source, "?"), source)
+    rows = pd.DataFrame([{"train_step": s, "group_id": g, "followed": followed.get(s) == g}
+                         for s, gs in shared.items() for g in gs])
+    event = st.dataframe(rows, hide_index=True, key="sh_groups", on_select="rerun",
+                         selection_mode="single-row", height=min(38 + 35 * len(rows), 250))
+    picked = list(getattr(getattr(event, "selection", None), "rows", None) or [])
+    if picked and picked[0] < len(rows):
+        row = rows.iloc[picked[0]]
+        goto_step(ctx, opened, int(row["train_step"]), str(row["group_id"]))

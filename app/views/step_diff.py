@@ -15,6 +15,7 @@ from app.safe import escape_markdown, truncate
 from app.tables import style_diverging
 from app.ui import md, show_error
 from app.views.state_history import page_task_index, task_label
+from g2po.analysis.labels import snap_frame
 from g2po.analysis.stepdiff import APPEARED, KEPT, VANISHED, step_diff
 from g2po.errors import G2POError
 from g2po.graph import StateGraph
@@ -42,6 +43,26 @@ def _draw(graph: StateGraph, highlight: Highlight, title: str, key: str, graph_k
     graph_component(drawn, height=GRAPH_HEIGHT, key=key)
 
 
+#: Session key: the sidebar's (run key, training step, group) when the page last drew.
+_HERE = "_g2po_step_diff_here"
+
+
+def _group_choice(column, index, task: str, step: int, default: str, fresh: bool) -> str:
+    """The group compared at ``step``: ``default`` (the sidebar's at its training step, else
+    the first by id), and a choice, said plainly, when the step holds the task in several."""
+    choices = index.groups_at(task, step)
+    if len(choices) < 2:
+        return default
+    key = f"sd_group:{task}:{step}"
+    if fresh or st.session_state.get(key) not in choices:
+        st.session_state[key] = default if default in choices else choices[0]
+    with column:
+        md("Training step {} holds this task in {} groups: {}.", step, len(choices),
+           ", ".join(choices))
+        return st.selectbox(escape_markdown(f"Group at training step {step}"), choices,
+                            key=key)
+
+
 def render(ctx: AppContext) -> None:
     st.title("Step diff")
     opened = ctx.active
@@ -61,11 +82,18 @@ def render(ctx: AppContext) -> None:
         current = index.task_of(ctx.train_step, ctx.group_id) if ctx.group_id else None
     except data.LOADER_ERRORS:
         current = None
+    sidebar = (opened.key, ctx.train_step, ctx.group_id)
+    fresh = st.session_state.get(_HERE) != sidebar  # the sidebar's (URL's) group moved
+    if fresh and current in tasks:
+        st.session_state["sd_task"] = current
+    st.session_state[_HERE] = sidebar
     if st.session_state.get("sd_task") not in tasks:
         st.session_state["sd_task"] = current if current in tasks else tasks[0]
     task = st.selectbox(f"Task ({index.by})", tasks, key="sd_task",
                         format_func=lambda t: task_label(t, int(counts[t])))
-    groups = index.groups_of(task)
+    # at the sidebar's training step, the sidebar's group (the URL's), not another of the task
+    groups = index.groups_of(task, prefer={ctx.train_step: ctx.group_id} if ctx.group_id
+                             else None)
     occurs = groups["train_step"].astype(int).tolist()
     here = occurs.index(ctx.train_step) if ctx.train_step in occurs else len(occurs) - 1
     a_col, b_col = st.columns(2)
@@ -77,6 +105,8 @@ def render(ctx: AppContext) -> None:
         return
     group_of = dict(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
                         strict=True))
+    for column, step in ((a_col, step_a), (b_col, step_b)):
+        group_of[step] = _group_choice(column, index, task, int(step), group_of[step], fresh)
     graphs = {}
     for side, step in (("a", step_a), ("b", step_b)):
         try:
@@ -106,17 +136,17 @@ def render(ctx: AppContext) -> None:
             gid = data.graph_id(opened.key, int(step), group_of[step], ctx.params)
             _draw(graphs[side], changed_highlight(diff.transitions, diff.states, side),
                   f"Training step {step}, group {group_of[step]}", f"sd_graph_{side}", gid,
-                  ctx.params.success_reward)
+                  ctx.params.rule.success_reward)
 
     st.subheader("States")
     status = st.multiselect("Show", [APPEARED, VANISHED, KEPT], default=[APPEARED, VANISHED, KEPT],
                             key="sd_status")
-    shown = diff.states[diff.states["status"].isin(status)].assign(
+    shown = snap_frame(diff.states[diff.states["status"].isin(status)]).assign(
         state=lambda f: f["label"].map(lambda s: truncate(s, 80))).drop(columns=["label", "key"])
     shown = shown[["state", *[c for c in shown.columns if c != "state"]]]
     st.dataframe(style_diverging(shown, ["value_change"]), hide_index=True, height=300)
     st.subheader("Transitions")
-    edges = diff.transitions[diff.transitions["status"].isin(status)]
+    edges = snap_frame(diff.transitions[diff.transitions["status"].isin(status)])
     edges = edges.assign(source=edges["source"].map(lambda s: truncate(s, 50)),
                          action=edges["action"].map(lambda s: truncate(s, 50)),
                          target=edges["target"].map(lambda s: truncate(s, 50)))

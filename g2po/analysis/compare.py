@@ -14,9 +14,9 @@ import pandas as pd
 from g2po.analysis.labels import natural_key
 from g2po.errors import G2POError
 from g2po.estimators import compute_advantages, estimate, get_estimator
-from g2po.graph import StateGraph
+from g2po.graph import StateGraph, truncated_steps
 from g2po.node_ids import step_node_ids
-from g2po.outcomes import truncated_trajectories
+from g2po.outcomes import OutcomeRule
 from g2po.segments import NORM_MODES
 
 __all__ = ["Comparison", "compare_estimators", "rank_correlation", "sign_disagreements",
@@ -92,21 +92,20 @@ def compare_estimators(
     estimators: list[str],
     params: dict[str, dict] | None = None,
     state_key: str = "exact",
-    success_reward: float = 10.0,
-    success_threshold: float | None = None,
+    rule: OutcomeRule | None = None,
 ) -> Comparison:
     """Run each estimator on the group's ``steps`` with ``params[name]`` (keyword arguments)
     and collect its ``adv`` column and its parts. An estimator that fails (a parameter out of
     its range, a user estimator raising) is reported in ``errors`` instead of stopping the
-    others. ``success_reward`` / ``success_threshold`` decide each trajectory's outcome (the
-    rule of :func:`g2po.outcomes.success_mask`); node ids are numbered as
-    :func:`g2po.graph.state_graph` numbers them on ``steps`` in their given row order."""
+    others. The run's outcome ``rule`` decides each trajectory's outcome (success, failure,
+    truncated); node ids are numbered as :func:`g2po.graph.state_graph` numbers them on
+    ``steps`` in their given row order, under the same rule."""
     params = params or {}
-    g2po_cols, ix = estimate(steps, "g2po", state_key=state_key, success_reward=success_reward,
-                             success_threshold=success_threshold)
-    node, _ = step_node_ids(ix, g2po_cols["success"])
-    cut = truncated_trajectories(steps)
-    truncated = steps["traj_id"].map(cut).fillna(False).to_numpy(dtype=bool)
+    rule = rule or OutcomeRule()
+    g2po_cols, ix = estimate(steps, "g2po", state_key=state_key, **rule.estimator_kwargs())
+    success = g2po_cols["success"].to_numpy(dtype=bool)
+    truncated = truncated_steps(steps, ix, success, rule.truncate_at)
+    node, _ = step_node_ids(ix, success, truncated)
     outcome = np.where(g2po_cols["success"], "success",
                        np.where(truncated, "truncated", "failure"))
     # rows by trajectory (natural order: s0:2 before s0:10), then step

@@ -14,8 +14,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
-__all__ = ["distinguishing_labels", "key_diff", "shorten_middle", "natural_key"]
+__all__ = ["distinguishing_labels", "key_diff", "shorten_middle", "natural_key",
+           "snap_to_zero", "snap_frame", "format_number", "ZERO_REL"]
 
 _GAP = "…"
 
@@ -207,3 +209,47 @@ def natural_key(text: str) -> tuple:
     if word:
         parts.append((1, word))
     return tuple(parts)
+
+
+#: Values smaller than this fraction of their scale (at least 1) are floating-point noise.
+ZERO_REL = 1e-9
+
+
+def snap_to_zero(values: np.ndarray, scale: float | None = None) -> np.ndarray:
+    """``values`` with floating-point noise set to 0: a mean of advantages that cancel, or
+    a value difference of equal values, comes out as -3e-16, which a page should show as 0.
+    Noise is anything under :data:`ZERO_REL` × ``scale`` (default: the largest magnitude
+    among ``values``, at least 1).
+
+    >>> snap_to_zero(np.array([-3e-16, 0.25, 1e-3])).tolist()
+    [0.0, 0.25, 0.001]
+    """
+    values = np.array(values, dtype=np.float64)
+    if scale is None:
+        finite = np.abs(values[np.isfinite(values)])
+        scale = float(finite.max()) if finite.size else 1.0
+    values[np.abs(values) < ZERO_REL * max(1.0, float(scale))] = 0.0
+    return values
+
+
+def snap_frame(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A copy of ``frame`` with :func:`snap_to_zero` applied to each float column (of
+    ``columns``, default all), each on its own scale."""
+    out = frame.copy()
+    for column in columns if columns is not None else out.columns:
+        if column in out.columns and pd.api.types.is_float_dtype(out[column].dtype):
+            out[column] = snap_to_zero(out[column].to_numpy())
+    return out
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """A number for a headline: ``digits`` significant digits, noise shown as 0 (never
+    ``-3e-16`` or ``-0``), NaN as a dash.
+
+    >>> [format_number(v) for v in (-3e-16, 2.5, -0.0, float("nan"), 1234.5)]
+    ['0', '2.5', '0', '–', '1.23e+03']
+    """
+    if value is None or not np.isfinite(value):
+        return "–"
+    snapped = float(snap_to_zero(np.array([value]), scale=1.0)[0]) + 0.0  # + 0.0: no -0
+    return f"{snapped:.{digits}g}"

@@ -55,15 +55,14 @@ class StepDiff:
 
 
 def success_rate(graph: StateGraph) -> float:
-    """Share of the group's trajectories that succeeded: the ``won`` column where the log has
-    one, else the graph's success terminal (reward = success reward)."""
+    """Share of the group's trajectories that succeeded by the outcome rule the graph was
+    built with (its success terminal): the rule every page counts success by, so the diff
+    agrees with the run overview and the group explorer (``won`` may disagree: the group
+    explorer says so)."""
     steps = graph.steps
     if steps.empty:
         return float("nan")
-    if "won" in steps.columns and steps["won"].notna().any():
-        won = steps["won"].fillna(False).astype(bool)
-    else:
-        won = steps["success"].astype(bool)
+    won = steps["success"].astype(bool)
     return float(won.groupby(steps["traj_id"].to_numpy()).any().mean())
 
 

@@ -12,8 +12,14 @@ from pathlib import Path
 import pandas as pd
 
 from g2po.cli.logs import add_log_options, log_options
-from g2po.estimators import compute_advantages, estimator_params, list_estimators
+from g2po.estimators import (
+    compute_advantages,
+    estimator_params,
+    list_estimators,
+    shared_params,
+)
 from g2po.graph import state_graph
+from g2po.outcomes import OutcomeRule
 from loaders.tables import write_csv
 
 __all__ = ["add_parser"]
@@ -49,8 +55,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     add_log_options(p)
 
 
-def _load(args: argparse.Namespace, *, last_step_by_default: bool = False) -> pd.DataFrame:
-    """The selected rows of any supported log; only those are read where the format allows."""
+def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
+          ) -> tuple[OutcomeRule, pd.DataFrame]:
+    """The log's outcome rule (:meth:`loaders.Log.rule`, with ``--success-reward`` …) and the
+    selected rows of any supported log; only those are read where the format allows."""
     from loaders import open_log
 
     log = open_log(args.path, **log_options(args))
@@ -60,17 +68,24 @@ def _load(args: argparse.Namespace, *, last_step_by_default: bool = False) -> pd
     steps = log.load(train_step=train_step, group_id=args.group)
     if steps.empty:
         raise ValueError(f"{args.path}: no step rows match the selection")
-    return steps
+    return log.rule(), steps
+
+
+def _estimator_params(name: str, rule: OutcomeRule, params: dict) -> dict:
+    """What estimator ``name`` gets: the log's outcome rule where it takes one (success reward,
+    threshold, terminal), then the ``-p`` parameters it takes, which win."""
+    return {**shared_params(name, rule.estimator_kwargs()),
+            **{k: v for k, v in params.items() if k in estimator_params(name)}}
 
 
 def _advantages(args: argparse.Namespace) -> int:
-    steps = _load(args)
+    rule, steps = _load(args)
     params = _parse_params(args.param)
     names = args.estimator or ["g2po"]
     table = steps
     shown = [c for c in ["train_step", *_STEP_COLUMNS] if c in steps.columns]
     for name in names:
-        own = {k: v for k, v in params.items() if k in estimator_params(name)}
+        own = _estimator_params(name, rule, params)
         prefix = f"{name}/" if len(names) > 1 else ""
         table = compute_advantages(table, name, state_key=args.state_key, prefix=prefix, **own)
         added = [c for c in table.columns if c not in steps.columns and c not in shown]
@@ -150,14 +165,15 @@ def _cut(value, width: int | None):
 
 
 def _graph(args: argparse.Namespace) -> int:
-    steps = _load(args, last_step_by_default=True)
+    rule, steps = _load(args, last_step_by_default=True)
     groups = steps["group_id"].unique()
     if len(groups) != 1:
         raise ValueError(
             f"{args.path}: --group is required, the log holds {len(groups)} groups: "
             + ", ".join(map(str, groups[:10])) + (" …" if len(groups) > 10 else "")
         )
-    graph = state_graph(steps, state_key=args.state_key, **_parse_params(args.param))
+    graph = state_graph(steps, state_key=args.state_key, truncate_at=rule.truncate_at,
+                        **_estimator_params("g2po", rule, _parse_params(args.param)))
     nodes, edges = graph.nodes.copy(), graph.edges.copy()
     nodes["state_key"] = nodes["state_key"].str.slice(0, args.width)
     nodes = nodes.drop(columns=["label", "canonical_key", "observation"])
@@ -167,6 +183,7 @@ def _graph(args: argparse.Namespace) -> int:
     print(f"group {groups[0]}: {len(graph.steps)} steps, "
           f"{graph.steps['traj_id'].nunique()} trajectories, {n_states} state nodes "
           f"(merge rate {merged:.1%}), {len(edges)} edges")
+    print(f"outcome rule: {rule.describe()}")
     with pd.option_context("display.width", 200, "display.max_columns", None,
                            "display.float_format", "{:.4f}".format):
         print("\nnodes")

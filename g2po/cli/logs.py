@@ -83,6 +83,15 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"  groups          {result.n_groups:,}")
         print(f"  trajectories    {result.n_traj:,}")
         print(f"  step rows       {result.n_steps:,}")
+    if result.rule:
+        print(f"  outcome rule    {result.rule} (from {result.rule_origin})")
+    if result.n_traj:
+        print(f"  successes       {result.n_success:,} of {result.n_traj:,} trajectories "
+              f"({result.n_success / result.n_traj:.1%}), by that rule")
+        print(f"  truncated       {result.n_truncated:,}")
+    if result.truncation is not None:
+        print(f"  truncation?     {result.truncation.message()} Add --truncate-at "
+              f"{result.truncation.length} to count them so.")
     report = result.report
     if report is not None:
         skips = list(report.skips.values())

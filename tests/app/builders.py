@@ -64,6 +64,19 @@ def entry(page: str, argv: list[str]) -> None:  # pragma: no cover - runs inside
     run(argv=argv, start_page=page)
 
 
+def goto(at: AppTest, page: str) -> AppTest:
+    """Show ``page`` (a key of :data:`app.shell.PAGES`) in the same session, as a click in
+    the navigation does, and run. ``AppTest.switch_page`` takes page files only, and the
+    app's pages are functions: the page is found in what ``st.navigation`` registered."""
+    from app.shell import PAGES
+
+    title = PAGES[page][1]
+    (page_hash,) = [h for h, info in at._registered_pages.items()
+                    if info.get("page_name") == title]
+    at._page_hash = page_hash
+    return at.run()
+
+
 def app_test(page: str, argv: list[str], timeout: float = 60) -> AppTest:
     """An AppTest of the app opened on ``page`` with command-line ``argv``; already run."""
     at = AppTest.from_function(entry, kwargs={"page": page, "argv": list(argv)},
@@ -78,3 +91,16 @@ def texts(at: AppTest) -> str:
                  "subheader"):
         parts.extend(str(e.value) for e in getattr(at, kind))
     return "\n".join(parts)
+
+
+def write_cut_csv(path: Path) -> Path:
+    """One group without ``done``: three failures run to the step limit of 6, two episodes
+    (a success, a failure) end sooner."""
+    rows = []
+    for i, (length, reward) in enumerate([(6, 0.0), (6, 0.0), (6, 0.0), (3, 10.0), (2, 0.0)]):
+        for t in range(length):
+            rows.append({"group_id": "g", "traj_id": f"r{i}", "t": t,
+                         "state_key": f"room {min(t, 3)}", "action": "go" if t % 2 else "look",
+                         "episode_reward": reward, "is_action_valid": True})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path

@@ -4,10 +4,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from streamlit.testing.v1 import AppTest
 
 import app.options
 from loaders import RunWriter
-from tests.app.builders import app_test, group_steps, texts
+from tests.app.builders import app_test, entry, group_steps, texts
 
 
 def plain(at) -> str:
@@ -332,3 +333,76 @@ def test_a_command_line_table_lacking_columns_gets_the_form_too(tmp_path):
     at.button(key=f"FormSubmitter:{form_key}-Open with this mapping").click().run()
     assert not at.exception and not at.error
     assert len(at.get("component_instance")) == 1
+
+
+def test_a_url_naming_a_run_not_open_says_so_and_shows_no_other(runs_root):
+    """A shared link to an upload of another session opened another run silently, keeping
+    the link's success=1."""
+    at = AppTest.from_function(entry, kwargs={"page": "group", "argv": [
+        "--log", str(runs_root / "run_a"), "--log", str(runs_root / "run_b")]},
+        default_timeout=60)
+    at.query_params.update({"run": "upload: gone.csv", "step": "2", "success": "1"})
+    at.run()
+    assert not at.exception
+    said = [w.value.replace("\\", "") for w in at.warning]
+    assert len(said) == 2 and all("not open in this session" in w for w in said)
+    assert all("upload the file again" in w and "gone.csv" in w for w in said)
+    assert not at.get("component_instance")  # no graph of another run
+    assert "run_a" not in " ".join(m.value for m in at.markdown)
+    assert at.query_params["run"] == "upload: gone.csv"  # a reload says it again
+    instead = at.selectbox(key="active_run_instead")
+    assert instead.value is None and instead.options == ["run_a", "run_b"]
+    # the user chooses another run: shown, without the link's step or outcome rule
+    instead.select("run_b").run()
+    assert not at.exception and not at.warning
+    assert len(at.get("component_instance")) == 1
+    assert at.query_params["run"] == "run_b" and at.query_params["success"] == "10"
+    assert at.query_params["step"] == "2"  # run_b's last step, not the link's
+    at.run()
+    assert at.selectbox(key="active_run").value == "run_b"
+
+
+def test_the_missing_upload_uploaded_again_opens_as_the_url_said(runs_root):
+    csv = group_steps(rows=150).assign(episode_reward=lambda f: f["episode_reward"] / 10)
+    at = AppTest.from_function(entry, kwargs={"page": "group", "argv": [
+        "--log", str(runs_root / "run_a")]}, default_timeout=60)
+    at.query_params.update({"run": "upload: mine.csv", "success": "1"})
+    at.run()
+    assert "not open in this session" in at.warning[0].value
+    at.file_uploader(key="uploads").set_value(
+        ("mine.csv", csv.to_csv(index=False).encode(), "text/csv")).run()
+    assert not at.exception and not at.warning
+    assert at.query_params["run"] == "upload: mine.csv"
+    key = next(n.key for n in at.number_input if n.key.startswith("p_success:"))
+    assert "mine.csv" in key and at.number_input(key=key).value == 1.0  # the link's rule
+
+
+def test_no_log_open_and_a_url_naming_a_run(tmp_path):
+    at = AppTest.from_function(entry, kwargs={"page": "group", "argv": [
+        "--log", str(tmp_path / "none")]}, default_timeout=60)
+    at.query_params["run"] = "upload: gone.csv"
+    at.run()
+    assert not at.exception
+    assert any("not open in this session" in w.value for w in at.warning)
+
+
+def test_the_mapping_form_offers_the_task_done_and_won_roles(tmp_path):
+    """Without task, State over training followed a per-step uuid: the form names it."""
+    steps = group_steps(rows=150)
+    steps = steps.assign(instruction="cook " + steps["group_id"].astype(str),
+                         finished=True, success=steps["episode_reward"] > 0)
+    custom = steps.rename(columns={"group_id": "uuid", "t": "turn", "state_key": "obs_anchor"})
+    at = app_test("state_history", ["--log", str(tmp_path / "none")])
+    at.file_uploader(key="uploads").set_value(
+        ("custom.csv", custom.to_csv(index=False).encode(), "text/csv")).run()
+    form = [s for s in at.selectbox if str(s.key).startswith("map:upload:")]
+    by_role = {s.key.rsplit(":", 1)[1]: s for s in form}
+    assert {"task", "done", "won"} <= set(by_role)
+    assert by_role["task"].label == "task (optional)"
+    assert by_role["task"].value == "instruction" and by_role["done"].value == "finished"
+    assert by_role["won"].value == "success"
+    by_role["group_id"].select("uuid")
+    at.button(key=f"FormSubmitter:{form[0].key.rsplit(':', 1)[0]}-Open with this mapping") \
+        .click().run()
+    assert not at.exception
+    assert at.radio(key="sh_by").value == "task"  # tasks matched by the mapped column

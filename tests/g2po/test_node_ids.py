@@ -1,7 +1,7 @@
 import numpy as np
 
 from g2po.estimators import estimate
-from g2po.graph import state_graph
+from g2po.graph import state_graph, truncated_steps
 from g2po.node_ids import step_node_ids
 from tests.app.builders import group_steps
 
@@ -16,3 +16,16 @@ def test_ids_equal_each_groups_own_graph():
         graph = state_graph(steps[rows])
         np.testing.assert_array_equal(node[rows], graph.steps["node"].to_numpy())
         np.testing.assert_array_equal(next_node[rows], graph.steps["next_node"].to_numpy())
+
+
+def test_ids_of_trajectories_cut_at_the_step_limit_equal_the_graphs():
+    steps = group_steps(seed=5, rows=900, max_len=6).reset_index(drop=True)
+    columns, ix = estimate(steps, "g2po")
+    cut = truncated_steps(steps, ix, columns["success"], truncate_at=6)
+    assert cut.any()
+    node, next_node = step_node_ids(ix, columns["success"], cut)
+    for group in steps["group_id"].unique():
+        rows = (steps["group_id"] == group).to_numpy()
+        graph = state_graph(steps[rows], truncate_at=6)
+        np.testing.assert_array_equal(next_node[rows], graph.steps["next_node"].to_numpy())
+        np.testing.assert_array_equal(cut[rows], graph.steps["truncated"].to_numpy())

@@ -2,10 +2,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from g2po.estimators import compute_advantages, list_estimators
 from g2po.graph import state_graph
 from g2po.outcomes import (
     OutcomeRule,
+    TruncationHint,
     check_outcomes,
+    cut_at_limit,
+    detect_truncation,
     rule_from_won,
     success_mask,
     success_reward_from_won,
@@ -149,3 +153,93 @@ def test_rule_from_won_on_trajectory_tables():
     assert rule_from_won(graded) == OutcomeRule(success_reward=0.9, success_threshold=0.7)
     assert rule_from_won(table.assign(won=np.nan)) is None
     assert rule_from_won(pd.DataFrame({"reward": [0.5, 0.5], "won": [1.0, 0.0]})) is None
+
+
+def cut_log(n_cut: int = 3, limit: int = 5) -> pd.DataFrame:
+    """One group without ``done``: ``n_cut`` failures run to the step limit, one failure and
+    two successes end sooner (the 48-of-96-cut-at-30 log, in small)."""
+    rows = []
+    spec = [(limit, 0.0)] * n_cut + [(2, 0.0), (3, 10.0), (limit - 1, 10.0)]
+    for i, (length, reward) in enumerate(spec):
+        for t in range(length):
+            rows.append({"group_id": "g", "traj_id": f"r{i}", "t": t,
+                         "state_key": f"room {min(t, 2)}", "action": "go" if t % 2 else "look",
+                         "episode_reward": reward, "is_action_valid": True})
+    return pd.DataFrame(rows)
+
+
+def test_failures_ending_at_the_largest_length_without_done_are_flagged():
+    frame = cut_log()
+    check = check_outcomes(frame, 10.0)
+    (problem,) = check.problems
+    assert "3 of 4 failed trajectories" in problem and "length 5" in problem
+    (fix,) = check.fixes
+    assert fix.kind == "truncate_at" and fix.value == 5.0
+    assert check.n_truncated == 0  # not until the rule says so
+    # the rule applied: counted as truncated, and nothing left to say
+    ruled = OutcomeRule(truncate_at=5).check(frame)
+    assert ruled.problems == [] and ruled.n_truncated == 3
+    # a log that states `done` is believed: no hint, its own flags count
+    stated = frame.assign(done=True)
+    assert check_outcomes(stated, 10.0).problems == []
+
+
+def test_detect_truncation_needs_many_failures_at_one_largest_length():
+    nan = np.full(6, np.nan)
+    length = np.array([5, 5, 5, 2, 3, 4])
+    success = np.array([False, False, False, False, True, True])
+    assert detect_truncation(length, success, nan) == TruncationHint(5, 3, 4, 6)
+    # one failure at the limit is no pattern; a quarter of the failures is needed
+    assert detect_truncation(np.array([5, 2, 3, 4]), np.array([False] * 4), np.full(4, np.nan)
+                             ) is None
+    many = np.array([9, 9] + [2] * 7)
+    assert detect_truncation(many, np.zeros(9, bool), np.full(9, np.nan)) is None  # 2 of 9
+    # every episode as long as the longest: a fixed horizon, the length says nothing
+    assert detect_truncation(np.full(4, 3), np.zeros(4, bool), np.full(4, np.nan)) is None
+    # the log's done given for them, or a rule already set: nothing to offer
+    assert detect_truncation(length, success, np.ones(6)) is None
+    assert detect_truncation(length, success, nan, truncate_at=5) is None
+    # successes at the limit are not cut
+    assert detect_truncation(length, np.ones(6, bool), nan) is None
+
+
+def test_cut_at_limit_is_the_rules_truncation():
+    length, done = np.array([5, 5, 4, 5]), np.array([np.nan, 1.0, np.nan, 0.0])
+    success = np.array([False, False, False, True])
+    assert cut_at_limit(length, done, success).tolist() == [False, False, False, True]
+    assert cut_at_limit(length, done, success, 5).tolist() == [True, False, False, True]
+    rule = OutcomeRule(truncate_at=5)
+    assert rule.truncated(length, done, success).tolist() == \
+        cut_at_limit(length, done, success, 5).tolist()
+
+
+def test_the_graph_ends_cut_trajectories_at_the_truncated_terminal_by_the_rule():
+    frame = cut_log()
+    plain = state_graph(frame)
+    assert "truncated" not in set(plain.nodes["kind"])
+    graph = state_graph(frame, truncate_at=5)
+    kinds = graph.nodes["kind"]
+    cut = int(kinds.index[kinds == "truncated"][0])
+    assert graph.nodes.loc[cut, "visits"] == 3
+    ends = graph.steps.sort_values("t").groupby("traj_id").tail(1).set_index("traj_id")
+    assert (ends.loc[["r0", "r1", "r2"], "next_node"] == cut).all()
+    assert graph.nodes.loc[ends.loc["r3", "next_node"], "kind"] == "failure"  # ends sooner
+    assert ends["truncated"].to_dict() == {"r0": True, "r1": True, "r2": True, "r3": False,
+                                           "r4": False, "r5": False}
+    # only where it is drawn changes: values, TD errors and advantages are the same numbers
+    for column in ("adv", "adv_ep", "adv_nc", "adv_ec", "td_error", "next_value"):
+        np.testing.assert_array_equal(graph.steps[column], plain.steps[column])
+    assert graph.nodes.loc[cut, "value"] == 0.0  # valued as failure
+
+
+@pytest.mark.parametrize("name", list_estimators())
+def test_the_estimators_value_truncation_as_failure_whatever_the_rule(name):
+    """The rule's truncate_at is no estimator parameter: every estimator's numbers on a log
+    with cut episodes are those of the same log with them marked done=False, or not at all."""
+    frame = cut_log()
+    marked = frame.assign(done=~frame["traj_id"].isin(["r0", "r1", "r2"]))
+    plain = compute_advantages(frame, name)
+    with_done = compute_advantages(marked, name)
+    added = [c for c in plain.columns if c not in frame.columns]
+    assert added
+    pd.testing.assert_frame_equal(plain[added], with_done[added])

@@ -103,3 +103,23 @@ def test_coded_groups_decode_to_the_same_rows(run, tmp_path):
     steps.to_parquet(tmp_path / "t.parquet")
     table_coded, table_keys = load_groups_coded(loaders.open_log(tmp_path / "t.parquet"), pairs)
     assert [table_keys[int(c)] for c in table_coded["state_key"]] == decoded
+
+
+def test_a_task_in_several_groups_keeps_the_group_asked_for():
+    from loaders.across_steps import TaskIndex
+
+    table = pd.DataFrame({"train_step": [1, 1, 2, 3, 3, 3],
+                          "group_id": ["s1", "s3", "s2", "s3", "s5", "x"],
+                          "task": ["cook", "cook", "cook", "cook", "cook", "other"]})
+    index = TaskIndex("task", table)
+    # the first group by id where nothing is asked for …
+    plain = index.groups_of("cook")
+    assert plain[["train_step", "group_id", "n_groups"]].values.tolist() == [
+        [1, "s1", 2], [2, "s2", 1], [3, "s3", 2]]
+    # … the group the user came from where it holds the task, whatever its id
+    kept = index.groups_of("cook", prefer={3: "s5", 2: "nope"})
+    assert kept["group_id"].tolist() == ["s1", "s2", "s5"]
+    assert index.groups_of("cook", prefer={3: "x"})["group_id"].tolist() == ["s1", "s2", "s3"]
+    assert index.groups_at("cook", 3) == ["s3", "s5"] and index.groups_at("cook", 9) == []
+    assert index.shared_steps("cook") == {1: ["s1", "s3"], 3: ["s3", "s5"]}
+    assert index.shared_steps("other") == {}

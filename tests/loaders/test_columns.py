@@ -36,6 +36,17 @@ def test_suggestions_use_names_aliases_common_names_and_closeness():
     assert len(set(exact.values())) == len(exact)  # a source column is suggested once
 
 
+def test_suggestions_name_the_task_done_and_won_columns():
+    got = suggest_mapping(["uid", "traj_uid", "t", "anchor_obs", "action", "episode_rewards",
+                           "instruction", "finished", "success", "step_reward"])
+    assert got["task"] == "instruction" and got["done"] == "finished"
+    assert got["won"] == "success" and got["step_reward"] == "step_reward"
+    verl = suggest_mapping(["uid", "traj", "turn", "input", "output", "score", "gts",
+                            "terminated", "solved"])
+    assert verl["task"] == "gts" and verl["done"] == "terminated" and verl["won"] == "solved"
+    assert "task" not in suggest_mapping(COLUMNS)  # no column looks like one: none offered
+
+
 def test_missing_columns_counts_aliases_and_the_mapping():
     assert missing_columns(["uid", "traj_uid", "t", "anchor_obs", "action",
                             "episode_rewards"]) == []

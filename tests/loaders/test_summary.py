@@ -7,7 +7,13 @@ import pandas as pd
 import pytest
 
 from g2po.outcomes import OutcomeRule
-from loaders.summary import group_summary, step_summary, trajectory_table, with_outcomes
+from loaders.summary import (
+    group_summary,
+    step_summary,
+    trajectory_table,
+    truncation_hint,
+    with_outcomes,
+)
 
 
 def _steps(won: bool = False) -> pd.DataFrame:
@@ -92,3 +98,48 @@ def test_a_rule_given_when_opening_a_log_overrides_its_own(tmp_path):
     assert log.summary()["success_rate"].tolist() == [pytest.approx(2 / 3)]
     with pytest.raises(LoaderError, match="truncate_at"):
         open_log(path, outcome={"truncate_at": -1})
+
+
+def _cut_steps() -> pd.DataFrame:
+    """Two training steps without ``done``: at each, two failures run to 4 steps, a failure
+    and a success end sooner."""
+    rows = []
+    for step in (1, 2):
+        for i, (length, reward) in enumerate([(4, 0.0), (4, 0.0), (2, 0.0), (3, 1.0)]):
+            for t in range(length):
+                rows.append({"train_step": step, "group_id": f"g{i % 2}", "traj_id": f"r{i}",
+                             "t": t, "state_key": f"s{t}", "action": "go",
+                             "episode_reward": reward, "is_action_valid": True})
+    return pd.DataFrame(rows)
+
+
+def test_truncation_hint_over_a_step_and_a_log(tmp_path):
+    from loaders import open_log
+
+    steps = _cut_steps()
+    hint = truncation_hint(trajectory_table(steps[steps["train_step"] == 1]),
+                           OutcomeRule(success_reward=1.0))
+    assert (hint.length, hint.n_cut, hint.n_failures, hint.n_traj) == (4, 2, 3, 4)
+    assert truncation_hint(trajectory_table(steps.iloc[:0])) is None
+    path = tmp_path / "cut.csv"
+    steps.to_csv(path, index=False)
+    log = open_log(path, outcome={"success_reward": 1.0})
+    whole = log.truncation_hint()
+    assert (whole.length, whole.n_cut, whole.n_failures, whole.n_traj) == (4, 4, 6, 8)
+    # with the rule offered, the summaries count them and nothing is left to offer
+    ruled = open_log(path, outcome={"success_reward": 1.0, "truncate_at": 4})
+    assert ruled.truncation_hint() is None
+    assert ruled.summary()["truncated_rate"].tolist() == [0.5, 0.5]
+    assert log.summary()["truncated_rate"].tolist() == [0.0, 0.0]
+
+
+def test_the_log_says_where_its_rule_comes_from(tmp_path):
+    from loaders import open_log
+
+    path = tmp_path / "steps.csv"
+    _steps(won=True).to_csv(path, index=False)
+    assert open_log(path).rule_origin() == "the log's won flags"
+    assert open_log(path, outcome={"truncate_at": 3}).rule_origin() == \
+        "the log's won flags, then truncate_at=3"
+    _steps().to_csv(path, index=False)
+    assert open_log(path).rule_origin().startswith("the default")

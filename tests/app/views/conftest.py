@@ -50,3 +50,32 @@ def assert_no_markup_from_logs(at) -> None:
     for element in (*at.markdown, *at.caption, *at.error, *at.warning, *at.info,
                     *at.subheader):
         assert not re.search(r"(?<!\\)(<|\]\(|\$x)", element.value), element.value
+
+
+def write_shared_task_run(path: Path, train_steps: int = 3) -> Path:
+    """A run where one task, ``cook``, is held by two groups at every training step
+    (``c{step}-1`` in a kitchen, ``c{step}-2`` in a garden: their states differ), beside a
+    task ``other`` in one group (``o{step}``). Successes are rewarded 10."""
+    import pandas as pd
+
+    writer = RunWriter(path, {"env": "synthetic", "config": {"success_reward": 10.0}})
+    for step in range(1, train_steps + 1):
+        rows = []
+        for group, task, place in ((f"c{step}-1", "cook", "kitchen"),
+                                   (f"c{step}-2", "cook", "garden"),
+                                   (f"o{step}", "other", "hall")):
+            for r in range(4):
+                length = 2 + (r + step) % 3
+                for t in range(length):
+                    rows.append({"group_id": group, "traj_id": f"{group}:{r}", "t": t,
+                                 "state_key": f"{place} room {min(t, 2 + r % 2)}",
+                                 "action": "go" if (t + r) % 2 else "look",
+                                 "episode_reward": 10.0 if r % 2 == 0 else 0.0,
+                                 "is_action_valid": True, "task": task})
+        writer.write_step(step, pd.DataFrame(rows))
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_task_run(tmp_path_factory) -> Path:
+    return write_shared_task_run(tmp_path_factory.mktemp("shared") / "shared")

@@ -8,7 +8,7 @@ from app.context import AppContext
 from app.options import AppOptions
 from app.params import SpecParams
 from app.views.export import export_table, file_stem
-from tests.app.builders import XSS_IMG, app_test
+from tests.app.builders import XSS_IMG, app_test, write_cut_csv
 
 
 def test_export_page_offers_table_and_graph_downloads(runs_root):
@@ -85,3 +85,19 @@ def test_the_page_shows_the_record_and_offers_the_csv_sidecar(runs_root):
     at.radio(key="exp_fmt").set_value("parquet").run()
     assert not any("JSON sidecar" in b.label for b in at.get("download_button"))
     assert "g2po.export" in "\n".join(c.value for c in at.caption)
+
+
+def test_the_table_marks_trajectories_cut_by_the_runs_rule_as_the_graph_does(tmp_path):
+    from g2po.graph import state_graph
+    from g2po.outcomes import OutcomeRule
+
+    steps = loaders.open_log(write_cut_csv(tmp_path / "cut.csv")).load_step(0)
+    ruled = AppContext(options=AppOptions(), params=SpecParams(rule=OutcomeRule(truncate_at=6)))
+    plain = export_table(steps, AppContext(options=AppOptions()), [])
+    table = export_table(steps, ruled, [])
+    graph = state_graph(steps, **ruled.params.graph_kwargs())
+    assert table["truncated"].tolist() == graph.steps["truncated"].tolist()
+    assert table.groupby("traj_id")["truncated"].first().sum() == 3 and \
+        not plain["truncated"].any()
+    assert table["next_node"].tolist() == graph.steps["next_node"].tolist()
+    pd.testing.assert_series_equal(table["adv"], plain["adv"])  # valued as failure all the same

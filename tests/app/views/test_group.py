@@ -207,7 +207,7 @@ def test_a_reward_one_log_with_won_gets_the_right_success_rate_and_fix(tmp_path,
     assert not at.exception
     text = texts(at)
     # the default success reward is what `won` says: 1.0, so no warning and 75 %
-    assert "success rate **75%** (from `won`)" in text
+    assert "success rate **75%** (reward = success reward 1)" in text
     assert "**1** truncated" in text
     drawn = drawn_graph(at)
     assert any(n["label"] == "truncated" for n in drawn["nodes"])
@@ -260,7 +260,8 @@ def test_graded_rewards_get_the_threshold_rule_from_won_and_kept_per_run(tmp_pat
     reward = next(n for n in at.number_input if n.key.startswith("p_success:"))
     # `won` is reproduced by 'reward ≥ 0.8' (no single reward is): the rule taken from the log
     assert on.value is True and value.value == 0.8 and reward.value == 1.0
-    assert "disagrees" not in texts(at) and "success rate **50%** (from `won`)" in texts(at)
+    assert "disagrees" not in texts(at)
+    assert "success rate **50%** (reward ≥ threshold 0.8)" in texts(at)
     assert success_visits(at) == 2 and at.query_params["success_min"] == "0.8"
     # both won rollouts' last steps lead to the success terminal, valued at 1.0
     last = steps_table(at)[lambda f: f["t"] == 1]

@@ -4,7 +4,7 @@ from streamlit.testing.v1 import AppTest
 import loaders
 from app.params import SpecParams
 from g2po.graph import state_graph
-from tests.app.builders import app_test, texts
+from tests.app.builders import app_test, entry, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
 
 
@@ -81,3 +81,55 @@ def test_hostile_text_stays_text(hostile_run):
     at = app_test("state_history", ["--log", str(hostile_run)])
     assert_no_markup_from_logs(at)
     assert len(at.get("plotly_chart")) == 4
+
+
+def test_from_a_node_the_page_keeps_the_nodes_group_when_groups_share_a_task(shared_task_run):
+    """The cooking report: node of group c2-2 → this page showed c2-1 (first by id) and its
+    most visited state. It keeps c2-2 and the node's state, and says the task has two groups."""
+    path = str(shared_task_run)
+    graph = state_graph(loaders.open_log(path).load_group(2, "c2-2"))
+    node = int(graph.nodes.index[graph.nodes["canonical_key"] == "garden room 1"][0])
+    at = AppTest.from_function(entry, kwargs={"page": "group", "argv": ["--log", path]},
+                               default_timeout=60)
+    at.query_params.update({"step": "2", "group": "c2-2", "node": str(node)})
+    at.session_state["g_tab"] = "Node"
+    at.run()
+    at.button(key=f"state_over_training:{node}").click().run()
+    assert not at.exception
+    assert at.selectbox(key="sh_task").value == "cook"
+    assert at.selectbox(key="sh_from").value == 2
+    assert at.selectbox(key="sh_group").value == "c2-2"
+    assert at.selectbox(key="sh_group").options == ["c2-1", "c2-2"]
+    assert at.selectbox(key="sh_state").value == "garden room 1"
+    table = history_table(at)
+    row = table[table["train_step"] == 2].iloc[0]
+    assert row["group_id"] == "c2-2"
+    assert row["visits"] == int(graph.nodes.loc[node, "visits"])
+    assert np.isclose(row["value"], graph.nodes.loc[node, "value"])
+    text = texts(at)
+    assert "held by several groups at 3 training step(s)" in text
+    assert "c2\\-1, c2\\-2" in text
+    offered = next(d.value for d in at.dataframe if "followed" in d.value.columns)
+    assert len(offered) == 6 and offered.loc[offered["followed"], "group_id"].tolist()[1] == \
+        "c2-2"
+    # another group at that step: its states, and the history follows it there
+    at.selectbox(key="sh_group").select("c2-1").run()
+    assert not at.exception
+    assert at.selectbox(key="sh_state").value.startswith("kitchen")
+    assert history_table(at).set_index("train_step").loc[2, "group_id"] == "c2-1"
+
+
+def test_the_page_starts_from_the_urls_group(shared_task_run):
+    at = AppTest.from_function(entry, kwargs={"page": "state_history",
+                                              "argv": ["--log", str(shared_task_run)]},
+                               default_timeout=60)
+    at.query_params.update({"step": "3", "group": "c3-2"})
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="sh_from").value == 3
+    assert at.selectbox(key="sh_group").value == "c3-2"
+    assert at.selectbox(key="sh_state").value.startswith("garden")
+    table = history_table(at)
+    numbers = table.select_dtypes("float").to_numpy().ravel()
+    numbers = numbers[np.isfinite(numbers)]
+    assert not ((numbers != 0) & (np.abs(numbers) < 1e-9)).any()  # no -3e-16: shown as 0

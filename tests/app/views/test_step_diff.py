@@ -67,3 +67,33 @@ def test_hostile_text_stays_text(hostile_run):
     at = app_test("step_diff", ["--log", str(hostile_run)])
     assert_no_markup_from_logs(at)
     assert len(at.get("component_instance")) == 2  # the two graphs
+
+
+def test_the_urls_group_is_the_one_compared_when_groups_share_a_task(shared_task_run):
+    """Step diff showed c2-1 (first by id) while the URL said c2-2."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.builders import entry
+
+    at = AppTest.from_function(entry, kwargs={"page": "step_diff",
+                                              "argv": ["--log", str(shared_task_run)]},
+                               default_timeout=60)
+    at.query_params.update({"step": "2", "group": "c2-2"})
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="sd_task").value == "cook"
+    assert at.selectbox(key="sd_b:cook").value == 2
+    assert at.selectbox(key="sd_group:cook:2").value == "c2-2"
+    assert at.selectbox(key="sd_group:cook:1").value == "c1-1"  # elsewhere: first by id
+    text = texts(at)
+    assert "**Training step 2** · group c2\\-2" in text
+    assert "Training step 2 holds this task in 2 groups: c2\\-1, c2\\-2." in text
+    log = loaders.open_log(shared_task_run)
+    expected = step_diff(state_graph(log.load_group(1, "c1-1")),
+                         state_graph(log.load_group(2, "c2-2")))
+    labels = {m.label: m.value for m in at.metric}
+    assert labels["States appeared"] == str(expected.counts()["states_appeared"])
+    # the sidebar moves to the other group: the page follows it
+    at.selectbox(key=f"group:auto:{shared_task_run.resolve()}:2").select("c2-1").run()
+    assert not at.exception
+    assert at.selectbox(key="sd_group:cook:2").value == "c2-1"

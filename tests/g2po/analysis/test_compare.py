@@ -16,6 +16,7 @@ from g2po.analysis.compare import (
 )
 from g2po.estimators import compute_advantages, register_estimator
 from g2po.graph import state_graph
+from g2po.outcomes import OutcomeRule
 from tests.app.builders import group_steps
 from tests.g2po.builders import THREE, trajectories
 
@@ -118,7 +119,7 @@ def test_nodes_are_the_explorers_and_outcomes_the_trajectories():
     facts = trajectory_facts(result.table)
     assert facts.loc["c", "length"] == 3 and facts.loc["a", "outcome"] == "success"
     # the success rule is the one given: a threshold below 0 makes every trajectory succeed
-    lenient = compare_estimators(steps, ["grpo"], success_threshold=-1.0)
+    lenient = compare_estimators(steps, ["grpo"], rule=OutcomeRule(success_threshold=-1.0))
     assert set(lenient.table["outcome"]) == {"success"}
 
 

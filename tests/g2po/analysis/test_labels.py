@@ -1,4 +1,15 @@
-from g2po.analysis.labels import distinguishing_labels, key_diff, natural_key, shorten_middle
+import numpy as np
+import pandas as pd
+
+from g2po.analysis.labels import (
+    distinguishing_labels,
+    format_number,
+    key_diff,
+    natural_key,
+    shorten_middle,
+    snap_frame,
+    snap_to_zero,
+)
 
 
 def test_labels_keep_what_tells_keys_apart():
@@ -35,3 +46,19 @@ def test_ids_shortened_in_the_middle_stay_distinct_and_sort_naturally():
     assert shorten_middle(["short"]) == ["short"]
     assert sorted(["s0:10", "s0:2", "s1:0", "s0:1"], key=natural_key) == \
         ["s0:1", "s0:2", "s0:10", "s1:0"]
+
+
+def test_floating_point_noise_shows_as_zero():
+    # a mean of advantages that cancel: the sum of these is -2.2e-16 in float64, not 0
+    noise = float(np.mean([0.1, 0.2, -0.3]))
+    assert noise != 0.0 and format_number(noise) == "0"
+    assert format_number(-0.0) == "0" and format_number(float("nan")) == "–"
+    assert format_number(0.123456) == "0.123" and format_number(-2.5) == "-2.5"
+    # relative to the values' own scale: 1e-7 is noise among values of 1e3, not among 1e-6
+    assert snap_to_zero(np.array([1e-7, 1e3])).tolist() == [0.0, 1000.0]
+    assert snap_to_zero(np.array([1e-7, 1e-6]), scale=1e-6).tolist() == [1e-7, 1e-6]
+    frame = pd.DataFrame({"value": [noise, 0.5], "visits": [1, 2], "key": ["a", "b"],
+                          "gone": [np.nan, 1.0]})
+    snapped = snap_frame(frame)
+    assert snapped["value"].tolist() == [0.0, 0.5] and snapped["visits"].tolist() == [1, 2]
+    assert np.isnan(snapped["gone"].iloc[0]) and frame["value"].iloc[0] == noise  # a copy

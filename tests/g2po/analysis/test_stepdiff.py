@@ -41,8 +41,10 @@ def test_states_transitions_values_and_success_change():
     assert b.nodes.loc[row["from_node_b"], "canonical_key"] == row["source"]
 
 
-def test_success_uses_won_when_logged():
+def test_success_follows_the_rule_the_graph_was_built_with_not_won():
     steps = _group({"r0": (["s0"], ["go"], 3.0), "r1": (["s0"], ["go"], 0.0)})
     steps["won"] = [True, False]
-    assert success_rate(state_graph(steps)) == 0.5
-    assert success_rate(state_graph(steps.drop(columns="won"))) == 0.0
+    # the default rule (success reward 10): nobody succeeds, whatever `won` says
+    assert success_rate(state_graph(steps)) == 0.0
+    assert success_rate(state_graph(steps, success_reward=3.0)) == 0.5
+    assert success_rate(state_graph(steps, success_reward=3.0, success_threshold=0.0)) == 1.0

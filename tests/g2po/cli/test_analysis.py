@@ -142,3 +142,51 @@ def test_our_csv_export_reads_back(tmp_path, capsys):
     assert main(["advantages", str(src), "--out", str(out)]) == 0
     back, _ = read_table(out, "csv", LoadReport(), ("action",))
     assert back["action"].tolist() == steps["action"].tolist()
+
+
+@pytest.fixture
+def ones(tmp_path):
+    """Group g of THREE with its success rewarded 1.0 and marked ``won`` (so the log's own
+    rule is success reward 1); its two failures last 3 steps, the success 2."""
+    steps = trajectories(THREE)
+    steps["episode_reward"] = steps["episode_reward"] / 10.0
+    steps["won"] = (steps["traj_id"] == "a") & (steps["t"] == 1)
+    path = tmp_path / "ones.csv"
+    steps.to_csv(path, index=False)
+    return path, steps.drop(columns="won")
+
+
+def test_advantages_take_the_logs_rule_unless_p_overrides_it(ones, tmp_path, capsys):
+    path, steps = ones
+    out = tmp_path / "adv.parquet"
+    assert main(["advantages", str(path), "-e", "g2po", "-e", "grpo", "--out", str(out)]) == 0
+    written = pd.read_parquet(out)
+    by_rule = compute_advantages(steps, "g2po", success_reward=1.0)
+    by_default = compute_advantages(steps, "g2po")
+    assert written["g2po/adv"].tolist() == pytest.approx(by_rule["adv"].tolist())
+    assert written["g2po/adv"].tolist() != pytest.approx(by_default["adv"].tolist())
+    # the flag sets the rule; -p overrides the rule for the estimators that take it
+    assert main(["advantages", str(path), "--success-min", "0.5", "--out", str(out)]) == 0
+    want = compute_advantages(steps, "g2po", success_reward=1.0, success_threshold=0.5)
+    assert pd.read_parquet(out)["adv"].tolist() == pytest.approx(want["adv"].tolist())
+    assert main(["advantages", str(path), "-p", "success_reward=10", "--out", str(out)]) == 0
+    assert pd.read_parquet(out)["adv"].tolist() == pytest.approx(by_default["adv"].tolist())
+    # an estimator without a success reward is not handed one
+    assert main(["advantages", str(path), "-e", "grpo", "--out", str(out)]) == 0
+    assert pd.read_parquet(out)["adv"].tolist() == pytest.approx(
+        compute_advantages(steps, "grpo")["adv"].tolist())
+
+
+def test_graph_follows_the_logs_rule_and_the_truncation_flag(ones, capsys):
+    path, _ = ones
+    assert main(["graph", str(path), "--group", "g"]) == 0
+    out = capsys.readouterr().out
+    assert "outcome rule: reward = success reward 1" in out
+    assert "truncated" not in out
+    assert main(["graph", str(path), "--group", "g", "--truncate-at", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "length ≥ 3 without success ⇒ truncated" in out
+    nodes = out.split("\nnodes\n")[1].split("\nedges\n")[0]
+    # b and c fail after 3 steps: both end at the truncated terminal, valued 0
+    (row,) = [line for line in nodes.splitlines() if "<truncated>" in line]
+    assert row.split()[1:4] == ["truncated", "<truncated>", "2"]
