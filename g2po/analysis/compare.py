@@ -103,7 +103,7 @@ def compare_estimators(
     params = params or {}
     rule = rule or OutcomeRule()
     g2po_cols, ix = estimate(steps, "g2po", state_key=state_key, **rule.estimator_kwargs())
-    success = g2po_cols["success"].to_numpy(dtype=bool)
+    success = np.asarray(g2po_cols["success"], dtype=bool)
     truncated = truncated_steps(steps, ix, success, rule.truncate_at)
     node, _ = step_node_ids(ix, success, truncated)
     outcome = np.where(g2po_cols["success"], "success",
