@@ -15,7 +15,7 @@ import pandas as pd
 
 from g2po.outcomes import OutcomeRule, rule_from_won
 from loaders.errors import LoaderError
-from loaders.report import LoadReport, attach_report
+from loaders.report import LoadReport, attach_report, report_of
 from loaders.summary import SUMMARY_COLUMNS, group_summary, step_summary, trajectory_table
 
 __all__ = ["Log", "TableLog", "manifest_rule", "step_ranges"]
@@ -116,8 +116,10 @@ class Log:
     # -- defaults --------------------------------------------------------------------------
     def trajectories(self, train_step: int) -> pd.DataFrame:
         """One row per trajectory of a training step, independent of any outcome rule
-        (:func:`loaders.summary.trajectory_table`); formats that can read less override it."""
-        return trajectory_table(self.load_step(train_step))
+        (:func:`loaders.summary.trajectory_table`; values the loader assumed, as its report
+        says, are unknown there); formats that can read less override it."""
+        steps = self.load_step(train_step)
+        return trajectory_table(steps, report_of(steps).assumed)
 
     def summary(self, rule: OutcomeRule | None = None) -> pd.DataFrame:
         """One row per training step, columns :data:`loaders.summary.SUMMARY_COLUMNS`, under
