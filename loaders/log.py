@@ -74,6 +74,11 @@ class Log:
         #: they override the log's own rule in :meth:`rule`.
         self.outcome_overrides: dict[str, object] = {}
         self._rule: OutcomeRule | None = None
+        #: Training curves kept apart from the log (verl's file logger or TensorBoard,
+        #: :mod:`loaders.curves`), read by :meth:`metrics`; set by ``open_log(metrics=…)``
+        #: or found beside a verl dump.
+        self.metrics_source: Path | None = None
+        self._curves: tuple[tuple, pd.DataFrame] | None = None
 
     @property
     def report(self) -> LoadReport:
@@ -172,8 +177,22 @@ class Log:
         return frame
 
     def metrics(self) -> pd.DataFrame:
-        """Scalar metrics per training step (only run directories record them)."""
-        return pd.DataFrame({"train_step": pd.Series(dtype=np.int64)})
+        """Scalar metrics per training step: ``train_step`` and a column per metric, from
+        :attr:`metrics_source` (read again when its files change); run directories record
+        their own. Empty (only ``train_step``) when the log has none."""
+        if self.metrics_source is None:
+            return pd.DataFrame({"train_step": pd.Series(dtype=np.int64)})
+        from loaders.curves import read_curves
+
+        source = self.metrics_source
+        files = sorted(source.rglob("*tfevents*")) if source.is_dir() else [source]
+        key = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files
+                    if f.is_file())
+        if self._curves is None or self._curves[0] != key:
+            frame = read_curves(source)
+            self._record(str(source), report_of(frame))
+            self._curves = (key, frame)
+        return self._curves[1].copy(deep=False)
 
     def refresh(self) -> None:
         """Pick up what was written since opening (live runs); a no-op for finished files."""

@@ -60,10 +60,10 @@ def trajectory_table(steps: pd.DataFrame, assumed: Collection[str] = ()) -> pd.D
 
     length : (int) steps of the trajectory. reward : its episode reward. invalid : (float)
     its steps with an invalid action; NaN when ``is_action_valid`` is among ``assumed`` (the
-    step-table columns a loader filled in rather than read). won : 1.0 / 0.0 from the log's ``won`` flag on any
-    step, NaN where the log has no ``won`` column. done : the log's ``done`` on the last step
-    (largest ``t``): 1.0 / 0.0, NaN where the log does not say. task : the first ``task`` of
-    the trajectory, where the step table has that column.
+    step-table columns a loader filled in rather than read). won : 1.0 / 0.0 from the log's
+    ``won`` flag on any step, NaN where the log has no ``won`` column. done : the log's
+    ``done`` on the last step (largest ``t``): 1.0 / 0.0, NaN where the log does not say.
+    task : the first ``task`` of the trajectory, where the step table has that column.
     """
     if steps.empty:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("group_id", "traj_id")

@@ -30,7 +30,8 @@ import pyarrow.parquet as pq
 
 from loaders.summary import TRAJECTORY_COLUMNS
 
-__all__ = ["CACHE_VERSION", "CacheEntry", "SummaryCache", "CacheProblem", "user_cache_dir"]
+__all__ = ["CACHE_VERSION", "CacheEntry", "SummaryCache", "StepTables", "CacheProblem",
+           "user_cache_dir"]
 
 #: Bumped whenever what a cached table holds, or how it is computed, changes.
 CACHE_VERSION = 1
@@ -102,11 +103,12 @@ class SummaryCache:
         digest = hashlib.sha256(f"{kind}\0{self.source}".encode()).hexdigest()[:32]
         self.path = user_cache_dir() / "summaries" / f"{digest}.parquet"
 
-    def read(self) -> dict[int, tuple[CacheEntry, pd.DataFrame]]:
-        """Training step → (entry, its trajectory table); empty when there is no cache yet.
-        Raises :class:`CacheProblem` for a cache that is unreadable or inconsistent."""
+    def read(self) -> tuple[dict[int, CacheEntry], pd.DataFrame] | None:
+        """Each file's entry by training step, and every file's trajectory table as one frame
+        (``train_step`` column, sorted by it); None when there is no cache yet. Raises
+        :class:`CacheProblem` for a cache that is unreadable or inconsistent."""
         if not self.path.is_file():
-            return {}
+            return None
         try:
             table = pq.read_table(self.path)
         except (pa.ArrowException, OSError) as err:
@@ -127,22 +129,14 @@ class SummaryCache:
         if len(by_step) != len(entries):
             raise CacheProblem("two entries claim one training step")
         frame = self._frame(table)
-        step = frame.pop("train_step").to_numpy()
-        order = np.argsort(step, kind="stable")
-        frame, step = frame.iloc[order].reset_index(drop=True), step[order]
+        step = frame["train_step"].to_numpy()
+        if (np.diff(step) < 0).any():
+            raise CacheProblem("its rows are not in training-step order")
         found = dict(zip(*np.unique(step, return_counts=True)))
         expected = {e.train_step: e.n_traj for e in entries if e.n_traj}
         if {int(k): int(v) for k, v in found.items()} != expected:
             raise CacheProblem("its rows do not match its entries")
-        out = {}
-        for entry in entries:
-            lo, hi = np.searchsorted(step, entry.train_step, side="left"), \
-                np.searchsorted(step, entry.train_step, side="right")
-            part = frame.iloc[lo:hi].reset_index(drop=True)
-            if not entry.task:
-                part = part.drop(columns="task", errors="ignore")
-            out[entry.train_step] = (entry, part)
-        return out
+        return by_step, frame
 
     @staticmethod
     def _frame(table: pa.Table) -> pd.DataFrame:
@@ -176,18 +170,17 @@ class SummaryCache:
             raise CacheProblem(f"a column has the wrong type ({err})") from None
         return frame
 
-    def write(self, tables: dict[int, tuple[CacheEntry, pd.DataFrame]]) -> None:
-        """Store every step's (entry, table), replacing the file atomically. Raises
-        :class:`OSError` when the cache folder cannot be written."""
-        parts = [table.assign(train_step=np.int64(step)) for step, (_, table)
-                 in sorted(tables.items())]
-        frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-            {name: pd.Series(dtype=np.float64) for name in ("train_step", *TRAJECTORY_COLUMNS)})
+    def write(self, entries: dict[int, CacheEntry], rows: pd.DataFrame) -> None:
+        """Store the entries and every file's table (``rows``: with ``train_step``, sorted by
+        it), replacing the file atomically. Raises :class:`OSError` when the cache folder
+        cannot be written."""
+        frame = rows
         if "task" in frame.columns:
-            frame["task"] = frame["task"].astype(object).where(frame["task"].notna(), None)
+            frame = frame.assign(task=frame["task"].astype(object).where(frame["task"].notna(),
+                                                                         None))
         arrow = pa.Table.from_pandas(frame, preserve_index=False)
         meta = {"version": CACHE_VERSION, "source": self.source,
-                "files": [asdict(entry) for _, (entry, _) in sorted(tables.items())]}
+                "files": [asdict(entry) for _, entry in sorted(entries.items())]}
         arrow = arrow.replace_schema_metadata({META_KEY: json.dumps(meta).encode("utf-8")})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
@@ -197,3 +190,63 @@ class SummaryCache:
             os.replace(tmp, self.path)
         finally:
             Path(tmp).unlink(missing_ok=True)
+
+
+class StepTables:
+    """The trajectory tables of a log's files: one frame of all of them (``train_step``
+    column, as the cache stores it and :func:`loaders.summary.step_summaries` reads it),
+    cut into one step's table only when that step is asked for."""
+
+    def __init__(self) -> None:
+        self.entries: dict[int, CacheEntry] = {}
+        self._rows = pd.DataFrame(columns=["train_step", *TRAJECTORY_COLUMNS])
+        self._bounds: dict[int, tuple[int, int]] = {}
+        self._tables: dict[int, pd.DataFrame] = {}
+        self._whole = True  # _rows holds exactly the entries' tables
+
+    def load(self, entries: dict[int, CacheEntry], rows: pd.DataFrame) -> None:
+        """Take the cache's entries and rows (sorted by ``train_step``)."""
+        self.entries = dict(entries)
+        self._tables = {}
+        self._set_rows(rows)
+
+    def _set_rows(self, rows: pd.DataFrame) -> None:
+        step = rows["train_step"].to_numpy()
+        starts = np.flatnonzero(np.r_[True, step[1:] != step[:-1]]) if len(step) else []
+        stops = [*starts[1:], len(step)]
+        self._rows = rows
+        self._bounds = {int(step[a]): (int(a), int(b)) for a, b in zip(starts, stops)}
+        self._whole = True
+
+    def put(self, entry: CacheEntry, table: pd.DataFrame) -> None:
+        """A file read now: its entry and trajectory table."""
+        self.entries[entry.train_step] = entry
+        self._tables[entry.train_step] = table
+        self._whole = False
+
+    def drop(self, train_step: int) -> None:
+        self.entries.pop(train_step, None)
+        self._tables.pop(train_step, None)
+        self._whole = False
+
+    def table(self, train_step: int) -> pd.DataFrame:
+        """One step's trajectory table (``task`` only where the file has labels)."""
+        if train_step not in self._tables:
+            lo, hi = self._bounds.get(train_step, (0, 0))
+            part = self._rows.iloc[lo:hi].drop(columns="train_step").reset_index(drop=True)
+            if not self.entries[train_step].task:
+                part = part.drop(columns="task", errors="ignore")
+            self._tables[train_step] = part
+        return self._tables[train_step]
+
+    def rows(self) -> pd.DataFrame:
+        """Every step's table in one frame, ``train_step`` first, by step."""
+        if not self._whole:
+            steps = sorted(self.entries)
+            parts = [self.table(s) for s in steps]
+            rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+                columns=TRAJECTORY_COLUMNS)
+            rows.insert(0, "train_step", np.repeat(np.asarray(steps, np.int64),
+                                                   [len(p) for p in parts]))
+            self._set_rows(rows)
+        return self._rows

@@ -45,7 +45,7 @@ from loaders.lines import read_jsonl
 from loaders.log import Log, TableLog
 from loaders.report import LoadReport, attach_report
 from loaders.summary import step_summaries
-from loaders.summary_cache import CacheEntry, CacheProblem, SummaryCache
+from loaders.summary_cache import CacheEntry, CacheProblem, StepTables, SummaryCache
 
 __all__ = [
     "VERL_FIELDS",
@@ -421,8 +421,8 @@ class VerlDump(Log):
                          LoadReport(str(path), self.format))
         self.options = {"state_regex": state_regex, "action_regex": action_regex}
         self._cache: dict[int, tuple[tuple[int, int], pd.DataFrame]] = {}
-        #: training step → (what its file was when read, its trajectory table)
-        self._tables: dict[int, tuple[CacheEntry, pd.DataFrame]] = {}
+        #: each step file's trajectory table, and what the file was when read
+        self._tables = StepTables()
         self._store = SummaryCache(path) if summary_cache else None
         self._store_read = False
         self._store_dirty = False
@@ -460,44 +460,53 @@ class VerlDump(Log):
     def summary(self, rule: OutcomeRule | None = None) -> pd.DataFrame:
         """:meth:`Log.summary`, from every step file's trajectory table in one pass."""
         rule = rule or self.rule()
-        tables = self._trajectory_tables(self.train_steps())
-        rows = pd.concat([t.assign(train_step=np.int64(s)) for s, t in tables.items()],
-                         ignore_index=True)
+        with self._lock:
+            self._fresh_tables(self.train_steps())
+            rows = self._tables.rows()
         return step_summaries(rows, rule)
 
     def _trajectory_tables(self, steps: list[int]) -> dict[int, pd.DataFrame]:
         """The trajectory tables of ``steps``: from memory or the disk cache where the file
         is unchanged, else read (several files in worker processes)."""
+        with self._lock:
+            self._fresh_tables(steps)
+            return {s: self._tables.table(s) for s in steps}
+
+    def _fresh_tables(self, steps: list[int]) -> None:
+        """Bring the tables of ``steps`` up to date with their files (under the lock)."""
         from loaders.verl_scan import scan_files
 
-        with self._lock:
-            self._read_store()
-            stats = {}
-            for step in steps:
-                try:
-                    stats[step] = self._files[step].stat()
-                except FileNotFoundError:
-                    raise LoaderError(f"{self._files[step]}: the dump file disappeared; call "
-                                      "refresh()") from None
-            stale = [s for s in steps
-                     if s not in self._tables or not self._tables[s][0].fresh(stats[s])]
+        self._read_store()
+        for step in [s for s in self._tables.entries if s not in self._files]:
+            self._tables.drop(step)  # a file gone since
+            self._store_dirty = True
+        stats = {}
+        for step in steps:
             try:
-                jobs = [(str(self._files[s]), s) for s in stale]
-                for step, scan in zip(stale, scan_files(jobs)):
-                    st = stats[step]
-                    entry = CacheEntry(self._files[step].name, step, st.st_size,
-                                       st.st_mtime_ns, len(scan.trajectories),
-                                       "task" in scan.trajectories.columns, scan.report)
-                    self._tables[step] = (entry, scan.trajectories)
-                    self._record(str(self._files[step]), LoadReport.from_dict(scan.report))
-            finally:
-                if stale or self._store_dirty:
-                    self._write_store()
-                    self._store_dirty = False
-            return {s: self._tables[s][1] for s in steps}
+                stats[step] = self._files[step].stat()
+            except FileNotFoundError:
+                raise LoaderError(f"{self._files[step]}: the dump file disappeared; call "
+                                  "refresh()") from None
+        entries = self._tables.entries
+        stale = [s for s in steps if s not in entries or not entries[s].fresh(stats[s])
+                 or entries[s].name != self._files[s].name]
+        try:
+            jobs = [(str(self._files[s]), s) for s in stale]
+            for step, scan in zip(stale, scan_files(jobs)):
+                st = stats[step]
+                entry = CacheEntry(self._files[step].name, step, st.st_size, st.st_mtime_ns,
+                                   len(scan.trajectories), "task" in scan.trajectories.columns,
+                                   scan.report)
+                self._tables.put(entry, scan.trajectories)
+                self._record(str(self._files[step]), LoadReport.from_dict(scan.report))
+                self._store_dirty = True
+        finally:
+            if self._store_dirty:
+                self._write_store()
+                self._store_dirty = False
 
     def _read_store(self) -> None:
-        """Take the disk cache's tables of the files this dump lists (once per open)."""
+        """Take the disk cache's tables (once per open)."""
         if self._store_read or self._store is None:
             return
         self._store_read = True
@@ -506,23 +515,22 @@ class VerlDump(Log):
         except CacheProblem as err:
             self._base_report.note(f"summary cache {self._store.path} not used ({err}); "
                                    "rebuilt from the dump")
+            self._store_dirty = True
             return
-        for step, (entry, table) in cached.items():
+        if cached is None:
+            return
+        entries, rows = cached
+        self._tables.load(entries, rows)
+        for step, entry in entries.items():
             path = self._files.get(step)
-            if path is not None and path.name == entry.name:
-                self._tables[step] = (entry, table)
-                if str(path) not in self._part_reports:
-                    self._record(str(path), LoadReport.from_dict(entry.report))
-            else:  # a file gone (or renamed) since: its entry leaves the cache
-                self._store_dirty = True
+            if path is not None and str(path) not in self._part_reports:
+                self._record(str(path), LoadReport.from_dict(entry.report))
 
     def _write_store(self) -> None:
         if self._store is None:
             return
-        listed = {s: self._tables[s] for s, p in self._files.items()
-                  if s in self._tables and self._tables[s][0].name == p.name}
         try:
-            self._store.write(listed)
+            self._store.write(self._tables.entries, self._tables.rows())
         except OSError as err:
             self._base_report.note(f"summary cache not written ({err.strerror or err}): the "
                                    "dump is read again on every open")

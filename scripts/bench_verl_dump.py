@@ -86,7 +86,7 @@ def step_lines(global_step: int, tasks: int, rollouts: int, max_turns: int,
     """The lines of one ``{global_step}.jsonl``, as verl writes them."""
     rng = np.random.default_rng([seed, global_step])
     entries: list[tuple[str, int, int, dict]] = []
-    for k in range(tasks):
+    for _ in range(tasks):
         task_seed = int(rng.integers(0, 10_000))
         name, instruction, observations, admissible = _world(task_seed)
         uid = str(uuid.UUID(int=int(rng.integers(0, 2**63)) << 64 | int(rng.integers(0, 2**63)),
@@ -266,8 +266,10 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(cache, ignore_errors=True)
             first = _measure_fresh(dump, env)
             later = _measure_fresh(dump, env)
-            with open(files[-1], "ab") as f:  # a step file rewritten (one line more)
-                f.write(files[-1].read_bytes().split(b"\n", 1)[0] + b"\n")
+            line = json.loads(files[-1].read_bytes().split(b"\n", 1)[0])
+            line["uid"] = "0" * 32 + "_0_0"  # a step file rewritten: one trajectory more
+            with open(files[-1], "ab") as f:
+                f.write((json.dumps(line, ensure_ascii=False) + "\n").encode())
             changed = _measure_fresh(dump, env)
             with open(files[-1], "rb+") as f:  # and back
                 f.truncate(sizes[-1])

@@ -31,7 +31,7 @@ def test_the_cache_lives_in_the_user_cache_not_beside_the_dump(dump):
     assert sorted(p.name for p in dump.iterdir()) == before
     cache = SummaryCache(dump)
     assert cache.path.is_file() and cache.path.is_relative_to(user_cache_dir())
-    assert sorted(cache.read()) == [1, 2, 3]
+    assert sorted(cache.read()[0]) == [1, 2, 3]
 
 
 def test_a_later_open_gives_the_same_tables_and_summary(dump):
@@ -72,14 +72,14 @@ def test_a_run_being_written_adds_and_grows_files(dump):
     assert summary["n_groups"].tolist() == [2, 2, 5, 3]
     fresh = open_log(dump).summary()
     pd.testing.assert_frame_equal(fresh, summary)
-    assert sorted(SummaryCache(dump).read()) == [1, 2, 3, 4]
+    assert sorted(SummaryCache(dump).read()[0]) == [1, 2, 3, 4]
 
 
 def test_a_removed_file_leaves_the_cache(dump):
     open_log(dump).summary()
     (dump / "2.jsonl").unlink()
     assert open_log(dump).summary()["train_step"].tolist() == [1, 3]
-    assert sorted(SummaryCache(dump).read()) == [1, 3]
+    assert sorted(SummaryCache(dump).read()[0]) == [1, 3]
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "other version", "rows lost",
@@ -93,23 +93,21 @@ def test_a_damaged_cache_is_rebuilt_and_said_so(dump, tmp_path, damage):
     elif damage == "truncated":
         cache.path.write_bytes(data[: len(data) // 2])
     else:
-        stored = cache.read()
+        entries, rows = cache.read()
         if damage == "rows lost":
-            entry, table = stored[2]
-            stored[2] = (entry, table.iloc[1:])
+            rows = rows[rows["train_step"] != 2].reset_index(drop=True)
         elif damage == "wrong column type":
-            entry, table = stored[1]
-            stored[1] = (entry, table.assign(length=table["length"] + 0.5))
+            rows = rows.assign(length=rows["length"] + 0.5)
         other = SummaryCache(tmp_path / "elsewhere") if damage == "other log" else cache
         if damage == "other version":
             import loaders.summary_cache as sc
             version, sc.CACHE_VERSION = sc.CACHE_VERSION, sc.CACHE_VERSION + 1
             try:
-                cache.write(stored)
+                cache.write(entries, rows)
             finally:
                 sc.CACHE_VERSION = version
         else:
-            other.write(stored)
+            other.write(entries, rows)
             if damage == "other log":
                 other.path.replace(cache.path)
     with pytest.raises(CacheProblem):
@@ -117,7 +115,7 @@ def test_a_damaged_cache_is_rebuilt_and_said_so(dump, tmp_path, damage):
     log = open_log(dump)
     pd.testing.assert_frame_equal(log.summary(), expected)
     assert any("summary cache" in n and "rebuilt" in n for n in log.report.notes)
-    assert sorted(cache.read()) == [1, 2, 3]  # written anew, readable
+    assert sorted(cache.read()[0]) == [1, 2, 3]  # written anew, readable
 
 
 def test_an_unwritable_cache_folder_is_noted_and_the_dump_still_opens(dump, tmp_path,

@@ -136,7 +136,7 @@ def test_broken_lines_raise_the_full_readers_error(tmp_path, edit, says):
     path = _dump(tmp_path, entries)
     with pytest.raises(LogFormatError) as err:
         scan_file(str(path), 1)
-    assert f"1.jsonl:3: " in str(err.value) and says in str(err.value)
+    assert "1.jsonl:3: " in str(err.value) and says in str(err.value)
 
 
 def test_malformed_json_names_the_line(tmp_path):
