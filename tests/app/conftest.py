@@ -12,6 +12,12 @@ from tests.app.builders import write_run
 
 
 @pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """Each test keeps the user cache (run colours, summary caches) in its own folder."""
+    monkeypatch.setenv("G2PO_CACHE", str(tmp_path / "g2po-cache"))
+
+
+@pytest.fixture(autouse=True)
 def _clear_streamlit_caches():
     """``st.cache_data`` / ``st.cache_resource`` outlive an AppTest; start each test clean."""
     st.cache_data.clear()
