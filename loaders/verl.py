@@ -71,6 +71,7 @@ _ROLE_LINE = re.compile(
     re.MULTILINE,
 )
 _ENV_ROLES = {"user", "tool", "ipython", "environment", "observation", "function"}
+_ROLE_NAMES = frozenset(_ROLES.split("|"))
 _END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "</s>")
 _ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL)
 _KEY_FORMAT = re.compile(r"^(.*)_(\d+)_(\d+)$", re.DOTALL)
@@ -107,12 +108,28 @@ def last_env_message(text: str) -> str | None:
     >>> last_env_message("system\\nBe brief.\\nuser\\nYou see a box.\\nassistant\\n")
     'You see a box.'
     """
-    marks = list(_ROLE_LINE.finditer(text))
+    marks = _role_marks(text)
     for i in range(len(marks) - 1, -1, -1):
-        if (marks[i].group(1) or marks[i].group(2)) in _ENV_ROLES:
-            end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-            return _strip_end_tokens(text[marks[i].end():end])
+        if marks[i][0] in _ENV_ROLES:
+            end = marks[i + 1][1] if i + 1 < len(marks) else len(text)
+            return _strip_end_tokens(text[marks[i][2]:end])
     return None
+
+
+def _role_marks(text: str) -> list[tuple[str, int, int]]:
+    """(role, start, end) of each role marker, as ``_ROLE_LINE.finditer`` finds them. Without
+    special tokens (``<|``) only whole role lines can match, and splitting the lines finds
+    them ~30x faster than the regex (this runs on every line of a dump)."""
+    if "<|" in text:
+        return [(m.group(1) or m.group(2), m.start(), m.end())
+                for m in _ROLE_LINE.finditer(text)]
+    marks = []
+    start = 0
+    for line in text.split("\n"):
+        if line.strip(" \t") in _ROLE_NAMES:
+            marks.append((line.strip(" \t"), start, start + len(line)))
+        start += len(line) + 1
+    return marks
 
 
 def default_state(text: str) -> str | None:

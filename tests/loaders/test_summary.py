@@ -114,8 +114,9 @@ def test_step_summaries_equal_step_summary_of_each_step():
     rng = np.random.default_rng(4)
     parts = []
     for step in (3, 1, 7):
-        steps = _steps().assign(episode_reward=lambda f: f["episode_reward"] * step,
-                                is_action_valid=rng.random(5) < 0.7)
+        base = _steps()
+        steps = base.assign(episode_reward=base["episode_reward"] * step,
+                            is_action_valid=rng.random(5) < 0.7)
         traj = trajectory_table(steps, assumed={"is_action_valid"} if step == 7 else ())
         parts.append(traj.assign(train_step=step))
     rows = pd.concat(parts, ignore_index=True)
