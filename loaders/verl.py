@@ -15,13 +15,19 @@ The layout, as verl 0.9.1 writes it (``RayPPOTrainer._write_generations`` and th
 
 Mapping to the step table: group = the prompt uid; trajectory = uid plus session; ``t`` = index;
 episode reward = the score of the trajectory's last turn; ``is_action_valid`` from the reward
-extra of that name (True when absent, and the report says so). The state key is the current
+extra of that name (True when absent: the report says so, and records it as assumed, so that
+summaries show invalid-action rates as unknown); ``task`` = ``gts`` where it is a short string
+(:func:`task_labels`). The state key is the current
 observation (:func:`default_state`): the last user / tool / environment message of ``input``
 (chat templates: Qwen / ChatML, Llama 3), and inside it, when it is an agent prompt in the
 paper's format (g2po's own, verl-agent's), only the current observation — not the task, the
 history or the admissible actions, which differ between rollouts in the same state. Pass
 ``state_regex`` to extract it yourself. Without ``uid`` (older verl, or the legacy trainer),
 each line is one whole trajectory of one step, and lines with the same ``input`` form a group.
+
+A dump directory (:class:`VerlDump`) is summarised without reading its text
+(:mod:`loaders.verl_scan`), and the summaries are kept between opens
+(:mod:`loaders.summary_cache`).
 """
 
 from __future__ import annotations
