@@ -131,8 +131,9 @@ def _group_labels(groups: list[str], summary) -> dict[str, str]:
     tasks = summary["task"].tolist() if "task" in summary.columns else [None] * len(summary)
     for row, task in zip(summary.itertuples(index=False), tasks, strict=True):
         gid = str(row.group_id)
+        # the task's name (verl's gts) first, where the log has one the id does not show
         named = f"{task} · {short.get(gid, gid)}" if isinstance(task, str) and task \
-            else short.get(gid, gid)  # the task's name (verl's gts) first, where the log has it
+            and task not in gid else short.get(gid, gid)
         labels[gid] = f"{named} · {int(row.n_traj)} rollouts · success {row.success_rate:.0%}"
     return labels
 
