@@ -23,6 +23,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import msgspec
@@ -242,11 +243,17 @@ def scan_files(jobs: Sequence[tuple[str, int]], workers: int | None = None
                ) -> Iterator[FileScan]:
     """:func:`scan_file` of each (path, train_step), in order, spread over worker processes
     (``workers``: default one per CPU, at most :data:`MAX_WORKERS`; one job or one worker
-    runs here). The first broken file's error is raised."""
+    runs here; where no worker can be had, the rest runs here too). The first broken file's
+    error is raised."""
     n = _workers(len(jobs)) if workers is None else max(1, min(workers, len(jobs)))
-    if n <= 1:
-        for job in jobs:
-            yield scan_file(*job)
-        return
-    with ProcessPoolExecutor(n, mp_context=_context()) as pool:
-        yield from pool.map(_scan_job, jobs, chunksize=1)
+    done = 0
+    if n > 1:
+        try:
+            with ProcessPoolExecutor(n, mp_context=_context()) as pool:
+                for scan in pool.map(_scan_job, jobs, chunksize=1):
+                    done += 1
+                    yield scan
+        except (BrokenProcessPool, OSError):
+            pass  # no workers to be had (a worker killed, no fork): the rest is read here
+    for job in jobs[done:]:
+        yield scan_file(*job)

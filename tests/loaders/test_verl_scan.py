@@ -192,3 +192,26 @@ def test_a_json_written_like_verl_holds_the_fields_the_scan_reads(tmp_path):
     first = json.loads(path.read_text().splitlines()[0])
     assert list(first) == ["input", "output", "gts", "score", "step", "uid"]
     assert np.isfinite(first["score"])
+
+
+def test_a_threaded_process_scans_through_a_fork_server(tmp_path):
+    """The app's server has threads: its workers come from a fork server, not a fork of it."""
+    import threading
+
+    from loaders.verl_scan import _context
+
+    jobs = [(str(write_verl_dump(tmp_path / "d", s, agent_loop_entries(s))), s)
+            for s in (1, 2, 3)]
+    here = [scan_file(*job) for job in jobs]
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert _context().get_start_method() == "forkserver"
+        spread = list(scan_files(jobs, workers=2))
+    finally:
+        stop.set()
+        thread.join()
+    assert _context().get_start_method() == "fork"
+    for a, b in zip(here, spread, strict=True):
+        pd.testing.assert_frame_equal(a.trajectories, b.trajectories)
