@@ -4,6 +4,7 @@ characters they stand for."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -38,21 +39,33 @@ OVERVIEW_METRICS = {
 }
 
 
-#: Run colours, one per run in the order runs were first shown (then cycling).
+#: Run colours: a run keeps the one it was first given (:mod:`app.run_colors`).
 RUN_PALETTE = tuple(qualitative.Plotly) + tuple(qualitative.D3[1::2])
 
 
-def assign_run_colors(runs: list[str], assigned: Mapping[str, str]) -> dict[str, str]:
-    """``assigned`` (run → colour, kept as it is) plus a colour for each new run in ``runs``:
-    the first palette colour no assigned run holds (cycling once all are taken). A run keeps
-    its colour when other runs are added or removed."""
+def _preference(run: str) -> int:
+    """A number fixed by the run's name alone (not Python's salted ``hash``): breaks ties."""
+    return int.from_bytes(hashlib.sha256(run.encode("utf-8", "replace")).digest()[:8], "big")
+
+
+def assign_run_colors(runs: list[str], assigned: Mapping[str, str],
+                      used: Mapping[str, int] | None = None) -> dict[str, str]:
+    """``assigned`` (run → colour, kept as it is) plus a colour for each new run of ``runs``:
+    one no run of ``runs`` holds, the least ``used`` so far (colour → how many runs ever got
+    it), ties broken by the run's own name; new runs are served in an order fixed by their
+    names, so the answer does not depend on the order of ``runs``. Only when every colour is
+    held by a run of ``runs`` do two of them share one."""
     out = dict(assigned)
-    for run in runs:
-        if run in out:
-            continue
-        used = set(out.values())
-        free = [c for c in RUN_PALETTE if c not in used]
-        out[run] = free[0] if free else RUN_PALETTE[len(out) % len(RUN_PALETTE)]
+    counts = {c: 0 for c in RUN_PALETTE}
+    counts.update({c: n for c, n in (used or {}).items() if c in counts})
+    for run in sorted((r for r in runs if r not in out), key=lambda r: (_preference(r), r)):
+        held = {out[r] for r in runs if r in out}
+        free = [c for c in RUN_PALETTE if c not in held] or list(RUN_PALETTE)
+        offset = _preference(run) % len(RUN_PALETTE)
+        color = min(free, key=lambda c: (counts[c],
+                                         (RUN_PALETTE.index(c) - offset) % len(RUN_PALETTE)))
+        out[run] = color
+        counts[color] += 1
     return out
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "within",
     "allowed_path",
     "find_logs",
+    "with_metrics",
     "table_format",
     "check_rows",
     "log_bytes",
@@ -77,7 +78,8 @@ LOADER_ERRORS = (loaders.LoaderError, ValueError, KeyError, TypeError, FileNotFo
 _READ_OPTION_FORMATS = {"mapping": ("csv", "jsonl", "parquet", "pickle"),
                         "trust_pickle": ("pickle",),
                         "state_regex": ("verl",), "action_regex": ("verl",),
-                        "outcome": (None, "run", "verl", "csv", "jsonl", "parquet", "pickle")}
+                        "outcome": (None, "run", "verl", "csv", "jsonl", "parquet", "pickle"),
+                        "metrics": (None, "run", "verl", "csv", "jsonl", "parquet", "pickle")}
 _TABLE_FORMATS = ("csv", "jsonl", "parquet")
 
 
@@ -171,9 +173,34 @@ def find_logs(path: str | Path, format: str | None = None,
     found, notes = loaders.find_logs(root, skip=None if roots is None else outside)
     refs = [LogRef((log.resolve().name or str(log)) if log == root
                    else str(log.relative_to(root)), str(log.resolve()), None,
-                   read_options(fmt, read))
+                   read_options(fmt, read) + _curves_within(log, fmt, roots))
             for log, fmt in found.items()]
     return refs, notes
+
+
+def _curves_within(log: Path, fmt: str, roots: Sequence[Path] | None
+                   ) -> tuple[tuple[str, object], ...]:
+    """For a verl dump opened from the path box (``roots`` given): the curves found beside it
+    when they lie under ``roots``, else none (``""``), so nothing outside is read."""
+    if roots is None or fmt != "verl" or not log.is_dir():
+        return ()
+    from loaders.curves import find_curves
+
+    curves, _ = find_curves(log)
+    return (("metrics", str(curves.resolve()) if curves is not None and within(curves, roots)
+             else ""),)
+
+
+def with_metrics(refs: list[LogRef], path: str | Path, metrics: str) -> list[LogRef]:
+    """``refs`` (found at a ``--log`` ``path``) with the training curves of ``--metrics``,
+    which belong to one log: :class:`loaders.LoaderError` when ``path`` holds several."""
+    if len(refs) != 1 or Path(refs[0].path) != Path(path).expanduser().resolve():
+        raise loaders.LoaderError(f"--metrics {metrics}: goes with a --log that is one log; "
+                                  f"{path} holds {len(refs)}")
+    ref = refs[0]
+    read = tuple(sorted([*((k, v) for k, v in ref.read if k != "metrics"),
+                         ("metrics", str(Path(metrics).resolve()))]))
+    return [LogRef(ref.name, ref.path, ref.format, read)]
 
 
 def table_format(ref: LogRef) -> str | None:

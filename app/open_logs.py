@@ -73,9 +73,12 @@ def log_sources(options: AppOptions, panel) -> Sources:
     """Logs from the command line (or the bundled samples), then the path box and uploads,
     drawn in ``panel`` (a container at the foot of the sidebar)."""
     refs: list[LogRef] = []
-    for path in options.logs:
+    curves = dict(options.metrics)
+    for index, path in enumerate(options.logs):
         try:
             found, notes = data.find_logs(path, options.format, options.read)
+            if index in curves:
+                found = data.with_metrics(found, path, curves[index])
         except _ERRORS as err:
             if options.from_sample:
                 st.warning("No sample rollouts found (the bundled `sample_rollouts/` folder "

@@ -40,6 +40,8 @@ class AppOptions:
         table is read whole into memory (~0.5 kB a row), run directories are not.
     cache_mb : the memory the opened logs may keep between reruns, in MiB; the least
         recently used are closed beyond it.
+    metrics : (index into ``logs``, path): the training curves of that ``--log``
+        (``--metrics`` after it).
     """
 
     logs: tuple[str, ...] = ()
@@ -51,6 +53,7 @@ class AppOptions:
     allow_dirs: tuple[str, ...] = ()
     max_rows: int = 1_000_000
     cache_mb: float = 2048.0
+    metrics: tuple[tuple[int, str], ...] = ()
 
     @property
     def mapping(self) -> dict[str, str]:
@@ -104,6 +107,10 @@ def parse_options(argv: Sequence[str] | None) -> AppOptions:
     missing = [d for d in args.allow_dir if not Path(d).expanduser().is_dir()]
     if missing:
         raise OptionsError(f"--allow-dir {missing[0]}: no such folder")
+    metrics = tuple((i, str(Path(m).expanduser())) for i, m in args.metrics or ())
+    absent = [m for _, m in metrics if not Path(m).exists()]
+    if absent:
+        raise OptionsError(f"--metrics {absent[0]}: no such file or folder")
     try:
         read = log_options(args)  # the CLI's own parsing of --map / --mapping
         check_outcome_overrides(read.get("outcome"))
@@ -118,4 +125,4 @@ def parse_options(argv: Sequence[str] | None) -> AppOptions:
                       read=tuple(sorted((k, v) for k, v in read.items() if v)),
                       plugins=tuple(args.plugin), refresh=args.refresh, from_sample=not logs,
                       allow_dirs=tuple(args.allow_dir), max_rows=args.max_rows,
-                      cache_mb=args.cache_mb)
+                      cache_mb=args.cache_mb, metrics=metrics)

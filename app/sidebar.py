@@ -193,10 +193,13 @@ def _group_labels(groups: list[str], summary) -> dict[str, str]:
     if summary is None or summary.empty or "group_id" not in summary.columns:
         return short
     labels = dict(short)
-    for row in summary.itertuples(index=False):
+    tasks = summary["task"].tolist() if "task" in summary.columns else [None] * len(summary)
+    for row, task in zip(summary.itertuples(index=False), tasks, strict=True):
         gid = str(row.group_id)
-        labels[gid] = (f"{short.get(gid, gid)} · {int(row.n_traj)} rollouts · success "
-                       f"{row.success_rate:.0%}")
+        # the task's name (verl's gts) first, where the log has one the id does not show
+        named = f"{task} · {short.get(gid, gid)}" if isinstance(task, str) and task \
+            and task not in gid else short.get(gid, gid)
+        labels[gid] = f"{named} · {int(row.n_traj)} rollouts · success {row.success_rate:.0%}"
     return labels
 
 

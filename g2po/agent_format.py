@@ -154,6 +154,22 @@ def build_prompt(
     return "\n".join(lines)
 
 
+_MARK_TAIL = "our current observation is:"
+
+
+def _last_observation_mark(prompt: str) -> int | None:
+    """Where the last ``[Yy]our current observation is: ?`` ends (None without one): the
+    regex's last match, found from the end with ``rfind`` (prompts are long, this is called
+    on every line of a dump)."""
+    stop = len(prompt)
+    while (at := prompt.rfind(_MARK_TAIL, 0, stop)) > 0:
+        if prompt[at - 1] in "Yy":
+            end = at + len(_MARK_TAIL)
+            return end + 1 if prompt[end:end + 1] == " " else end
+        stop = at + len(_MARK_TAIL) - 1
+    return None
+
+
 def current_observation(prompt: str) -> str | None:
     """The current observation of a :func:`build_prompt` prompt (or a verl-agent one), without
     the task, the history or the admissible actions; None when ``prompt`` is not in that
@@ -166,9 +182,9 @@ def current_observation(prompt: str) -> str | None:
     >>> current_observation("What is 2 + 2?") is None
     True
     """
-    marks = list(_OBSERVATION_MARK.finditer(prompt or ""))
-    if not marks:
+    end = _last_observation_mark(prompt or "")
+    if end is None:
         return None
-    rest = prompt[marks[-1].end():]
+    rest = prompt[end:]
     end = _OBSERVATION_END.search(rest)
     return (rest[:end.start()] if end else rest).strip()

@@ -23,6 +23,9 @@ class StepTableError(G2POError, ValueError):
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{len(self.problems)} problem(s) with the step table{where}:\n{lines}")
 
+    def __reduce__(self):  # pickled as it was built (errors cross process boundaries)
+        return type(self), (self.problems, self.source)
+
 
 class UnknownEstimatorError(G2POError, KeyError):
     """An estimator name that nobody registered."""

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from g2po.outcomes import OutcomeRule
+from loaders.curves import curves_kind, find_curves, read_curves
 from loaders.detect import FORMATS, check_format, detect_format
 from loaders.discover import find_logs
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError, UntrustedPickleError
@@ -44,6 +45,8 @@ __all__ = [
     "open_log",
     "load_steps",
     "check_outcome_overrides",
+    "check_metrics",
+    "read_curves",
     "detect_format",
     "find_logs",
     "write_csv",
@@ -79,6 +82,7 @@ def open_log(
     state_regex: str | None = None,
     action_regex: str | None = None,
     outcome: Mapping[str, object] | None = None,
+    metrics: str | Path | None = None,
 ) -> Log:
     """Open any supported log for browsing; see :class:`loaders.log.Log` for what it offers.
 
@@ -95,6 +99,10 @@ def open_log(
     outcome : fields of :class:`g2po.outcomes.OutcomeRule` the user set (``success_reward``,
         ``success_threshold``, ``terminal``, ``truncate_at``); they override the log's own
         rule (:meth:`Log.rule`) wherever the log is summarised or estimated.
+    metrics : the log's training curves, kept apart from it: verl's file-logger JSONL or a
+        TensorBoard run's folder (:mod:`loaders.curves`). A verl dump without it takes the
+        curves found beside it (:func:`loaders.curves.find_curves`), and says so; ``""``
+        means none (nothing is looked for).
 
     Raises
     ------
@@ -124,7 +132,26 @@ def open_log(
     else:
         log = open_table(path, fmt, mapping)
     log.outcome_overrides = overrides
+    if metrics == "":
+        pass
+    elif metrics is not None:
+        log.metrics_source = check_metrics(metrics)
+    elif fmt == "verl" and path.is_dir():
+        log.metrics_source, notes = find_curves(path)
+        for note in notes:
+            log._base_report.note(note)
     return log
+
+
+def check_metrics(path: str | Path) -> Path:
+    """A ``--metrics`` path, checked to hold training curves; :class:`LoaderError` says what
+    it holds instead."""
+    path = Path(path).expanduser()
+    try:
+        curves_kind(path)
+    except NoLogFoundError as err:
+        raise LoaderError(f"--metrics {err}") from None
+    return path
 
 
 def check_outcome_overrides(outcome: Mapping[str, object] | None) -> dict[str, object]:

@@ -118,7 +118,7 @@ def task_column(log: Log) -> str:
         except (pa.ArrowInvalid, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
         return TASK_COLUMN if TASK_COLUMN in names else "group_id"
-    columns = log.load_step(steps[-1]).columns
+    columns = log.trajectories(steps[-1]).columns  # a verl dump reads only what it needs
     return TASK_COLUMN if TASK_COLUMN in columns else "group_id"
 
 
@@ -151,13 +151,15 @@ def task_index(log: Log, by: str | None = None) -> TaskIndex:
 
 
 def _table_step_tasks(log: Log, step: int) -> dict[str, str]:
-    rows = log.load_step(step)
+    """{group: task} of one step, from its trajectory table (a group's first task; a group
+    without one is a task of its own, named by its id)."""
+    rows = log.trajectories(step)
     if TASK_COLUMN not in rows.columns:
         raise LoaderError(f"{log.path}: training step {step} has no column {TASK_COLUMN!r}; "
                           "match tasks by group_id instead")
-    pairs = rows[["group_id", TASK_COLUMN]].drop_duplicates("group_id")
-    return dict(zip(pairs["group_id"].astype(str), pairs[TASK_COLUMN].astype(str),
-                    strict=True))
+    task = rows.groupby("group_id", sort=True)[TASK_COLUMN].first()
+    named = task.where(task.notna(), task.index.to_series())
+    return dict(zip(named.index.astype(str), named.astype(str), strict=True))
 
 
 def _file_meta(path: Path) -> tuple[tuple[str, int, int], pq.FileMetaData, list[dict]]:

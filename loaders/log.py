@@ -15,7 +15,7 @@ import pandas as pd
 
 from g2po.outcomes import OutcomeRule, TruncationHint, rule_from_won
 from loaders.errors import LoaderError
-from loaders.report import LoadReport, attach_report
+from loaders.report import LoadReport, attach_report, report_of
 from loaders.summary import (
     SUMMARY_COLUMNS,
     group_summary,
@@ -81,6 +81,11 @@ class Log:
         self.outcome_overrides: dict[str, object] = {}
         self._rule: OutcomeRule | None = None
         self._rule_origin = ""
+        #: Training curves kept apart from the log (verl's file logger or TensorBoard,
+        #: :mod:`loaders.curves`), read by :meth:`metrics`; set by ``open_log(metrics=…)``
+        #: or found beside a verl dump.
+        self.metrics_source: Path | None = None
+        self._curves: tuple[tuple, pd.DataFrame] | None = None
 
     @property
     def report(self) -> LoadReport:
@@ -131,8 +136,10 @@ class Log:
     # -- defaults --------------------------------------------------------------------------
     def trajectories(self, train_step: int) -> pd.DataFrame:
         """One row per trajectory of a training step, independent of any outcome rule
-        (:func:`loaders.summary.trajectory_table`); formats that can read less override it."""
-        return trajectory_table(self.load_step(train_step))
+        (:func:`loaders.summary.trajectory_table`; values the loader assumed, as its report
+        says, are unknown there); formats that can read less override it."""
+        steps = self.load_step(train_step)
+        return trajectory_table(steps, report_of(steps).assumed)
 
     def summary(self, rule: OutcomeRule | None = None) -> pd.DataFrame:
         """One row per training step, columns :data:`loaders.summary.SUMMARY_COLUMNS`, under
@@ -194,8 +201,22 @@ class Log:
         return frame
 
     def metrics(self) -> pd.DataFrame:
-        """Scalar metrics per training step (only run directories record them)."""
-        return pd.DataFrame({"train_step": pd.Series(dtype=np.int64)})
+        """Scalar metrics per training step: ``train_step`` and a column per metric, from
+        :attr:`metrics_source` (read again when its files change); run directories record
+        their own. Empty (only ``train_step``) when the log has none."""
+        if self.metrics_source is None:
+            return pd.DataFrame({"train_step": pd.Series(dtype=np.int64)})
+        from loaders.curves import read_curves
+
+        source = self.metrics_source
+        files = sorted(source.rglob("*tfevents*")) if source.is_dir() else [source]
+        key = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files
+                    if f.is_file())
+        if self._curves is None or self._curves[0] != key:
+            frame = read_curves(source)
+            self._record(str(source), report_of(frame))
+            self._curves = (key, frame)
+        return self._curves[1].copy(deep=False)
 
     def refresh(self) -> None:
         """Pick up what was written since opening (live runs); a no-op for finished files."""

@@ -40,13 +40,16 @@ class Skip:
 class LoadReport:
     """Skipped rows by reason, and notes on assumptions (defaults filled in, fields derived).
 
-    ``source`` is the path the loader opened, ``format`` the format it read it as.
+    ``source`` is the path the loader opened, ``format`` the format it read it as;
+    ``assumed`` maps each step-table column the loader filled in rather than read to why (its
+    note), so that summaries show those values as unknown (:mod:`loaders.summary`).
     """
 
     source: str = ""
     format: str = ""
     skips: dict[str, Skip] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    assumed: dict[str, str] = field(default_factory=dict)
 
     def skip(self, reason: str, where: str, count: int = 1) -> None:
         """Count ``count`` rows skipped for ``reason`` at ``where`` (``file:line``)."""
@@ -60,6 +63,12 @@ class LoadReport:
         if message not in self.notes:
             self.notes.append(message)
 
+    def assume(self, column: str, why: str) -> None:
+        """Record that ``column``'s values were filled in, not read from the log (``why``, also
+        kept as a note, says with what)."""
+        self.assumed.setdefault(column, why)
+        self.note(why)
+
     @property
     def n_skipped(self) -> int:
         return sum(s.count for s in self.skips.values())
@@ -72,6 +81,8 @@ class LoadReport:
             mine.where.extend(entry.where[: max(0, _MAX_WHERE - len(mine.where))])
         for message in other.notes:
             self.note(message)
+        for column, why in other.assumed.items():
+            self.assumed.setdefault(column, why)
 
     def warn(self, stacklevel: int = 3) -> None:
         """Issue one :class:`LoadWarning` per skip reason."""
@@ -87,14 +98,14 @@ class LoadReport:
         return {"source": self.source, "format": self.format, "n_skipped": self.n_skipped,
                 "skipped": {r: {"count": s.count, "where": list(s.where)}
                             for r, s in self.skips.items()},
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "assumed": dict(self.assumed)}
 
     @classmethod
     def from_dict(cls, data: dict) -> LoadReport:
         skips = {r: Skip(r, int(v["count"]), list(v["where"]))
                  for r, v in (data.get("skipped") or {}).items()}
         return cls(data.get("source", ""), data.get("format", ""), skips,
-                   list(data.get("notes") or []))
+                   list(data.get("notes") or []), dict(data.get("assumed") or {}))
 
 
 def attach_report(frame, report: LoadReport):

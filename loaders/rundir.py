@@ -574,7 +574,10 @@ class Run(Log):
 
     def metrics(self) -> pd.DataFrame:
         """``metrics.jsonl`` as a frame, one row per training step (the last line wins when a
-        resumed run wrote a step twice; the earlier one is reported as skipped)."""
+        resumed run wrote a step twice; the earlier one is reported as skipped), unless
+        curves were given from elsewhere (:attr:`metrics_source`)."""
+        if self.metrics_source is not None:
+            return super().metrics()
         path = self.path / METRICS
         if not path.exists() or path.stat().st_size == 0:
             return super().metrics()

@@ -7,6 +7,7 @@ run is checked in constant memory, and a broken step does not hide the others.
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,35 +137,121 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
                 where = f"training step {step}" if log.has_train_steps else ""
                 result.problems.extend(_problem_lines(err, where))
     else:
-        for step in result.train_steps:
-            where = f"training step {step}" if log.has_train_steps else ""
-            try:
-                steps = log.load_step(step)
-            except _READ_ERRORS as err:
-                result.problems.extend(_problem_lines(err, where))
-                continue
-            result.problems.extend(f"{where}: {p}" if where else p
-                                   for p in log.step_problems(step, steps))
-            result.n_groups += steps["group_id"].nunique()
-            result.n_traj += len(steps.drop_duplicates(["group_id", "traj_id"]))
-            result.n_steps += len(steps)
-            traj = with_outcomes(trajectory_table(steps), rule)
-            result.n_success += int(traj["success"].sum())
-            result.n_truncated += int(traj["truncated"].sum())
-            trajectories.append(traj)
+        parts = LoadReport()
+        for found in _check_all(log, result.train_steps, path, format, options):
+            result.problems.extend(found.problems)
+            result.n_groups += found.n_groups
+            result.n_traj += found.n_traj
+            result.n_steps += found.n_steps
+            trajectories.extend(found.trajectories)
+            if found.report:
+                parts.merge(LoadReport.from_dict(found.report))
         if trajectories:
-            result.truncation = truncation_hint(pd.concat(trajectories, ignore_index=True),
-                                                rule)
+            every = pd.concat(trajectories, ignore_index=True)
+            traj = with_outcomes(every, rule)
+            result.n_success = int(traj["success"].sum())
+            result.n_truncated = int(traj["truncated"].sum())
+            result.truncation = truncation_hint(every, rule)
     try:
         log.metrics()
     except _READ_ERRORS as err:
         result.problems.extend(_problem_lines(err, "metrics"))
     result.report = log.report
+    if not quick:
+        result.report.merge(parts)
     if log.format == "run":
         for folder in stale_checkpoints(log.path / CHECKPOINTS):
             result.report.note(f"{folder}: a checkpoint left half-written by a killed save "
                                f"({_size(folder)}); resuming the run removes it, or delete it")
     return result
+
+
+@dataclass
+class _StepCheck:
+    """What checking some training steps found (plain data: it comes back from workers)."""
+
+    problems: list[str] = field(default_factory=list)
+    n_groups: int = 0
+    n_traj: int = 0
+    n_steps: int = 0
+    report: dict = field(default_factory=dict)
+    #: each step's rule-free :func:`loaders.summary.trajectory_table`, for the rule's counts
+    trajectories: list[pd.DataFrame] = field(default_factory=list)
+
+
+def _check(log: Log, train_steps: list[int]) -> _StepCheck:
+    """Read and check ``train_steps`` of ``log``, one at a time."""
+    found = _StepCheck()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoadWarning)
+        for step in train_steps:
+            where = f"training step {step}" if log.has_train_steps else ""
+            try:
+                steps = log.load_step(step)
+            except _READ_ERRORS as err:
+                found.problems.extend(_problem_lines(err, where))
+                continue
+            found.problems.extend(f"{where}: {p}" if where else p
+                                  for p in log.step_problems(step, steps))
+            found.n_groups += steps["group_id"].nunique()
+            found.n_traj += len(steps.drop_duplicates(["group_id", "traj_id"]))
+            found.n_steps += len(steps)
+            found.trajectories.append(trajectory_table(steps))
+    return found
+
+
+def _check_job(job: tuple) -> _StepCheck:
+    """:func:`_check` in a worker, on the log opened there; its report comes back."""
+    from loaders import open_log
+
+    path, format, options, train_steps = job
+    log = open_log(path, format, **{**options, "metrics": ""})
+    found = _check(log, train_steps)
+    found.report = log.report.to_dict()
+    return found
+
+
+def _check_all(log: Log, train_steps: list[int], path, format, options: dict
+               ) -> list[_StepCheck]:
+    """:func:`_check` of every step: logs of one file per step (verl dumps, run directories)
+    are checked in worker processes, a share of the steps each (their reports come back in
+    ``report``; a check made here leaves it empty: the log's own report has it)."""
+    from loaders.verl_scan import _context, _workers
+
+    n = _workers(len(train_steps)) if log.format in ("verl", "run") else 1
+    if n <= 1:
+        return [_check(log, train_steps)]
+    shares = [train_steps[i::n] for i in range(n)]
+    jobs = [(str(path), format, options, share) for share in shares]
+    with ProcessPoolExecutor(n, mp_context=_context()) as pool:
+        found = list(pool.map(_check_job, jobs))
+    order = {step: i for i, step in enumerate(train_steps)}
+    # problems in step order, as one process would list them
+    merged = _StepCheck()
+    for part in found:
+        merged.n_groups += part.n_groups
+        merged.n_traj += part.n_traj
+        merged.n_steps += part.n_steps
+        merged.trajectories.extend(part.trajectories)
+    merged.problems = sorted((p for part in found for p in part.problems),
+                             key=lambda p: _step_of(p, order))
+    reports = [LoadReport.from_dict(part.report) for part in found]
+    total = LoadReport()
+    for report in reports:
+        total.merge(report)
+    merged.report = total.to_dict()
+    return [merged]
+
+
+def _step_of(problem: str, order: dict[int, int]) -> int:
+    """The position of the training step a problem names (``training step N: …``)."""
+    head = problem.split(":", 1)[0]
+    if head.startswith("training step "):
+        try:
+            return order.get(int(head.removeprefix("training step ")), -1)
+        except ValueError:
+            pass
+    return -1
 
 
 def _logs_below(folder: Path) -> list[str]:

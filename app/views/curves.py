@@ -1,7 +1,9 @@
-"""Training curves: every scalar the trainer logged in ``metrics.jsonl`` (losses, KL, grad norm,
-advantage statistics, |TD|, validation scores, timings …), grouped by namespace, for every
-chosen run on one chart per metric, each run in its own colour; optional smoothing; click a
-point to open that training step in the group explorer."""
+"""Training curves: every scalar the trainer logged (a run directory's ``metrics.jsonl``, or
+verl's file logger or TensorBoard events beside a dump: losses, KL, grad norm, advantage
+statistics, |TD|, validation scores, timings …), grouped by namespace, for every chosen run on
+one chart per metric, each run in its own colour; optional smoothing; click a point to open
+that training step in the group explorer. What reading the curves noted (a resumed verl run's
+file logger lacks the steps before the resume) is said above the charts."""
 
 from __future__ import annotations
 
@@ -16,12 +18,13 @@ from app.ui import show_error
 from app.views.overview import goto_step, run_colors
 from g2po.analysis.history import metric_namespaces, metric_series, namespace_of
 from g2po.errors import G2POError
+from loaders import report_of
 
 __all__ = ["render", "DEFAULT_METRICS", "default_metrics"]
 
 #: Shown first when a run logged them (in this order); else the first metric of each namespace.
-DEFAULT_METRICS = ("rollout/success_rate", "actor/pg_loss", "actor/kl_loss", "actor/grad_norm",
-                   "adv/std", "g2po/td_error_abs_mean", "g2po/merge_rate")
+DEFAULT_METRICS = ("rollout/success_rate", "critic/score/mean", "actor/pg_loss", "actor/kl_loss",
+                   "actor/grad_norm", "adv/std", "g2po/td_error_abs_mean", "g2po/merge_rate")
 _MAX_DEFAULT = 4
 
 
@@ -56,6 +59,8 @@ def _metrics_of(logs: list[OpenLog]) -> dict[str, pd.DataFrame]:
             continue
         if len(frame.columns) > 1:
             frames[opened.name] = frame
+            for note in report_of(frame).notes:
+                st.caption(escape_markdown(f"{opened.name}: {note}"))
     return frames
 
 
@@ -67,7 +72,8 @@ def render(ctx: AppContext) -> None:
     frames = _metrics_of(ctx.logs)
     if not frames:
         st.info("None of the chosen runs logged training metrics (run directories record them "
-                "in metrics.jsonl).")
+                "in metrics.jsonl; for a verl dump, give its file logger's JSONL or its "
+                "TensorBoard folder with --metrics after its --log, or keep them beside it).")
         return
     groups: dict[str, set[str]] = {}
     for frame in frames.values():

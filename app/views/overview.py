@@ -1,7 +1,7 @@
 """Run overview: per training step, reward, success rate, episode length, invalid-action rate
 and state-merge rate of every chosen run; click a point (or pick a step) to open that training
-step in the group explorer. Each run keeps one colour on every chart of the session
-(:func:`run_colors`), whichever runs are added or removed."""
+step in the group explorer. Each run keeps its colour on every chart, in every session and
+after restarts (:func:`run_colors`), whichever runs are added or removed."""
 
 from __future__ import annotations
 
@@ -9,30 +9,32 @@ import pandas as pd
 import streamlit as st
 
 from app import data
-from app.charts import OVERVIEW_METRICS, assign_run_colors, overview_figure, overview_runs
+from app.charts import OVERVIEW_METRICS, overview_figure, overview_runs
 from app.context import AppContext, OpenLog
 from app.rules import truncation_offer
+from app.run_colors import run_colors_for
 from app.safe import escape_markdown
 from app.sidebar import GOTO_STEP
 from app.ui import md, show_error
 from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
+from loaders.summary import UNKNOWN_WITHOUT
 
 __all__ = ["render", "AUTO_MERGE_RATE_ROWS", "merge_rate_column", "run_colors", "goto_step",
            "RUN_COLORS"]
 
 #: Runs with at most this many step rows get their merge rate computed without asking.
 AUTO_MERGE_RATE_ROWS = 300_000
-#: Session key: run key → colour, filled as runs are first shown.
+#: Session key: run path → colour of the runs shown last (for tests and views).
 RUN_COLORS = "_g2po_run_colors"
 
 
 def run_colors(logs: list[OpenLog]) -> dict[str, str]:
-    """Run name → colour for ``logs``: a run keeps the colour it got when first shown in this
-    session (keyed by its path, so a renamed duplicate keeps its own)."""
-    by_key = assign_run_colors([o.key for o in logs], st.session_state.get(RUN_COLORS, {}))
-    st.session_state[RUN_COLORS] = by_key
-    return {o.name: by_key[o.key] for o in logs}
+    """Run name → colour for ``logs``: the colour each run was first given, kept across
+    sessions and restarts by its path (:mod:`app.run_colors`)."""
+    by_path = run_colors_for([o.ref.path for o in logs])
+    st.session_state[RUN_COLORS] = by_path
+    return {o.name: by_path[o.ref.path] for o in logs}
 
 
 def merge_rate_column(metrics: pd.DataFrame) -> str | None:
@@ -61,6 +63,17 @@ def _summary_of(opened: OpenLog, compute_merge: bool, state_key: str,
         notes.append(opened.name)
     summary.insert(0, "run", opened.name)
     return summary, notes
+
+
+def _unknown(logs: list[OpenLog], summary: pd.DataFrame, metric: str) -> dict[str, str]:
+    """Run name → why ``metric`` is unknown for it: the runs without a value there whose log
+    assumed the column it is computed from (:data:`loaders.summary.UNKNOWN_WITHOUT`)."""
+    column = UNKNOWN_WITHOUT.get(metric)
+    if column is None:
+        return {}
+    valued = set(summary.loc[summary[metric].notna(), "run"])
+    return {o.name: o.log.report.assumed[column] for o in logs
+            if o.name not in valued and column in o.log.report.assumed}
 
 
 def render(ctx: AppContext) -> None:
@@ -104,17 +117,26 @@ def render(ctx: AppContext) -> None:
     colors = run_colors(ctx.logs)
     cols = st.columns(2)
     for i, (metric, title) in enumerate(OVERVIEW_METRICS.items()):
-        if summary[metric].isna().all():
+        unknown = _unknown(ctx.logs, summary, metric)
+        if summary[metric].isna().all() and not unknown:
             continue
         with cols[i % 2]:
-            event = st.plotly_chart(overview_figure(summary, metric, title, colors),
-                                    key=f"ov_{metric}",
-                                    on_select="rerun", selection_mode="points")
-            points = (event.selection or {}).get("points", []) if event else []
-            if points:
-                runs = overview_runs(summary, metric)
-                curve = int(points[0].get("curve_number", 0))
-                clicked = (runs[curve] if curve < len(runs) else None, int(points[0]["x"]))
+            if summary[metric].isna().all():
+                st.metric(title, "unknown")
+            else:
+                event = st.plotly_chart(overview_figure(summary, metric, title, colors),
+                                        key=f"ov_{metric}",
+                                        on_select="rerun", selection_mode="points")
+                points = (event.selection or {}).get("points", []) if event else []
+                if points:
+                    runs = overview_runs(summary, metric)
+                    curve = int(points[0].get("curve_number", 0))
+                    clicked = (runs[curve] if curve < len(runs) else None,
+                               int(points[0]["x"]))
+            if unknown:
+                with st.popover("Unknown: why?", key=f"ov_unknown_{metric}"):
+                    for name, reason in unknown.items():
+                        st.caption(escape_markdown(f"{name}: {reason}"))
 
     st.subheader("Drill in")
     active = ctx.active

@@ -1,9 +1,10 @@
 """``g2po validate``, and the log options every command that reads a log shares.
 
 ``add_log_options`` / ``log_options`` give any command ``--format``, ``--map``, ``--mapping``,
-``--trust-pickle``, ``--state-regex`` and ``--action-regex``, so each one opens every log format
-:mod:`loaders` reads, and the outcome rule (``--success-reward``, ``--success-min``,
-``--truncate-at``) that every summary and estimate of the log then follows.
+``--trust-pickle``, ``--state-regex``, ``--action-regex`` and ``--metrics``, so each one opens
+every log format :mod:`loaders` reads (with its training curves), and the outcome rule
+(``--success-reward``, ``--success-min``, ``--truncate-at``) that every summary and estimate of
+the log then follows.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ def add_log_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--action-regex", metavar="REGEX",
                    help="verl dumps: extract the action from the output text (default: the "
                         "last <action>…</action>, else the whole output)")
+    g.add_argument("--metrics", action=_Metrics, metavar="FILE_OR_DIR",
+                   help="the log's training curves: verl's file-logger JSONL or a TensorBoard "
+                        "run's folder (default for a verl dump: found beside it); in the "
+                        "app, for the --log before it")
     o = p.add_argument_group("reading outcomes (default: the log's own rule: run.json, else "
                              "its won flags, else success reward 10)")
     o.add_argument("--success-reward", type=float, metavar="R",
@@ -44,6 +49,20 @@ def add_log_options(p: argparse.ArgumentParser) -> None:
     o.add_argument("--truncate-at", type=int, metavar="N",
                    help="a trajectory of N or more steps that did not succeed was cut at the "
                         "step limit (for logs without a done flag)")
+
+
+class _Metrics(argparse.Action):
+    """``--metrics``: (index of the ``--log`` it follows, path); a command's one path is 0."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        logs = getattr(namespace, "log", None)
+        if logs is not None and not logs:
+            raise argparse.ArgumentError(self, "give it after the --log whose curves it holds")
+        index = len(logs) - 1 if logs is not None else 0
+        pairs = list(getattr(namespace, self.dest, None) or [])
+        if any(i == index for i, _ in pairs):
+            raise argparse.ArgumentError(self, "one --metrics per log")
+        setattr(namespace, self.dest, [*pairs, (index, values)])
 
 
 def log_options(args: argparse.Namespace) -> dict:
@@ -59,6 +78,8 @@ def log_options(args: argparse.Namespace) -> dict:
         options["outcome"] = outcome
     if args.trust_pickle:
         options["trust_pickle"] = True
+    if getattr(args, "metrics", None) and not hasattr(args, "log"):  # a command's one log
+        options["metrics"] = args.metrics[0][1]
     return options
 
 

@@ -11,6 +11,21 @@ from tests.app.browser import ARTIFACTS, chromium, chromium_missing
 from tests.app.builders import write_run
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory):
+    """The app's tests (and the servers they start) keep the user cache (run colours, summary
+    caches) out of the user's own."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("G2PO_CACHE", str(tmp_path_factory.mktemp("g2po-cache")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """Each test keeps the user cache (run colours, summary caches) in its own folder."""
+    monkeypatch.setenv("G2PO_CACHE", str(tmp_path / "g2po-cache"))
+
+
 @pytest.fixture(autouse=True)
 def _clear_streamlit_caches():
     """``st.cache_data`` / ``st.cache_resource`` outlive an AppTest; start each test clean."""

@@ -54,11 +54,20 @@ def test_run_colours_stay_when_runs_come_and_go():
     from app.charts import RUN_PALETTE, assign_run_colors
 
     first = assign_run_colors(["b"], {})
-    assert first == {"b": RUN_PALETTE[0]}
     both = assign_run_colors(["a", "b"], first)
-    assert both["b"] == RUN_PALETTE[0] and both["a"] == RUN_PALETTE[1]
+    assert both["b"] == first["b"] and both["a"] != both["b"]
+    # a new run's colour does not depend on the order runs are listed in
+    names = [f"run-{i}" for i in range(6)]
+    assert assign_run_colors(names, {}) == assign_run_colors(names[::-1], {})
+    # a handful of runs open together never share a colour, until the palette runs out
     many = assign_run_colors([f"r{i}" for i in range(len(RUN_PALETTE) + 3)], {})
-    assert len(set(list(many.values())[:len(RUN_PALETTE)])) == len(RUN_PALETTE)
+    assert len(set(many.values())) == len(RUN_PALETTE)
+    # a new run takes a colour no open run holds, the least given so far
+    used = {c: 5 for c in RUN_PALETTE}
+    used[RUN_PALETTE[3]] = 0
+    assert assign_run_colors(["new"], {}, used)["new"] == RUN_PALETTE[3]
+    held = assign_run_colors(["old", "new"], {"old": RUN_PALETTE[3]}, used)
+    assert held["old"] == RUN_PALETTE[3] and held["new"] != RUN_PALETTE[3]
 
 
 def test_metric_figure_names_each_traces_run_and_escapes():

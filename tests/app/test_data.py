@@ -22,6 +22,7 @@ from app.data import (
     session_uploads,
     upload_root,
     with_mapping,
+    with_metrics,
 )
 from tests.app.builders import group_steps
 
@@ -182,3 +183,28 @@ def test_sessions_opening_one_log_at_once_read_it_once():
     for t in threads:
         t.join()
     assert len(made) == 1 and len(got) == 4 and all(g is got[0] for g in got)
+
+
+def test_curves_go_with_one_log_and_stay_within_the_roots(runs_root, tmp_path):
+    from tests.loaders.builders import agent_loop_entries, write_verl_dump
+
+    run = tmp_path / "exp"
+    dump = run / "rollout_data"
+    write_verl_dump(dump, 1, agent_loop_entries(1))
+    curves = run / "exp.jsonl"
+    curves.write_text('{"step": 1, "data": {"actor/pg_loss": 0.5}}\n')
+    # the path box, with only the dump allowed: the curves beside it lie outside, unread
+    refs, _ = find_logs(dump, roots=[dump.resolve()])
+    assert dict(refs[0].read)["metrics"] == ""
+    assert open_log(refs[0]).metrics_source is None
+    # with the folder above allowed too, they are taken
+    refs, _ = find_logs(dump, roots=[run.resolve()])
+    assert dict(refs[0].read)["metrics"] == str(curves.resolve())
+    # --metrics: for one log only
+    one, _ = find_logs(dump)
+    paired = with_metrics(one, dump, str(curves))
+    assert dict(paired[0].read)["metrics"] == str(curves.resolve())
+    assert len(open_log(paired[0]).metrics()) == 1
+    several, _ = find_logs(runs_root)
+    with pytest.raises(loaders.LoaderError, match="goes with a --log that is one log"):
+        with_metrics(several, runs_root, str(curves))

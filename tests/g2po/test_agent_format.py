@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from g2po.agent_format import (
     build_prompt,
     current_observation,
@@ -120,3 +123,16 @@ def test_current_observation_reads_back_what_build_prompt_wrote():
         prompt = build_prompt("task", observation, admissible, history, action_hint="code")
         assert current_observation(prompt) == observation
     assert current_observation("Tell me a joke.") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["Your current observation is:", "your current observation is: ",
+                                 "our current observation is:", "Y", "y", " ", "\n", "x",
+                                 "A hall.", "Your admissible actions of the current situation "
+                                 "are: ['a']."]), max_size=20))
+def test_the_last_observation_mark_is_the_regexs_last_match(pieces):
+    from g2po.agent_format import _OBSERVATION_MARK, _last_observation_mark
+
+    prompt = "".join(pieces)
+    marks = list(_OBSERVATION_MARK.finditer(prompt))
+    assert _last_observation_mark(prompt) == (marks[-1].end() if marks else None)

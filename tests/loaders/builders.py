@@ -121,3 +121,58 @@ def rewrite_footer(path: Path, edit: Callable[[dict], None] | bytes) -> None:
     with pq.ParquetWriter(path, schema) as writer:
         for table in tables:
             writer.write_table(table.replace_schema_metadata(meta))
+
+
+def _curve_metrics(step: int, scale: float = 1.0) -> dict:
+    """What verl's trainer logs at a step: its namespaces, numpy scalars among them."""
+    out = {"actor/pg_loss": scale * 0.1 * step, "actor/entropy": np.float32(2.0 - 0.1 * step),
+           "critic/score/mean": np.float64(scale * step), "timing_s/gen": 1.5 + step,
+           "perf/throughput": 100.0 * step, "response_length/mean": 50.0 + step}
+    if step % 2 == 0:
+        out["val-core/alfworld/reward/mean@1"] = 0.1 * step
+    return out
+
+
+def _log_run(backends: list[str], steps, env: dict, scale: float = 1.0) -> None:
+    """One verl run (or its resumption) logging ``steps`` through verl's ``Tracking``."""
+    import pytest
+    from verl.utils.tracking import Tracking
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in env.items():
+            mp.setenv(name, str(value))
+        tracker = Tracking(project_name="g2po", experiment_name="exp", default_backend=backends)
+        for step in steps:
+            tracker.log(data=_curve_metrics(step, scale), step=step)
+        tracker.finish()
+
+
+def write_verl_curves(root: Path) -> Path:
+    """Training curves written by verl's own ``Tracking`` class under ``root`` (skips the test
+    when verl or torch's TensorBoard writer is not installed; importing verl is slow):
+
+    - ``both/exp.jsonl`` and ``both/tb/``: one run, steps 1-6, to the file and tensorboard
+      backends at once;
+    - ``resumed.jsonl``: steps 1-6, then a run resumed at step 4 logging 4-8 at twice the
+      values (the file is opened "wb" again);
+    - ``tensorboard_log/g2po/{a,b}``: TensorBoard's default layout with two runs; ``a`` steps
+      1-6, resumed at 4 up to 8 at twice the values (a second event file); ``b`` steps 1-3;
+    - ``root/g2po/exp.jsonl``: the file backend's default place under
+      ``$VERL_FILE_LOGGER_ROOT``, steps 1-2.
+    """
+    import pytest
+
+    pytest.importorskip("verl.utils.tracking")
+    pytest.importorskip("torch.utils.tensorboard")
+    both = root / "both"
+    _log_run(["file", "tensorboard"], range(1, 7),
+             {"VERL_FILE_LOGGER_PATH": both / "exp.jsonl", "TENSORBOARD_DIR": both / "tb"})
+    resumed = root / "resumed.jsonl"
+    _log_run(["file"], range(1, 7), {"VERL_FILE_LOGGER_PATH": resumed})
+    _log_run(["file"], range(4, 9), {"VERL_FILE_LOGGER_PATH": resumed}, scale=2.0)
+    tb = root / "tensorboard_log" / "g2po"
+    _log_run(["tensorboard"], range(1, 7), {"TENSORBOARD_DIR": tb / "a"})
+    _log_run(["tensorboard"], range(1, 4), {"TENSORBOARD_DIR": tb / "b"})
+    _log_run(["tensorboard"], range(4, 9), {"TENSORBOARD_DIR": tb / "a"}, scale=2.0)
+    _log_run(["file"], range(1, 3), {"VERL_FILE_LOGGER_ROOT": root / "root"})
+    return root

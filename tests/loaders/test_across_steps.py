@@ -123,3 +123,20 @@ def test_a_task_in_several_groups_keeps_the_group_asked_for():
     assert index.groups_at("cook", 3) == ["s3", "s5"] and index.groups_at("cook", 9) == []
     assert index.shared_steps("cook") == {1: ["s1", "s3"], 3: ["s3", "s5"]}
     assert index.shared_steps("other") == {}
+
+
+def test_a_verl_dump_follows_tasks_by_their_gts(tmp_path):
+    from loaders import open_log
+    from tests.loaders.builders import agent_loop_entries, write_verl_dump
+
+    for step in (1, 2, 3):
+        entries = agent_loop_entries(step, prompts=2)
+        for e in entries:  # a new uid every step, the same task names
+            e["gts"] = f"game-{e['uid'].split('_')[0][-1]}"
+        write_verl_dump(tmp_path / "d", step, entries)
+    index = task_index(open_log(tmp_path / "d"))
+    assert index.by == "task"
+    assert index.tasks() == ["game-0", "game-1"]
+    groups = index.groups_of("game-1")
+    assert groups["train_step"].tolist() == [1, 2, 3]
+    assert groups["group_id"].nunique() == 3

@@ -30,3 +30,16 @@ def test_merge_and_notes_once():
     a.merge(b)
     assert a.notes == ["x", "y"] and a.n_skipped == 3
     assert a.lines()[0].startswith("3 row(s) skipped: r")
+
+
+def test_assumed_columns_travel_with_the_report():
+    a = LoadReport("d", "verl")
+    a.assume("is_action_valid", "no validity: assumed valid")
+    assert a.assumed == {"is_action_valid": "no validity: assumed valid"}
+    assert a.notes == ["no validity: assumed valid"]  # said once, also as a note
+    back = LoadReport.from_dict(a.to_dict())
+    assert back.assumed == a.assumed
+    merged = LoadReport()
+    merged.merge(back)
+    assert merged.assumed == a.assumed
+    assert LoadReport.from_dict({"notes": []}).assumed == {}  # reports written before

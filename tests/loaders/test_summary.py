@@ -9,6 +9,7 @@ import pytest
 from g2po.outcomes import OutcomeRule
 from loaders.summary import (
     group_summary,
+    step_summaries,
     step_summary,
     trajectory_table,
     truncation_hint,
@@ -143,3 +144,42 @@ def test_the_log_says_where_its_rule_comes_from(tmp_path):
         "the log's won flags, then truncate_at=3"
     _steps().to_csv(path, index=False)
     assert open_log(path).rule_origin().startswith("the default")
+
+
+def test_assumed_validity_is_unknown_not_zero():
+    steps = _steps().assign(is_action_valid=True)  # what a loader fills in without the column
+    traj = trajectory_table(steps, assumed={"is_action_valid"})
+    assert traj["invalid"].isna().all()
+    assert np.isnan(step_summary(traj)["invalid_rate"])
+    assert group_summary(traj)["invalid_rate"].isna().all()
+    # read, not assumed: the same rows count zero invalid steps
+    assert step_summary(trajectory_table(steps))["invalid_rate"] == 0.0
+
+
+def test_step_summaries_equal_step_summary_of_each_step():
+    rng = np.random.default_rng(4)
+    parts = []
+    for step in (3, 1, 7):
+        base = _steps()
+        steps = base.assign(episode_reward=base["episode_reward"] * step,
+                            is_action_valid=rng.random(5) < 0.7)
+        traj = trajectory_table(steps, assumed={"is_action_valid"} if step == 7 else ())
+        parts.append(traj.assign(train_step=step))
+    rows = pd.concat(parts, ignore_index=True)
+    for rule in (OutcomeRule(), OutcomeRule(success_reward=3.0),
+                 OutcomeRule(success_threshold=5.0)):
+        together = step_summaries(rows, rule)
+        assert together["train_step"].tolist() == [1, 3, 7]
+        for _, row in together.iterrows():
+            one = step_summary(rows[rows["train_step"] == row["train_step"]], rule)
+            for key, value in one.items():
+                assert row[key] == pytest.approx(value, nan_ok=True), (key, rule)
+    assert step_summaries(rows.iloc[:0])["train_step"].tolist() == []
+
+
+def test_group_summary_names_each_groups_task():
+    steps = _steps().assign(task=[None, None, "t-a", "t-b", None])
+    g = group_summary(trajectory_table(steps)).set_index("group_id")
+    # a trajectory's task is its first step's; a group's, the first one given
+    assert g["task"].to_dict() == {"a": "t-a", "b": "t-b"}
+    assert "task" not in group_summary(trajectory_table(_steps())).columns

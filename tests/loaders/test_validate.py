@@ -132,3 +132,28 @@ def test_a_folder_of_logs_says_which_logs_it_holds(tmp_path):
     problems = validate_log(tmp_path).problems
     assert "no logs found in this directory" in problems[0]
     assert problems[1].endswith("holds 1 log(s) below it: a/s.csv; validate each")
+
+
+def test_a_verl_dump_is_checked_in_workers_as_one_process_would(tmp_path):
+    """Every step read and checked (workers share the steps): the same counts, problems in
+    step order, and skipped lines counted once."""
+    from loaders import open_log
+    from loaders.validate import _check
+    from tests.loaders.builders import agent_loop_entries, write_verl_dump
+
+    dump = tmp_path / "d"
+    for step in range(1, 7):
+        entries = agent_loop_entries(step)
+        if step in (2, 5):
+            entries[1]["score"] = "high"
+        write_verl_dump(dump, step, entries)
+    with open(dump / "6.jsonl", "a") as f:
+        f.write('{"input": "unfinished')
+    result = validate_log(dump)
+    here = _check(open_log(dump), list(range(1, 7)))
+    assert (result.n_groups, result.n_traj, result.n_steps) == \
+        (here.n_groups, here.n_traj, here.n_steps) == (8, 16, 56)  # 4 readable steps
+    assert result.problems == here.problems
+    assert [p.split(":", 1)[0] for p in result.problems] == ["training step 2",
+                                                           "training step 5"]
+    assert result.report.n_skipped == 1

@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from g2po.errors import StepTableError
 from loaders import (
@@ -306,3 +308,17 @@ def test_bad_field_values_name_line_and_field(tmp_path, edit, says):
     with pytest.raises(LogFormatError, match=r"1.jsonl:3: ") as err:
         load_steps(tmp_path / "d")
     assert says in str(err.value)
+
+
+_PIECES = ["user", "assistant", "system", "tool", "users", " ", "\t", "\n", "\r", "x",
+           "<|im_start|>", "<|end_header_id|>", "observation", "你"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+def test_role_lines_are_found_as_the_regex_finds_them(pieces):
+    from loaders.verl import _ROLE_LINE, _role_marks
+
+    text = "".join(pieces)
+    expected = [(m.group(1) or m.group(2), m.start(), m.end()) for m in _ROLE_LINE.finditer(text)]
+    assert _role_marks(text) == expected

@@ -11,7 +11,8 @@ def _bench():
     return load_script("bench_history")
 
 
-def test_the_run_keeps_tasks_and_logs_namespaced_metrics(tmp_path):
+def test_the_run_keeps_tasks_and_logs_namespaced_metrics(tmp_path, monkeypatch):
+    monkeypatch.setenv("G2PO_CACHE", str(tmp_path / "cache"))  # run colours stay out of ~/.cache
     bench = _bench()
     rows = bench.generate_run(tmp_path / "run", 3, 2, 4, 10, 80)
     log = loaders.open_log(tmp_path / "run")

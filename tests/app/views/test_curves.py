@@ -30,10 +30,12 @@ def test_runs_keep_their_colours_and_smoothing_adds_raw_traces(training_runs):
     at = app_test("curves", ["--log", str(training_runs)])
     at.multiselect(key="cv_metrics").set_value(["actor/pg_loss"]).run()
     fig = charts(at)[0].proto.spec
-    assert '"#636EFA"' in fig and '"#EF553B"' in fig  # train_a first colour, train_b second
+    colours = at.session_state["_g2po_run_colors"]
+    a, b = (colours[str((training_runs / n).resolve())] for n in ("train_a", "train_b"))
+    assert a != b and f'"{a}"' in fig and f'"{b}"' in fig
     at.multiselect(key="runs").unselect("train_a").run()
     fig = charts(at)[0].proto.spec
-    assert '"#EF553B"' in fig and '"#636EFA"' not in fig  # train_b keeps its colour
+    assert f'"{b}"' in fig and f'"{a}"' not in fig  # train_b keeps its colour
     at.multiselect(key="runs").select("train_a").run()
     at.slider(key="cv_smooth").set_value(0.6).run()
     assert not at.exception
@@ -41,7 +43,7 @@ def test_runs_keep_their_colours_and_smoothing_adds_raw_traces(training_runs):
     assert spec.count('"opacity":0.3') == 2  # one faded raw line per run
     values = at.dataframe[0].value
     assert (values["smoothed"] != values["value"]).any()
-    assert RUN_PALETTE[0] == "#636EFA"
+    assert a in RUN_PALETTE and b in RUN_PALETTE
 
 
 def test_no_metrics_logged_says_so(runs_root, training_runs):
@@ -84,3 +86,30 @@ def test_hostile_metric_names_stay_text(tmp_path):
     assert_no_markup_from_logs(at)
     assert len(charts(at)) == 2
     assert all(XSS_IMG not in c.proto.spec for c in charts(at))
+
+
+def test_a_verl_dump_with_its_file_logger_or_tensorboard_curves_is_one_run(tmp_path):
+    """--log DUMP --metrics FILE_OR_DIR: the dump's training curves (written by verl's own
+    Tracking) on the page, in verl's namespaces; a resumed file logger says what is missing."""
+    from tests.loaders.builders import agent_loop_entries, write_verl_curves, write_verl_dump
+
+    curves = write_verl_curves(tmp_path / "verl_logs")
+    dump = tmp_path / "rollout_data"
+    for step in (1, 2, 3):
+        write_verl_dump(dump, step, agent_loop_entries(step))
+    for source in (curves / "both" / "exp.jsonl", curves / "both" / "tb"):
+        at = app_test("curves", ["--log", str(dump), "--metrics", str(source)])
+        assert not at.exception
+        options = at.multiselect(key="cv_metrics").options
+        assert {"actor/pg_loss", "critic/score/mean", "timing_s/gen", "perf/throughput",
+                "response_length/mean", "val-core/alfworld/reward/mean@1"} <= set(options)
+        assert at.multiselect(key="cv_metrics").value[:2] == ["critic/score/mean",
+                                                                "actor/pg_loss"]
+        assert len(charts(at)) >= 2
+        assert {"actor", "critic"} <= {s.value for s in at.subheader}
+        values = at.dataframe[0].value
+        assert set(values["run"]) == {"rollout_data"}
+        assert sorted(set(values["train_step"])) == [1, 2, 3, 4, 5, 6]
+    at = app_test("curves", ["--log", str(dump), "--metrics", str(curves / "resumed.jsonl")])
+    shown = texts(at).replace("\\", "")  # as read, markdown escapes aside
+    assert "starts at step 4" in shown and "steps 1-3 missing" in shown

@@ -51,7 +51,49 @@ def test_a_run_keeps_its_colour_when_another_is_added(runs_root):
     alone = at.get("plotly_chart")[0].proto.spec
     at.multiselect(key="runs").set_value(["run_a", "run_b"]).run()
     both = at.get("plotly_chart")[0].proto.spec
-    colour_b = at.session_state["_g2po_run_colors"][f"auto:{(runs_root / 'run_b').resolve()}"]
+    colour_b = at.session_state["_g2po_run_colors"][str((runs_root / "run_b").resolve())]
     assert f'"{colour_b}"' in alone and f'"{colour_b}"' in both
-    colour_a = at.session_state["_g2po_run_colors"][f"auto:{(runs_root / 'run_a').resolve()}"]
+    colour_a = at.session_state["_g2po_run_colors"][str((runs_root / "run_a").resolve())]
     assert colour_a != colour_b and f'"{colour_a}"' in both and f'"{colour_a}"' not in alone
+
+
+def test_a_run_keeps_its_colour_after_a_restart_with_a_run_that_sorts_first(runs_root):
+    """The issue's case: run_b alone, then the app started again with run_a too."""
+    import streamlit as st
+
+    import app.run_colors
+
+    first = app_test("overview", ["--log", str(runs_root / "run_b")])
+    colour_b = first.session_state["_g2po_run_colors"][str((runs_root / "run_b").resolve())]
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    app.run_colors._DEFAULT.clear()  # a new server: only the registry on disk remains
+    again = app_test("overview", ["--log", str(runs_root)])
+    colours = again.session_state["_g2po_run_colors"]
+    assert colours[str((runs_root / "run_b").resolve())] == colour_b
+    assert colours[str((runs_root / "run_a").resolve())] != colour_b
+    spec = again.get("plotly_chart")[0].proto.spec
+    assert f'"{colour_b}"' in spec
+
+
+def test_a_dump_without_validity_shows_the_invalid_rate_as_unknown(runs_root, tmp_path):
+    from tests.loaders.builders import agent_loop_entries, write_verl_dump
+
+    dump = tmp_path / "rollout_data"
+    for step in (1, 2):
+        write_verl_dump(dump, step, agent_loop_entries(step))
+    at = app_test("overview", ["--log", str(dump)])
+    assert not at.exception
+    assert [m.label for m in at.metric] == ["Invalid-action rate"]
+    assert at.metric[0].value == "unknown"
+    assert "ov_invalid_rate" not in [c.key for c in charts(at)]  # no chart of zeros
+    assert len(charts(at)) == 4  # reward, success rate, length, merge rate
+    why = [c.value for c in at.caption if "assumed valid" in c.value]
+    assert len(why) == 1 and why[0].startswith("rollout\\_data\\: is\\_action\\_valid absent")
+    table = next(d.value for d in at.dataframe if "invalid_rate" in d.value.columns)
+    assert table["invalid_rate"].isna().all()
+    # beside a run that knows its invalid actions: that run's chart, the dump named unknown
+    both = app_test("overview", ["--log", str(runs_root / "run_a"), "--log", str(dump)])
+    assert not both.exception
+    assert not both.metric and len(charts(both)) == 5
+    assert any("assumed valid" in c.value for c in both.caption)

@@ -1,0 +1,259 @@
+"""The trajectory tables of a verl dump's files, read fast: only the fields a summary needs.
+
+A summary (:func:`loaders.summary.trajectory_table`) needs, of each line, the ``uid``, the
+``score``, ``is_action_valid``, ``step`` and ``gts``, never the prompt and response text that
+make up ~99 % of the bytes. :func:`scan_file` decodes each file with msgspec into a struct of
+those fields (the text is checked to be JSON strings, not decoded) and reuses the full
+reader's rules (:func:`loaders.verl.split_keys`, :func:`~loaders.verl.add_rewards`,
+:func:`~loaders.verl.task_labels`, :func:`g2po.steps.check_steps`) on them. Anything that
+is not the plain shape verl writes (a line msgspec cannot take, a legacy dump without uids,
+bad UTF-8, an unfinished last line, a repeated step, a field with an unexpected type, ``won``
+/ ``done`` / ``task`` fields) sends the file to the full reader
+(:func:`loaders.verl.load_verl_file`), so the table, and any error, is exactly the full
+reader's. The report of a scan holds what the scan read (skips, the score and step notes,
+the assumed validity); notes about state keys come when the rows are read.
+
+:func:`scan_files` scans many files in worker processes, each file in one worker: memory is
+bounded by one file per worker, not by the run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from loaders.files import read_bytes
+from loaders.report import LoadReport
+from loaders.summary import trajectory_table
+from loaders.verl import (
+    MAX_TASK_CHARS,
+    VALIDITY_ASSUMED,
+    load_verl_file,
+    split_keys,
+    step_disagrees,
+    task_labels,
+)
+
+__all__ = ["FileScan", "scan_file", "scan_files", "MAX_WORKERS"]
+
+#: The most worker processes a scan starts.
+MAX_WORKERS = 8
+_UNSET = msgspec.UNSET
+_OTHER_COLUMNS = ("won", "done", "task")  # fields a trajectory table would read
+
+
+class _Line(msgspec.Struct):
+    """The fields of a dump line a summary reads; other fields are checked as JSON, skipped."""
+
+    input: msgspec.Raw
+    output: msgspec.Raw
+    score: float
+    uid: str | msgspec.UnsetType = _UNSET
+    step: int | float | None | msgspec.UnsetType = _UNSET
+    gts: msgspec.Raw | msgspec.UnsetType = _UNSET
+    is_action_valid: bool | msgspec.UnsetType = _UNSET
+    won: msgspec.Raw | msgspec.UnsetType = _UNSET
+    done: msgspec.Raw | msgspec.UnsetType = _UNSET
+    task: msgspec.Raw | msgspec.UnsetType = _UNSET
+
+
+_DECODER = msgspec.json.Decoder(_Line)
+_MAX_LABEL_BYTES = 4 * MAX_TASK_CHARS + 2  # a JSON string of MAX_TASK_CHARS characters, at most
+
+
+class _Unusual(Exception):
+    """The file is not in the plain shape the fast path reads: the full reader takes it."""
+
+
+@dataclass
+class FileScan:
+    """One dump file summarised: its training step, :func:`trajectory_table` (with
+    ``task`` where its lines carry labels), its report as plain data, and ``how``: ``fast``
+    (the fields a summary needs) or ``full`` (the whole reader)."""
+
+    train_step: int
+    trajectories: pd.DataFrame
+    report: dict
+    how: str
+
+
+_QUOTE = b'"'
+
+
+def _label(raw: msgspec.Raw | msgspec.UnsetType) -> object:
+    """A ``gts`` value as far as :func:`task_labels` needs it: short strings decoded."""
+    if raw is _UNSET:
+        return None
+    view = memoryview(raw)
+    if len(view) > _MAX_LABEL_BYTES or view[:1] != _QUOTE:
+        return None
+    return msgspec.json.decode(raw)
+
+
+def _codes(keys: list[str]) -> tuple[np.ndarray, np.ndarray, list[str], list[str]] | None:
+    """:func:`loaders.verl.split_keys` as codes: each line's trajectory code and turn, and
+    each trajectory's group and id (None where the full reader would not split the keys)."""
+    parts = [k.rpartition("_") for k in keys]
+    if not all(p[2].isdecimal() for p in parts):
+        return None
+    traj_codes, traj_keys = pd.factorize(pd.Series([p[0] for p in parts]), sort=True)
+    split = split_keys([f"{k}_0" for k in traj_keys])
+    if split is None:
+        return None
+    try:
+        turn = np.array([int(p[2]) for p in parts], dtype=np.int64)
+    except OverflowError:
+        return None
+    return traj_codes.astype(np.int64), turn, split[0], split[1]
+
+
+def _fast(data: bytes, source: str, train_step: int, report: LoadReport) -> pd.DataFrame:
+    if not data.endswith(b"\n"):
+        raise _Unusual  # an unfinished last line (or an empty file): the reader says which
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Unusual from None
+    try:
+        lines = _DECODER.decode_lines(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise _Unusual from None
+    view = memoryview
+    if not lines or not all(view(x.input)[:1] == _QUOTE and view(x.output)[:1] == _QUOTE
+                            and x.won is _UNSET and x.done is _UNSET and x.task is _UNSET
+                            for x in lines):
+        raise _Unusual
+    keys = [x.uid for x in lines]
+    if _UNSET in keys:
+        raise _Unusual
+    coded = _codes(keys)
+    if coded is None:
+        raise _Unusual
+    code, t, groups, trajs = coded
+    score = np.array([x.score for x in lines], dtype=np.float64)
+    if not np.isfinite(score).all() or (t > 2**62).any():
+        raise _Unusual
+
+    # Each trajectory's turns run 0, 1, …, T-1 once (else the full reader explains).
+    order = np.lexsort((t, code))
+    c, ts = code[order], t[order]
+    start = np.r_[True, c[1:] != c[:-1]]
+    first_row = np.flatnonzero(start)
+    position = np.arange(len(c)) - np.repeat(first_row, np.diff(np.r_[first_row, len(c)]))
+    if (ts != position).any():
+        raise _Unusual
+    last_row = np.r_[first_row[1:] - 1, len(c) - 1]
+    episode = np.empty(len(trajs))
+    episode[c[last_row]] = score[order][last_row]  # the score of the last turn
+    varies = int((episode[code] != score).sum())
+    if varies:
+        report.note(f"{source}: score differs between the turns of {varies} line(s); "
+                    "episode_reward = the last turn's score, per-turn scores in step_reward")
+    valid = [x.is_action_valid for x in lines]
+    if all(v is _UNSET for v in valid):
+        invalid = np.zeros(len(lines), dtype=bool)
+        report.assume("is_action_valid", VALIDITY_ASSUMED)
+    elif _UNSET in valid:
+        raise _Unusual
+    else:
+        invalid = ~np.array(valid, dtype=bool)
+    steps = [x.step for x in lines]
+    if any(s is not _UNSET for s in steps):
+        given = np.array([np.nan if s is _UNSET or s is None else s for s in steps],
+                         dtype=np.float64)
+        finite = np.isfinite(given)
+        if (finite & ((given != np.round(given)) | (np.abs(given) > 2.0**62))).any() \
+                or np.isinf(given).any():
+            raise _Unusual
+        if (given != train_step).any():
+            report.note(step_disagrees(source))
+
+    # The rows trajectory_table reads: one per line, keys as categories of the trajectories
+    # (in sorted order, as trajectory_table sorts them).
+    traj_cat = pd.Categorical.from_codes(code, pd.Index(trajs, dtype=object))
+    group_codes, group_ids = pd.factorize(pd.Series(groups), sort=True)  # sorted categories:
+    rows = pd.DataFrame({
+        "group_id": pd.Categorical.from_codes(group_codes[code], group_ids),
+        "traj_id": traj_cat,
+        "t": t,
+        "episode_reward": episode[code],
+        "is_action_valid": ~invalid,
+    })
+    firsts = order[first_row]  # the first turn of each trajectory carries its task label
+    labels = task_labels([_label(lines[i].gts) for i in firsts.tolist()])
+    if any(label is not None for label in labels):
+        task = np.full(len(lines), None, dtype=object)
+        task[firsts] = labels
+        rows["task"] = task
+    return trajectory_table(rows, report.assumed)
+
+
+def scan_file(path: str, train_step: int, fast: bool = True) -> FileScan:
+    """Summarise one ``{train_step}.jsonl``: the fast path, else (or with ``fast`` False) the
+    full reader. Raises what the full reader raises for a broken file."""
+    source = str(path)
+    if fast:
+        report = LoadReport(source, "verl")
+        try:
+            table = _fast(read_bytes(path), source, train_step, report)
+            return FileScan(train_step, table, report.to_dict(), "fast")
+        except _Unusual:
+            pass
+    report = LoadReport(source, "verl")
+    steps = load_verl_file(path, report, train_step=train_step)
+    return FileScan(train_step, trajectory_table(steps, report.assumed), report.to_dict(),
+                    "full")
+
+
+def _scan_job(job: tuple[str, int]) -> FileScan:
+    return scan_file(*job)
+
+
+def _workers(n_jobs: int) -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, n_jobs, MAX_WORKERS))
+
+
+def _context():
+    """``fork`` from a single-threaded process (nothing to import again); from a threaded one
+    (the app's server) a fork server, started once, whose children hold no other thread's
+    locks."""
+    import multiprocessing
+
+    if threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
+    return ctx
+
+
+def scan_files(jobs: Sequence[tuple[str, int]], workers: int | None = None
+               ) -> Iterator[FileScan]:
+    """:func:`scan_file` of each (path, train_step), in order, spread over worker processes
+    (``workers``: default one per CPU, at most :data:`MAX_WORKERS`; one job or one worker
+    runs here; where no worker can be had, the rest runs here too). The first broken file's
+    error is raised."""
+    n = _workers(len(jobs)) if workers is None else max(1, min(workers, len(jobs)))
+    done = 0
+    if n > 1:
+        try:
+            with ProcessPoolExecutor(n, mp_context=_context()) as pool:
+                for scan in pool.map(_scan_job, jobs, chunksize=1):
+                    done += 1
+                    yield scan
+        except (BrokenProcessPool, OSError):
+            pass  # no workers to be had (a worker killed, no fork): the rest is read here
+    for job in jobs[done:]:
+        yield scan_file(*job)

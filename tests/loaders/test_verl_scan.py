@@ -1,0 +1,217 @@
+"""The fast summary of a verl dump file: the full reader's table and errors, read faster."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from g2po.errors import StepTableError
+from loaders import LogFormatError
+from loaders.verl import VALIDITY_ASSUMED, load_verl_file
+from loaders.verl_scan import scan_file, scan_files
+from tests.loaders.builders import agent_loop_entries, legacy_entries, write_verl_dump
+
+
+def _state_note(note: str) -> bool:
+    return "state key" in note
+
+
+def _same_as_full(path, step: int = 1):
+    """scan_file's fast answer equals the full reader's: table, skips, assumptions, and every
+    note but those about state keys (those come with the rows); or the same error."""
+    try:
+        full = scan_file(str(path), step, fast=False)
+    except Exception as err:  # noqa: BLE001 - the full reader's error, whatever it is
+        with pytest.raises(type(err)) as fast_err:
+            scan_file(str(path), step)
+        assert str(fast_err.value) == str(err)
+        return None
+    fast = scan_file(str(path), step)
+    pd.testing.assert_frame_equal(fast.trajectories, full.trajectories)
+    for key in ("skipped", "assumed", "n_skipped"):
+        assert fast.report[key] == full.report[key]
+    assert fast.report["notes"] == [n for n in full.report["notes"] if not _state_note(n)]
+    return fast
+
+
+def _dump(tmp_path, entries, step: int = 1):
+    return write_verl_dump(tmp_path / "d", step, entries)
+
+
+def test_plain_agent_loop_dump_takes_the_fast_path(tmp_path):
+    path = _dump(tmp_path, agent_loop_entries(1, prompts=3, sessions=4))
+    scan = _same_as_full(path)
+    assert scan.how == "fast"
+    table = scan.trajectories
+    steps = load_verl_file(path)
+    assert len(table) == steps.groupby(["group_id", "traj_id"]).ngroups == 12
+    assert table["length"].sum() == len(steps)
+    assert table["invalid"].isna().all()  # no is_action_valid: unknown, not 0
+    assert scan.report["assumed"] == {"is_action_valid": VALIDITY_ASSUMED}
+
+
+def test_validity_task_labels_and_step_notes(tmp_path):
+    entries = agent_loop_entries(1, valid_extra=True)
+    for i, e in enumerate(entries):
+        e["gts"] = f"game-{e['uid'][:4]}" if i % 5 else None  # a label on most lines
+        e["step"] = 1 if i != 3 else 2
+    scan = _same_as_full(_dump(tmp_path, entries))
+    assert scan.how == "fast"
+    assert scan.trajectories["invalid"].sum() == sum(not e["is_action_valid"] for e in entries)
+    assert any("field 'step' disagrees" in n for n in scan.report["notes"])
+    assert "task" in scan.trajectories.columns
+
+
+def test_scores_that_differ_between_turns(tmp_path):
+    entries = agent_loop_entries(1)
+    entries[0]["score"] = 3.0  # a first turn with its own score
+    scan = _same_as_full(_dump(tmp_path, entries))
+    assert scan.how == "fast"
+    assert any("score differs between the turns of 1 line" in n for n in scan.report["notes"])
+
+
+def _rewrite(path, edit):
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(edit(lines)))
+
+
+@pytest.mark.parametrize("case", [
+    "legacy", "int uid", "uid without turn", "won field", "task field", "mixed validity",
+    "numeric validity", "blank lines", "unfinished last line", "exact duplicate",
+    "bad utf-8", "nan token in an extra", "whole float step", "skipped turn",
+    "score varies, turn order shuffled",
+])
+def test_unusual_files_give_the_full_readers_answer(tmp_path, case):
+    entries = legacy_entries(1) if case == "legacy" else agent_loop_entries(1)
+    if case == "int uid":
+        for i, e in enumerate(entries):
+            e["uid"] = i
+    elif case == "uid without turn":
+        entries[1]["uid"] = entries[1]["uid"].rsplit("_", 1)[0]
+    elif case in ("won field", "task field"):
+        entries[0][case.split()[0]] = True if case == "won field" else "t"
+    elif case == "mixed validity":
+        entries[0]["is_action_valid"] = False
+    elif case == "numeric validity":
+        for e in entries:
+            e["is_action_valid"] = 1
+    elif case == "whole float step":
+        entries[0]["step"] = 1.0
+    elif case == "skipped turn":
+        del entries[1]
+    elif case == "score varies, turn order shuffled":
+        entries[0]["score"], entries = 5.0, entries[::-1]
+    path = _dump(tmp_path, entries)
+    if case == "blank lines":
+        _rewrite(path, lambda ls: [ls[0], "\n", "  \n", *ls[1:]])
+    elif case == "unfinished last line":
+        _rewrite(path, lambda ls: [*ls, ls[0][:40]])
+    elif case == "exact duplicate":
+        _rewrite(path, lambda ls: [*ls, ls[2]])
+    elif case == "bad utf-8":
+        path.write_bytes(path.read_bytes().replace(b"room 1", b"room \xff", 1))
+    elif case == "nan token in an extra":
+        _rewrite(path, lambda ls: [ls[0][:-2] + ', "acc": NaN}\n', *ls[1:]])
+    fast = _same_as_full(path)
+    if case in ("skipped turn", "mixed validity"):  # the full reader's own error, raised
+        assert fast is None
+        return
+    still_plain = ("score varies, turn order shuffled", "blank lines", "whole float step")
+    assert fast.how == ("fast" if case in still_plain else "full")
+    assert len(fast.trajectories) > 0
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    ({"score": "high"}, "field 'score' is not a number: 'high'"),
+    ({"step": 1.5}, "field 'step' is not a whole number: 1.5"),
+    ({"input": 7}, "field 'input' must be text"),
+    ({"uid": None}, "field 'uid' must be text"),
+])
+def test_broken_lines_raise_the_full_readers_error(tmp_path, edit, says):
+    entries = agent_loop_entries(1)
+    entries[2].update(edit)
+    path = _dump(tmp_path, entries)
+    with pytest.raises(LogFormatError) as err:
+        scan_file(str(path), 1)
+    assert "1.jsonl:3: " in str(err.value) and says in str(err.value)
+
+
+def test_malformed_json_names_the_line(tmp_path):
+    path = _dump(tmp_path, agent_loop_entries(1))
+    _rewrite(path, lambda ls: [ls[0], '{"input": "x", oops\n', *ls[1:]])
+    with pytest.raises(LogFormatError, match=r"1.jsonl:2: malformed JSON line"):
+        scan_file(str(path), 1)
+
+
+def test_many_files_in_worker_processes(tmp_path):
+    jobs = []
+    for step in range(1, 6):
+        entries = agent_loop_entries(step, prompts=2, valid_extra=step % 2 == 0)
+        jobs.append((str(write_verl_dump(tmp_path / "d", step, entries)), step))
+    here = [scan_file(*job) for job in jobs]
+    spread = list(scan_files(jobs, workers=2))
+    assert [s.train_step for s in spread] == [1, 2, 3, 4, 5]
+    for a, b in zip(here, spread, strict=True):
+        pd.testing.assert_frame_equal(a.trajectories, b.trajectories)
+        assert a.report == b.report
+
+
+def test_an_error_in_a_worker_is_raised_with_its_file(tmp_path):
+    jobs = []
+    for step in range(1, 4):
+        entries = agent_loop_entries(step)
+        if step == 2:
+            entries[0]["score"] = "high"
+        jobs.append((str(write_verl_dump(tmp_path / "d", step, entries)), step))
+    with pytest.raises(LogFormatError, match=r"2.jsonl:1: field 'score'"):
+        list(scan_files(jobs, workers=2))
+    with pytest.raises(StepTableError):  # errors keep their type and fields across processes
+        bad = agent_loop_entries(4)
+        del bad[1]
+        list(scan_files([jobs[0], (str(write_verl_dump(tmp_path / "d", 4, bad)), 4)],
+                        workers=2))
+
+
+def test_long_or_structured_gts_labels_nothing(tmp_path):
+    entries = agent_loop_entries(1, prompts=3)
+    for e in entries:
+        p = int(e["uid"].rsplit("_", 2)[0][-1])
+        e["gts"] = ["a", "b"] if p == 0 else "x" * 500 if p == 1 else "pick-mug-7"
+    scan = _same_as_full(_dump(tmp_path, entries))
+    labels = scan.trajectories.groupby("group_id")["task"].first()
+    assert sorted(labels.dropna().unique().tolist()) == ["pick-mug-7"]
+    assert labels.isna().sum() == 2
+
+
+def test_a_json_written_like_verl_holds_the_fields_the_scan_reads(tmp_path):
+    """The dump lines the fast path is built for: verl's field order and separators."""
+    path = _dump(tmp_path, agent_loop_entries(1))
+    first = json.loads(path.read_text().splitlines()[0])
+    assert list(first) == ["input", "output", "gts", "score", "step", "uid"]
+    assert np.isfinite(first["score"])
+
+
+def test_a_threaded_process_scans_through_a_fork_server(tmp_path):
+    """The app's server has threads: its workers come from a fork server, not a fork of it."""
+    import threading
+
+    from loaders.verl_scan import _context
+
+    jobs = [(str(write_verl_dump(tmp_path / "d", s, agent_loop_entries(s))), s)
+            for s in (1, 2, 3)]
+    here = [scan_file(*job) for job in jobs]
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert _context().get_start_method() == "forkserver"
+        spread = list(scan_files(jobs, workers=2))
+    finally:
+        stop.set()
+        thread.join()
+    assert _context().get_start_method() == "fork"
+    for a, b in zip(here, spread, strict=True):
+        pd.testing.assert_frame_equal(a.trajectories, b.trajectories)
