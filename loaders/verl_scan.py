@@ -139,7 +139,10 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport) -> pd.D
     if coded is None:
         raise _Unusual
     code, t, groups, trajs = coded
-    score = np.array([x.score for x in lines], dtype=np.float64)
+    try:  # an integer beyond float's range: the full reader names the line and field
+        score = np.array([x.score for x in lines], dtype=np.float64)
+    except (OverflowError, TypeError, ValueError):
+        raise _Unusual from None
     if not np.isfinite(score).all() or (t > 2**62).any():
         raise _Unusual
 
@@ -168,8 +171,11 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport) -> pd.D
         invalid = ~np.array(valid, dtype=bool)
     steps = [x.step for x in lines]
     if any(s is not _UNSET for s in steps):
-        given = np.array([np.nan if s is _UNSET or s is None else s for s in steps],
-                         dtype=np.float64)
+        try:
+            given = np.array([np.nan if s is _UNSET or s is None else s for s in steps],
+                             dtype=np.float64)
+        except (OverflowError, TypeError, ValueError):
+            raise _Unusual from None
         finite = np.isfinite(given)
         if (finite & ((given != np.round(given)) | (np.abs(given) > 2.0**62))).any() \
                 or np.isinf(given).any():
