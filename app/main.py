@@ -41,7 +41,8 @@ __all__ = ["warm_up", "WARM_MODULES", "browser_url", "sharing_warning"]
 #: What the first script run imports, in dependency order: the shell and sidebar (loaders,
 #: pandas, pyarrow), the group explorer (graph, pyvis, tables and their pandas Styler), and the
 #: modules Streamlit itself imports lazily on that page (the emoji check of the page icon, the
-#: Styler and Arrow serialisation of st.dataframe).
+#: Styler and Arrow serialisation of st.dataframe), and pyarrow's dataset reader, which the
+#: group picker's summaries use to read a step file's few columns.
 WARM_MODULES = (
     "app.shell",
     "app.views.group",
@@ -52,6 +53,7 @@ WARM_MODULES = (
     "streamlit.components.v1.component_arrow",
     "pyarrow.pandas_compat",
     "pyarrow.vendored.version",
+    "pyarrow.dataset",
     "pandas.core.methods.to_dict",
 )
 
