@@ -161,7 +161,7 @@ def require_columns(frame: pd.DataFrame, source: str, report: LoadReport,
         )
     if "is_action_valid" not in frame.columns:
         frame = frame.assign(is_action_valid=True)
-        report.note("is_action_valid absent: every action assumed valid")
+        report.assume("is_action_valid", "is_action_valid absent: every action assumed valid")
     return frame
 
 

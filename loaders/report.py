@@ -40,13 +40,16 @@ class Skip:
 class LoadReport:
     """Skipped rows by reason, and notes on assumptions (defaults filled in, fields derived).
 
-    ``source`` is the path the loader opened, ``format`` the format it read it as.
+    ``source`` is the path the loader opened, ``format`` the format it read it as;
+    ``assumed`` maps a step-table column the log lacked, and that the loader filled with a
+    default, to the note saying so (the app shows it beside the numbers computed from it).
     """
 
     source: str = ""
     format: str = ""
     skips: dict[str, Skip] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    assumed: dict[str, str] = field(default_factory=dict)
 
     def skip(self, reason: str, where: str, count: int = 1) -> None:
         """Count ``count`` rows skipped for ``reason`` at ``where`` (``file:line``)."""
@@ -60,6 +63,12 @@ class LoadReport:
         if message not in self.notes:
             self.notes.append(message)
 
+    def assume(self, column: str, message: str) -> None:
+        """Record that ``column`` was absent and filled with a default (``message`` says
+        which); a note as well."""
+        self.assumed.setdefault(column, message)
+        self.note(message)
+
     @property
     def n_skipped(self) -> int:
         return sum(s.count for s in self.skips.values())
@@ -72,6 +81,8 @@ class LoadReport:
             mine.where.extend(entry.where[: max(0, _MAX_WHERE - len(mine.where))])
         for message in other.notes:
             self.note(message)
+        for column, message in other.assumed.items():
+            self.assumed.setdefault(column, message)
 
     def warn(self, stacklevel: int = 3) -> None:
         """Issue one :class:`LoadWarning` per skip reason."""
@@ -83,18 +94,22 @@ class LoadReport:
         return [str(s) for s in self.skips.values()] + list(self.notes)
 
     def to_dict(self) -> dict:
-        """Plain data (JSON-able): source, format, n_skipped, skipped by reason, notes."""
-        return {"source": self.source, "format": self.format, "n_skipped": self.n_skipped,
-                "skipped": {r: {"count": s.count, "where": list(s.where)}
-                            for r, s in self.skips.items()},
-                "notes": list(self.notes)}
+        """Plain data (JSON-able): source, format, n_skipped, skipped by reason, notes, and
+        the columns assumed (only when some were)."""
+        out = {"source": self.source, "format": self.format, "n_skipped": self.n_skipped,
+               "skipped": {r: {"count": s.count, "where": list(s.where)}
+                           for r, s in self.skips.items()},
+               "notes": list(self.notes)}
+        if self.assumed:
+            out["assumed"] = dict(self.assumed)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> LoadReport:
         skips = {r: Skip(r, int(v["count"]), list(v["where"]))
                  for r, v in (data.get("skipped") or {}).items()}
         return cls(data.get("source", ""), data.get("format", ""), skips,
-                   list(data.get("notes") or []))
+                   list(data.get("notes") or []), dict(data.get("assumed") or {}))
 
 
 def attach_report(frame, report: LoadReport):

@@ -291,8 +291,8 @@ def verl_steps(
         steps["is_action_valid"] = frame["is_action_valid"]
     else:
         steps["is_action_valid"] = True
-        report.note("is_action_valid absent from the dump's reward extras: every action "
-                    "assumed valid")
+        report.assume("is_action_valid", "is_action_valid absent from the dump's reward "
+                      "extras: every action assumed valid")
     step_field = _number_field(frame, "step", source, whole=True) if "step" in frame.columns \
         else None
     if train_step is not None:

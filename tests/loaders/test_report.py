@@ -30,3 +30,16 @@ def test_merge_and_notes_once():
     a.merge(b)
     assert a.notes == ["x", "y"] and a.n_skipped == 3
     assert a.lines()[0].startswith("3 row(s) skipped: r")
+
+
+def test_an_assumed_column_is_a_note_kept_by_column_through_merges_and_attrs():
+    a, b = LoadReport("a"), LoadReport("b")
+    b.assume("is_action_valid", "is_action_valid absent: every action assumed valid")
+    b.assume("is_action_valid", "said twice")
+    assert b.assumed == {"is_action_valid": "is_action_valid absent: every action assumed "
+                                            "valid"}
+    assert b.notes == ["is_action_valid absent: every action assumed valid", "said twice"]
+    a.merge(b)
+    assert a.assumed == b.assumed
+    assert LoadReport.from_dict(a.to_dict()).assumed == a.assumed
+    assert "assumed" not in LoadReport().to_dict()  # plain data as before when none
