@@ -12,9 +12,10 @@ from app import data, open_logs
 from app.context import AppContext, OpenLog
 from app.options import AppOptions
 from app.params import NORM_MODES, STATE_KEY_CHOICES, TERMINAL_RULES, SpecParams
+from app.safe import escape_markdown
 from app.ui import keep_widget_value, show_error
 from app.url_state import seed_from_url, url_value, write_url
-from g2po.analysis.labels import shorten_middle
+from g2po.analysis.labels import lead_with_difference
 from g2po.errors import G2POError
 from g2po.outcomes import success_rule_from_won
 
@@ -108,31 +109,36 @@ def _choose_group(ctx: AppContext) -> None:
     if not groups:
         st.info(f"Training step {ctx.train_step} holds no groups.")
         return
-    labels = _group_labels(groups, summary)
+    labels, shared = _group_labels(groups, summary)
     group_key = f"group:{opened.key}:{ctx.train_step}"
     last = st.session_state.get("_g2po_last_group")
     seed_from_url(group_key, "group", str, groups)
     if st.session_state.get(group_key) not in groups:
         st.session_state[group_key] = last if last in groups else groups[0]
     keep_widget_value(group_key)
-    ctx.group_id = st.selectbox("Group (task)", groups, key=group_key,
-                                format_func=lambda g: labels.get(g, g))
+    ctx.group_id = st.selectbox(
+        "Group (task)", groups, key=group_key, format_func=lambda g: labels.get(g, g),
+        help=("Each group by what tells it apart, its success rate and rollouts"
+              + (f"; every id starts with {escape_markdown(shared)}" if shared else "")))
     st.session_state["_g2po_last_group"] = ctx.group_id
     write_url(group=ctx.group_id)
 
 
-def _group_labels(groups: list[str], summary) -> dict[str, str]:
-    """Group id → picker label: the id shortened in the middle, rollouts and success rate
-    (from the log's ``won`` where it has one, as the loaders' summary counts it)."""
-    short = dict(zip(groups, shorten_middle(groups, limit=40), strict=True))
+def _group_labels(groups: list[str], summary) -> tuple[dict[str, str], str]:
+    """Group id → picker label, short enough for the sidebar: first what tells the id apart
+    from the others (``s3`` of ``cooking-…-train-s3``, cut in the middle when long), then the
+    success rate and the rollouts (from the log's ``won`` where it has one, as the loaders'
+    summary counts it); and the prefix every id shares (the picker's help says it)."""
+    parts, shared = lead_with_difference(groups, limit=14)
+    labels = dict(zip(groups, parts, strict=True))
     if summary is None or summary.empty or "group_id" not in summary.columns:
-        return short
-    labels = dict(short)
+        return labels, shared
     for row in summary.itertuples(index=False):
         gid = str(row.group_id)
-        labels[gid] = (f"{short.get(gid, gid)} · {int(row.n_traj)} rollouts · success "
-                       f"{row.success_rate:.0%}")
-    return labels
+        if gid in labels:
+            labels[gid] = (f"{labels[gid]} · success {row.success_rate:.0%} of "
+                           f"{int(row.n_traj)}")
+    return labels, shared
 
 
 #: Session keys of the parameter widgets, with the URL name each is kept under.
