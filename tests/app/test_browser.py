@@ -148,7 +148,6 @@ def test_untrusted_log_text_never_runs_and_shows_as_text(browser, hostile_run):
         page.get_by_role("option").nth(2).click()
         page.get_by_text("Occurrences").first.wait_for(timeout=20_000)
         wait_idle(page)
-        body = page.inner_text("body")
         # the node's state text in a code block, as text, whichever payload its key carries
         page.locator("[data-testid='stCode']").first.wait_for(timeout=20_000)  # loads lazily
         codes = " ".join(page.locator("[data-testid='stCode']").all_inner_texts())
