@@ -24,6 +24,8 @@ __all__ = ["build_context", "GOTO_STEP", "success_key", "remember_success", "thr
 
 #: Session key: a training step requested by another page (overview click).
 GOTO_STEP = "_g2po_goto_step"
+#: Characters the sidebar's group picker shows uncut (its box is about 206 px wide).
+GROUP_LABEL_CHARS = 27
 
 
 def build_context(options: AppOptions) -> AppContext:
@@ -128,17 +130,15 @@ def _group_labels(groups: list[str], summary) -> tuple[dict[str, str], str]:
     """Group id → picker label, short enough for the sidebar: first what tells the id apart
     from the others (``s3`` of ``cooking-…-train-s3``, cut in the middle when long), then the
     success rate and the rollouts (from the log's ``won`` where it has one, as the loaders'
-    summary counts it); and the prefix every id shares (the picker's help says it)."""
-    parts, shared = lead_with_difference(groups, limit=14)
-    labels = dict(zip(groups, parts, strict=True))
-    if summary is None or summary.empty or "group_id" not in summary.columns:
-        return labels, shared
-    for row in summary.itertuples(index=False):
-        gid = str(row.group_id)
-        if gid in labels:
-            labels[gid] = (f"{labels[gid]} · success {row.success_rate:.0%} of "
-                           f"{int(row.n_traj)}")
-    return labels, shared
+    summary counts it), within :data:`GROUP_LABEL_CHARS`; and the prefix every id shares (the
+    picker's help says it)."""
+    tails: dict[str, str] = {}
+    if summary is not None and not summary.empty and "group_id" in summary.columns:
+        tails = {str(row.group_id): f" · success {row.success_rate:.0%} of {int(row.n_traj)}"
+                 for row in summary.itertuples(index=False)}
+    room = GROUP_LABEL_CHARS - max((len(t) for t in tails.values()), default=0)
+    parts, shared = lead_with_difference(groups, limit=max(room, 8))
+    return {g: p + tails.get(g, "") for g, p in zip(groups, parts, strict=True)}, shared
 
 
 #: Session keys of the parameter widgets, with the URL name each is kept under.

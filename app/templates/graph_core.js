@@ -161,7 +161,7 @@
 
   /* The first view: the whole graph when its labels stay legible; else a frame around the
    * start and the critical transitions (their labels kept legible); with no critical
-   * transition, the start of the graph (the left-most column) at a legible scale. */
+   * transition, the start of the graph (its start nodes at the left) at a legible scale. */
   function initialView(state) {
     var network = state.network;
     chooseLayout(state);
@@ -173,7 +173,7 @@
     } else if (focus.critical) {
       moveToFrame(network, frameOf(network, focus.ids, 1.0));
     } else {
-      var pos = network.getPositions();
+      var pos = network.getPositions(focus.ids.length ? focus.ids : undefined);
       var minX = Infinity, ys = [];
       Object.keys(pos).forEach(function (k) { minX = Math.min(minX, pos[k].x); });
       Object.keys(pos).forEach(function (k) { if (pos[k].x === minX) { ys.push(pos[k].y); } });

@@ -262,8 +262,9 @@ def lead_with_difference(texts: Sequence[str], limit: int = 16, head: int = 6
     """Ids by what tells them apart: each without the prefix every id shares (cut back to a
     separator, and one segment further when only a number would be left, so ``s1:0`` keeps
     its ``s1:``), cut in the middle to ``limit`` characters (its first ``head`` and its end)
-    unless that makes two alike; and the shared prefix. One id, or ids sharing nothing, come
-    back whole (cut to ``limit``) with an empty prefix.
+    unless that makes two alike; and the shared prefix. Ids sharing nothing come back whole
+    (cut to ``limit``) with an empty prefix; one id alone keeps its end (``…-train-s7``: what
+    tells a task from the others is usually its last part).
 
     Examples
     --------
@@ -271,6 +272,8 @@ def lead_with_difference(texts: Sequence[str], limit: int = 16, head: int = 6
     (['s0', 's1'], 'cooking-recipe3-take2-train-')
     >>> lead_with_difference(["cooking-train-s1:0", "cooking-train-s1:10"])[0]
     ['s1:0', 's1:10']
+    >>> lead_with_difference(["cooking-recipe3-take2-train-s7"], limit=10)
+    (['…-train-s7'], '')
     """
     texts = [str(t) for t in texts]
     cut = 0
@@ -281,6 +284,8 @@ def lead_with_difference(texts: Sequence[str], limit: int = 16, head: int = 6
             cut = max((i + 1 for i, ch in enumerate(common[:max(cut - 1, 0)])
                        if ch in _SEPARATORS), default=0)
     parts = [t[cut:] or t for t in texts]
+    if len(set(texts)) == 1:
+        head = 0
     short = [p if len(p) <= limit else p[:head] + _GAP + p[-(limit - head - 1):] for p in parts]
     if len(set(short)) < len(set(parts)):  # cutting made two alike: keep them whole
         short = parts

@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 import loaders
 from app.graph_html import FADED_EDGE
 from app.safe import escape_markdown
+from app.sidebar import GROUP_LABEL_CHARS
 from app.views.group import edge_from_click, node_from_click
 from g2po.analysis.alarms import credit_alarms
 from g2po.graph import state_graph
@@ -473,3 +474,14 @@ def test_the_group_picker_leads_with_what_tells_groups_apart(runs_root):
     for gid, label in zip(run.groups(step), box.options, strict=True):
         assert label == f"{gid} · success {summary.loc[gid, 'success_rate']:.0%} of " \
                         f"{int(summary.loc[gid, 'n_traj'])}"
+
+
+def test_a_lone_long_group_id_keeps_its_end_and_the_label_fits(tmp_path):
+    gid = "cooking-recipe3-take2-go9-open-cook-cut-train-s7"
+    csv = write_no_validity_csv(tmp_path / "one.csv")
+    pd.read_csv(csv).assign(group_id=gid).to_csv(csv, index=False)
+    at = app_test("group", ["--log", str(csv)])
+    assert not at.exception
+    (label,) = next(b for b in at.selectbox if (b.key or "").startswith("group:")).options
+    assert label.startswith("…") and label.endswith("-s7 · success 50% of 4"), label
+    assert len(label) <= GROUP_LABEL_CHARS

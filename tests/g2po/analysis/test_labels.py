@@ -70,6 +70,7 @@ def test_ids_lead_with_what_tells_them_apart():
     short, shared = lead_with_difference(uuids, limit=14)
     assert shared == "" and len(set(short)) == 3 and all(len(s) <= 14 for s in short)
     assert lead_with_difference(["only-one"]) == (["only-one"], "")
+    assert lead_with_difference([groups[0]], limit=8) == (["…rain-s1"], "")  # its end
 
 
 def test_key_diff_reconstructs_both_keys():
