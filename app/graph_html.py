@@ -367,8 +367,11 @@ def build_network(
             node_id,
             label=label,
             shape=shape,
+            # selected or hovered, a node keeps its V colour (vis would paint it pale blue)
             color={"background": FADED_NODE if faded else color,
-                   "border": FADED_NODE if faded else border},
+                   "border": FADED_NODE if faded else border,
+                   "highlight": {"background": color, "border": HIGHLIGHT_COLOR},
+                   "hover": {"background": color, "border": border}},
             size=round(float(sizes[i]), 2),
             borderWidth=width,
             title=node_tooltip(node_id, row),

@@ -253,3 +253,7 @@ def test_self_loops_sit_above_their_node_and_a_selected_one_reaches_past_the_rin
     assert edge["color"] == HIGHLIGHT_COLOR
     assert edge["selfReference"]["size"] >= size + SELECTED_LOOP_REACH - 0.1
     assert edge["selfReference"]["renderBehindTheNode"] is False
+    # the selected node keeps its own colour under the selection ring
+    drawn = next(n for n in picked.nodes if n["id"] == node)
+    assert drawn["color"]["highlight"] == {"background": drawn["color"]["background"],
+                                           "border": HIGHLIGHT_COLOR}
