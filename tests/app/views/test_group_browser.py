@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -171,7 +171,8 @@ def wait_for(predicate, timeout: float = 30.0, what: str = "condition") -> None:
 
 
 def query(page) -> dict[str, list[str]]:
-    return parse_qs(urlparse(page.url).query)
+    """The page's query string as the page has it now (``history.replaceState`` included)."""
+    return parse_qs(page.evaluate("location.search").lstrip("?"))
 
 
 VIEW = (1600, 1100)
@@ -201,7 +202,11 @@ def test_changing_gamma_keeps_the_highlighted_trajectory(browser, app_url, big_g
     gamma = page.get_by_label("γ (discount)")
     gamma.fill("0.9")
     gamma.press("Enter")
-    wait_for(lambda: query(page).get("gamma") == ["0.9"], 90, "gamma in the URL")
+    try:
+        wait_for(lambda: query(page).get("gamma") == ["0.9"], 90, "gamma in the URL")
+    except TimeoutError:
+        page.screenshot(path=str(ARTIFACTS / "group-gamma-failure.png"), full_page=True)
+        raise
     wait_idle(page)
     assert query(page).get("traj") == [traj]
     frame = graph_frame(page)
