@@ -5,9 +5,11 @@ pyvis builds the vis-network node and edge records; the page around them is our 
 vis-network's JavaScript comes from the installed pyvis package: inlined in the standalone page
 (:func:`render_html`, the export), served by the app's own component in the app
 (:mod:`app.graph_component`), so the graph draws with no internet. Positions come from
-:func:`layout_positions` (a layered layout by step depth with crossings reduced,
-:mod:`g2po.analysis.layout`) and physics is off, so a graph of a few thousand nodes stays
-responsive.
+:func:`layout_positions` (a layered layout by step depth with crossings reduced, its columns
+wrapped into bands to fill a canvas of :data:`LAYOUT_ASPECT`, :mod:`g2po.analysis.layout`) and
+physics is off, so a graph of a few thousand nodes stays responsive. What must be read at any
+zoom (the critical transitions' numbers, the start and terminal labels) is listed in the data's
+``legible``; the page keeps those labels at a constant size on screen.
 
 Log text (state keys, observations, actions) is untrusted. It reaches the page only as JSON data
 (``<``, ``>``, ``&`` escaped by Jinja's ``tojson``, or a ``postMessage`` to the app's component);
@@ -35,7 +37,7 @@ from pyvis.network import Network
 
 from app.colors import EDGE_SCALE, diverging_colors, symmetric_limit, value_colors
 from app.safe import truncate
-from g2po.analysis.layout import layered_layout
+from g2po.analysis.layout import layered_layout, wrap_bands
 from g2po.graph import StateGraph
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "EDGE_COLOR_MODES",
     "VALUE_SCALES",
     "layout_positions",
+    "LAYOUT_ASPECTS",
     "critical_edges",
     "build_network",
     "network_data",
@@ -70,6 +73,15 @@ EDGE_COLOR_MODES = {"td": "TD error", "adv": "mean advantage A",
 VALUE_SCALES = {"group": "fitted to the group", "reward": "0 to the success reward"}
 #: Every edge is at least this wide, so that its colour stays visible.
 MIN_EDGE_WIDTH = 2.0
+#: Width / height the layout's bands aim at, one drawing each (the page draws the one
+#: closest to its canvas: the app's graph is about 1.35 at 1280 px wide, 2.4 at 1920 px),
+#: so that "Fit all" fills the canvas; the first is the drawing's own node positions.
+LAYOUT_ASPECTS = (2.4, 1.35, 3.4)
+LAYOUT_ASPECT = LAYOUT_ASPECTS[0]
+#: Self-loops: the radius of a loop, and how far a selected one reaches past its node's border
+#: (past the selection ring, so that it shows).
+LOOP_SIZE = 16
+SELECTED_LOOP_REACH = 22
 _TERMINAL_SHAPES = {"success": ("star", SUCCESS_COLOR), "failure": ("square", FAILURE_COLOR),
                     "truncated": ("triangleDown", TRUNCATED_COLOR)}
 
@@ -77,13 +89,15 @@ _TERMINAL_SHAPES = {"success": ("star", SUCCESS_COLOR), "failure": ("square", FA
 @dataclass(frozen=True)
 class Highlight:
     """What to emphasise: the nodes and (source, action, target) edges of the highlighted
-    trajectories, a selected node and a selected edge (by its row in ``StateGraph.edges``).
-    Empty sets draw everything at full colour."""
+    trajectories (``trajectories``: their ids, when a trajectory is what is highlighted), a
+    selected node and a selected edge (by its row in ``StateGraph.edges``). Empty sets draw
+    everything at full colour."""
 
     nodes: frozenset[int] = frozenset()
     edges: frozenset[tuple[int, str, int]] = frozenset()
     node: int | None = None
     edge: int | None = None
+    trajectories: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -127,10 +141,11 @@ def _template(name: str) -> jinja2.Template:
     return env.get_template(name)
 
 
-def layout_positions(graph: StateGraph) -> pd.DataFrame:
+def layout_positions(graph: StateGraph, aspect: float | None = LAYOUT_ASPECT) -> pd.DataFrame:
     """Node positions of :func:`g2po.analysis.layout.layered_layout` (columns by step depth,
-    crossings reduced), cached by the graph's structure: a parameter that changes only the numbers
-    (γ, w, the penalty) reuses the layout."""
+    crossings reduced, wrapped into bands towards ``aspect``), cached by the graph's structure:
+    a parameter that changes only the numbers (γ, w, the penalty) reuses the layout, and
+    every aspect reuses one crossing reduction."""
     nodes, edges = graph.nodes, graph.edges
     structure = hashlib.sha256()
     for array in (nodes.index.to_numpy(dtype=np.int64), nodes["depth"].to_numpy(np.int64),
@@ -138,21 +153,25 @@ def layout_positions(graph: StateGraph) -> pd.DataFrame:
                   edges["count"].to_numpy(np.int64)):
         structure.update(np.ascontiguousarray(array).tobytes())
         structure.update(b"|")
-    return _cached_layout(structure.hexdigest(), nodes[["depth"]], edges[["source", "target",
-                                                                             "count"]])
-
-
-_LAYOUTS: dict[str, pd.DataFrame] = {}
-
-
-def _cached_layout(digest: str, nodes: pd.DataFrame, edges: pd.DataFrame) -> pd.DataFrame:
-    hit = _LAYOUTS.get(digest)
+    digest = structure.hexdigest()
+    hit = _LAYOUTS.get((digest, aspect))
     if hit is None:
-        hit = layered_layout(nodes, edges)
-        if len(_LAYOUTS) >= 64:
-            _LAYOUTS.pop(next(iter(_LAYOUTS)))
-        _LAYOUTS[digest] = hit
+        base = _LAYOUTS.get((digest, None))
+        if base is None:
+            base = _remember((digest, None), layered_layout(nodes[["depth"]], edges[
+                ["source", "target", "count"]]))
+        hit = base if aspect is None else _remember((digest, aspect), wrap_bands(base, aspect))
     return hit
+
+
+_LAYOUTS: dict[tuple[str, float | None], pd.DataFrame] = {}
+
+
+def _remember(key: tuple[str, float | None], layout: pd.DataFrame) -> pd.DataFrame:
+    if len(_LAYOUTS) >= 256:
+        _LAYOUTS.pop(next(iter(_LAYOUTS)))
+    _LAYOUTS[key] = layout
+    return layout
 
 
 def critical_edges(graph: StateGraph, k: int = 5) -> pd.DataFrame:
@@ -213,7 +232,7 @@ def edge_tooltip(row: dict) -> str:
 def _edge_shapes(edges: pd.DataFrame) -> list[dict]:
     """Per edge, the vis options that keep parallel edges, opposite edges and a node's
     self-loops apart: curvature for all but lone edges; self-loops (one per action) of one
-    size, fanned out around their node at different angles."""
+    size, fanned out over the top of their node (its label is below it), one angle each."""
     src = edges["source"].to_numpy(dtype=np.int64)
     dst = edges["target"].to_numpy(dtype=np.int64)
     lo, hi = np.minimum(src, dst), np.maximum(src, dst)
@@ -223,9 +242,8 @@ def _edge_shapes(edges: pd.DataFrame) -> list[dict]:
     shapes = []
     for s, d, size, k in zip(src, dst, pair_size, rank, strict=True):
         if s == d:
-            step = 2 * math.pi / max(int(size), 1)
-            shapes.append({"selfReference": {"size": 16, "angle": round(
-                -math.pi / 2 + step * int(k), 3), "renderBehindTheNode": True}})
+            shapes.append({"selfReference": {"size": LOOP_SIZE, "angle": _loop_angle(
+                int(k), int(size)), "renderBehindTheNode": True}})
         elif size > 1:
             shapes.append({"smooth": {"enabled": True, "type": "curvedCW",
                                       "roundness": round(0.15 * (int(k) + 1), 3)}})
@@ -234,11 +252,40 @@ def _edge_shapes(edges: pd.DataFrame) -> list[dict]:
     return shapes
 
 
+def _loop_angle(k: int, n: int) -> float:
+    """The angle (vis: radians, counter-clockwise from the right) of a node's k-th of n
+    self-loops: straight up for one, spread over the upper half for more (beyond six, all
+    round)."""
+    if n <= 1:
+        return round(math.pi / 2, 3)
+    if n > 6:
+        return round(math.pi / 2 + 2 * math.pi * k / n, 3)
+    spread = min(math.pi, (n - 1) * math.pi / 4)
+    return round(math.pi / 2 + spread * (k / (n - 1) - 0.5), 3)
+
+
 def _wrap(text: str, width: int = 20, lines: int = 2) -> str:
     """A label in at most ``lines`` lines of about ``width`` characters (``…`` when cut), so
     that labels of neighbouring columns do not run into each other."""
     out = textwrap.wrap(text, width, break_long_words=True, max_lines=lines, placeholder=" …")
     return "\n".join(out)
+
+
+def _trajectory_step_adv(graph: StateGraph, trajectories: tuple[str, ...]) -> np.ndarray:
+    """(n_edges,) the mean combined advantage A of the given trajectories' steps along each
+    edge (NaN where none of them passes): what a highlighted trajectory's own edges show."""
+    steps = graph.steps
+    mine = steps[steps["traj_id"].astype(str).isin(trajectories).to_numpy()]
+    if mine.empty or "adv" not in mine.columns:
+        return np.full(len(graph.edges), np.nan)
+    keys = pd.MultiIndex.from_arrays([mine["node"].to_numpy(), mine["action"].astype(str)
+                                      .to_numpy(), mine["next_node"].to_numpy()])
+    mean = pd.Series(mine["adv"].to_numpy(dtype=np.float64), index=keys).groupby(
+        level=[0, 1, 2]).mean()
+    edges = graph.edges
+    at = pd.MultiIndex.from_arrays([edges["source"].to_numpy(), edges["action"].astype(str)
+                                    .to_numpy(), edges["target"].to_numpy()])
+    return mean.reindex(at).to_numpy(dtype=np.float64)
 
 
 def _success_share(graph: StateGraph) -> np.ndarray:
@@ -271,13 +318,17 @@ def build_network(
     style: DrawStyle | None = None,
 ) -> Network:
     """A pyvis :class:`Network` of the graph: node colour = V (on the scale ``style`` names),
-    label = the state key's distinguishing words, size = visits; start nodes as diamonds,
-    terminals as a green star (success), a red square (failure) or a grey triangle
+    label = the state key's place and distinguishing words, size = visits; start nodes as
+    diamonds, terminals as a green star (success), a red square (failure) or a grey triangle
     (truncated); edge width = count (at least :data:`MIN_EDGE_WIDTH`), colour = TD error, mean
-    advantage or success share; the largest-|TD| edges thicker and numbered; self-loops
-    labelled with their count. Tooltips as plain text. Physics off, positions fixed.
+    advantage or success share — with highlighted trajectories and the mean-advantage colour,
+    their own edges show *their* steps' A, on the scale of every step's A; the largest-|TD|
+    edges thicker and numbered; self-loops labelled with their count; the selected edge in the
+    highlight colour (a selected self-loop reaching past its node's selection ring). Tooltips
+    as plain text. Physics off, positions fixed.
 
-    The legend's numbers travel in ``net.legend`` (see :func:`network_data`)."""
+    The legend's numbers travel in ``net.legend``, the ids whose labels stay legible at any
+    zoom in ``net.legible`` (see :func:`network_data`)."""
     highlight = highlight or Highlight()
     style = style or DrawStyle()
     nodes, edges = graph.nodes, graph.edges
@@ -316,8 +367,11 @@ def build_network(
             node_id,
             label=label,
             shape=shape,
+            # selected or hovered, a node keeps its V colour (vis would paint it pale blue)
             color={"background": FADED_NODE if faded else color,
-                   "border": FADED_NODE if faded else border},
+                   "border": FADED_NODE if faded else border,
+                   "highlight": {"background": color, "border": HIGHLIGHT_COLOR},
+                   "hover": {"background": color, "border": border}},
             size=round(float(sizes[i]), 2),
             borderWidth=width,
             title=node_tooltip(node_id, row),
@@ -327,6 +381,7 @@ def build_network(
 
     td = edges["td_error"].to_numpy(dtype=np.float64)
     share = _success_share(graph)
+    edge_name = EDGE_COLOR_MODES[style.edge_color]
     if style.edge_color == "td":
         e_values, e_limit = td, symmetric_limit(td)
         edge_colors = diverging_colors(td, e_limit, EDGE_SCALE)
@@ -334,7 +389,16 @@ def build_network(
     elif style.edge_color == "adv":
         adv = edges["adv"].to_numpy(dtype=np.float64) if "adv" in edges.columns else \
             np.zeros(len(edges))
-        e_limit = symmetric_limit(adv)
+        own = _trajectory_step_adv(graph, highlight.trajectories) if highlight.trajectories \
+            else np.full(len(edges), np.nan)
+        if np.isfinite(own).any():  # the trajectory's own steps, on every step's A scale
+            adv = np.where(np.isfinite(own), own, adv)
+            e_limit = symmetric_limit(graph.steps["adv"].to_numpy(dtype=np.float64))
+            edge_name = ("A of the highlighted trajectory's own steps"
+                         if len(highlight.trajectories) == 1 else
+                         "A of the highlighted trajectories' own steps (mean)")
+        else:
+            e_limit = symmetric_limit(adv)
         edge_colors = diverging_colors(adv, e_limit, EDGE_SCALE)
         e_values, e_lo, e_hi = adv, -e_limit, e_limit
     else:
@@ -349,6 +413,7 @@ def build_network(
     crit_rank = dict(zip(critical.index.tolist(), critical["rank"].tolist(), strict=True))
     src = edges["source"].to_numpy(dtype=np.int64)
     dst = edges["target"].to_numpy(dtype=np.int64)
+    node_pos = {int(n): i for i, n in enumerate(node_ids)}
     records = edges.assign(success_share=share).to_dict("records")
     for i, row in enumerate(records):
         key = (int(row["source"]), str(row["action"]), int(row["target"]))
@@ -365,15 +430,23 @@ def build_network(
             extra["label"] = " ".join(label_parts)
             extra["font"] = {"size": 12, "align": "top", "strokeWidth": 3}
         width = float(widths[i]) + (3.0 if on_path else 0.0) + (4.0 if rank else 0.0)
+        color = FADED_EDGE if faded else edge_colors[i]
+        shape = shapes[i]
+        if highlight.edge == i:  # the selected edge stands out, a self-loop past the ring
+            color, width = HIGHLIGHT_COLOR, width + 2.0
+            if src[i] == dst[i]:
+                reach = float(sizes[node_pos[src[i]]]) + SELECTED_LOOP_REACH
+                shape = {"selfReference": {**shape["selfReference"], "size": round(reach, 1),
+                                           "renderBehindTheNode": False}}
         net.add_edge(
             key[0],
             key[2],
             id=f"e{i}",  # stable ids: an update recolours these edges instead of adding more
             title=edge_tooltip(row),
-            color=FADED_EDGE if faded else edge_colors[i],
+            color=color,
             width=round(width, 2),
             dashes=bool(row["invalid"] == row["count"]),
-            **shapes[i],
+            **shape,
             **extra,
         )
 
@@ -404,10 +477,14 @@ def build_network(
     }
     net.legend = {
         "value": {"lo": v_lo, "hi": v_hi, "scale": VALUE_SCALES[style.value_scale]},
-        "edge": {"lo": e_lo, "hi": e_hi, "name": EDGE_COLOR_MODES[style.edge_color]},
+        "edge": {"lo": e_lo, "hi": e_hi, "name": edge_name},
         "critical": len(critical),
         "truncated": bool((nodes["kind"] == "truncated").any()),
     }
+    key_nodes = nodes.index[(nodes["kind"] != "state").to_numpy() |
+                            nodes["is_start"].to_numpy(dtype=bool)]
+    net.legible = {"nodes": [int(n) for n in key_nodes],
+                   "edges": [f"e{edges.index.get_loc(i)}" for i in critical.index]}
     return net
 
 
@@ -419,10 +496,16 @@ def network_data(
     title: str = "G2PO state graph",
     graph_id: str = "",
     style: DrawStyle | None = None,
+    assumed: tuple[str, ...] = (),
 ) -> dict:
     """What the page draws, as JSON-ready data: ``nodes`` and ``edges`` (pyvis' records),
-    vis ``options``, ``legend`` (the scales' ends and names), ``title``, ``graph_id`` (the same
-    id keeps the view on an update) and ``selected`` (node and edge ids to select)."""
+    vis ``options``, ``legend`` (the scales' ends and names, and ``assumed``: the notes of the
+    log's assumptions the drawing's numbers rest on), ``title``, ``graph_id`` (the same
+    id keeps the view on an update), ``selected`` (node and edge ids to select) and
+    ``legible`` (the start and terminal nodes and the critical edges: labels kept readable at
+    any zoom, and what the first view frames) and ``layouts`` (node positions, in the order of
+    ``nodes``, for each of :data:`LAYOUT_ASPECTS` that wraps differently: the page draws the
+    one closest to its canvas's width / height)."""
     highlight = highlight or Highlight()
     net = build_network(graph, highlight, success_reward=success_reward, style=style)
     nodes, edges, _heading, _height, _width, options = net.get_network_data()
@@ -430,8 +513,18 @@ def network_data(
         options = json.loads(options)
     selected = {"nodes": [] if highlight.node is None else [int(highlight.node)],
                 "edges": [] if highlight.edge is None else [f"e{int(highlight.edge)}"]}
+    layouts, seen = [], set()
+    for aspect in LAYOUT_ASPECTS:  # one drawing per canvas shape, each wrap once
+        pos = layout_positions(graph, aspect)
+        xs = [round(float(v), 1) for v in pos["x"]]
+        ys = [round(float(v), 1) for v in pos["y"]]
+        key = (tuple(xs), tuple(ys))
+        if key not in seen:
+            seen.add(key)
+            layouts.append({"aspect": aspect, "x": xs, "y": ys})
     return {"nodes": nodes, "edges": edges, "options": options, "title": title,
-            "graph_id": graph_id, "legend": net.legend, "selected": selected}
+            "graph_id": graph_id, "legend": {**net.legend, "assumed": list(assumed)},
+            "selected": selected, "legible": net.legible, "layouts": layouts}
 
 
 def render_html(data: dict, *, height: str = "620px", legend: bool = True) -> str:

@@ -12,16 +12,18 @@ from app import data, open_logs, rules
 from app.context import AppContext, OpenLog
 from app.options import AppOptions
 from app.params import NORM_MODES, STATE_KEY_CHOICES, SpecParams
-from app.safe import escape_markdown
+from app.safe import escape_markdown, truncate
 from app.ui import keep_widget_value, show_error
 from app.url_state import seed_from_url, url_value, write_url
-from g2po.analysis.labels import shorten_middle
+from g2po.analysis.labels import lead_with_difference
 from g2po.errors import G2POError
 
 __all__ = ["build_context", "GOTO_STEP", "MISSING_RUN", "missing_run_message"]
 
 #: Session key: a training step requested by another page (overview click).
 GOTO_STEP = "_g2po_goto_step"
+#: Characters the sidebar's group picker shows uncut (its box is about 206 px wide).
+GROUP_LABEL_CHARS = 27
 
 
 def build_context(options: AppOptions) -> AppContext:
@@ -173,34 +175,42 @@ def _choose_group(ctx: AppContext) -> None:
     if not groups:
         st.info(f"Training step {ctx.train_step} holds no groups.")
         return
-    labels = _group_labels(groups, summary)
+    labels, shared = _group_labels(groups, summary)
     group_key = f"group:{opened.key}:{ctx.train_step}"
     last = st.session_state.get("_g2po_last_group")
     seed_from_url(group_key, "group", str, groups)
     if st.session_state.get(group_key) not in groups:
         st.session_state[group_key] = last if last in groups else groups[0]
     keep_widget_value(group_key)
-    ctx.group_id = st.selectbox("Group (task)", groups, key=group_key,
-                                format_func=lambda g: labels.get(g, g))
+    ctx.group_id = st.selectbox(
+        "Group (task)", groups, key=group_key, format_func=lambda g: labels.get(g, g),
+        help=("Each group by what tells it apart, its success rate and rollouts"
+              + (f"; every id starts with {escape_markdown(shared)}" if shared else "")))
     st.session_state["_g2po_last_group"] = ctx.group_id
     write_url(group=ctx.group_id)
 
 
-def _group_labels(groups: list[str], summary) -> dict[str, str]:
-    """Group id → picker label: the id shortened in the middle, rollouts and success rate
-    (by the run's outcome rule, as every page counts it)."""
-    short = dict(zip(groups, shorten_middle(groups, limit=40), strict=True))
-    if summary is None or summary.empty or "group_id" not in summary.columns:
-        return short
-    labels = dict(short)
-    tasks = summary["task"].tolist() if "task" in summary.columns else [None] * len(summary)
-    for row, task in zip(summary.itertuples(index=False), tasks, strict=True):
-        gid = str(row.group_id)
-        # the task's name (verl's gts) first, where the log has one the id does not show
-        named = f"{task} · {short.get(gid, gid)}" if isinstance(task, str) and task \
-            and task not in gid else short.get(gid, gid)
-        labels[gid] = f"{named} · {int(row.n_traj)} rollouts · success {row.success_rate:.0%}"
-    return labels
+def _group_labels(groups: list[str], summary) -> tuple[dict[str, str], str]:
+    """Group id → picker label, short enough for the sidebar: the task's name (verl's gts)
+    where the log has one the id does not show, then what tells the id apart from the others
+    (``s3`` of ``cooking-…-train-s3``, cut in the middle when long), then the success rate (by
+    the run's outcome rule, as every page counts it) and the rollouts, within
+    :data:`GROUP_LABEL_CHARS` but for the task; and the prefix every id shares (the picker's
+    help says it)."""
+    tails: dict[str, str] = {}
+    tasks: dict[str, str] = {}
+    if summary is not None and not summary.empty and "group_id" in summary.columns:
+        named = summary["task"].tolist() if "task" in summary.columns else [None] * len(summary)
+        for row, task in zip(summary.itertuples(index=False), named, strict=True):
+            gid = str(row.group_id)
+            tails[gid] = f" · success {row.success_rate:.0%} of {int(row.n_traj)}"
+            if isinstance(task, str) and task and task not in gid:
+                tasks[gid] = truncate(task, GROUP_LABEL_CHARS)
+    room = GROUP_LABEL_CHARS - max((len(t) for t in tails.values()), default=0)
+    parts, shared = lead_with_difference(groups, limit=max(room, 8))
+    labels = {g: (f"{tasks[g]} · " if g in tasks else "") + p + tails.get(g, "")
+              for g, p in zip(groups, parts, strict=True)}
+    return labels, shared
 
 
 #: Session keys of the parameter widgets, with the URL name each is kept under (the outcome

@@ -18,7 +18,7 @@ from pandas.io.formats.style import Styler
 from app.colors import diverging_colors, text_color_for
 from app.graph_html import Highlight
 from app.safe import truncate
-from g2po.analysis.labels import natural_key, shorten_middle
+from g2po.analysis.labels import lead_with_difference, natural_key
 from g2po.graph import StateGraph
 
 __all__ = [
@@ -77,17 +77,20 @@ def _outcome(steps: pd.DataFrame) -> np.ndarray:
 
 
 def _short_ids(graph: StateGraph) -> dict[str, str]:
+    """Trajectory id → what tells it from the group's others (``s1:0`` of
+    ``cooking-…-train-s1:0``), cut in the middle when long."""
     ids = trajectory_order(graph)
-    return dict(zip(ids, shorten_middle(ids), strict=True))
+    return dict(zip(ids, lead_with_difference(ids, limit=20)[0], strict=True))
 
 
 def step_table(graph: StateGraph, traj_id: str | Iterable[str] | None = None,
                text_limit: int = 80, rows: np.ndarray | None = None) -> pd.DataFrame:
     """One row per step (of one trajectory, several, or all; or the positional ``rows`` of
-    ``graph.steps``), ordered by trajectory (naturally) then step: rollout (its id shortened in
-    the middle), t, node, A, A^EP, A^NC, A^EC, TD error, V, V′, valid, end (the terminal the
-    last step leads to: success, failure or truncated), action, observation (both truncated to
-    ``text_limit``). The index is the step's position in ``graph.steps``."""
+    ``graph.steps``), ordered by trajectory (naturally) then step: rollout (the part of its id
+    that tells it from the others, cut in the middle when long), t, node, A, A^EP, A^NC, A^EC,
+    TD error, V, V′, valid, end (the terminal the last step leads to: success, failure or
+    truncated), action, observation (both truncated to ``text_limit``). The index is the
+    step's position in ``graph.steps``."""
     steps = graph.steps.reset_index(drop=True)
     if rows is not None:
         steps = steps.iloc[np.asarray(rows, dtype=np.int64)]
@@ -132,20 +135,23 @@ def trajectory_summary(graph: StateGraph) -> pd.DataFrame:
     table.index = table.index.astype(str)
     order = trajectory_order(graph)
     table = table.reindex(order).reset_index()
-    table.insert(1, "rollout", shorten_middle(order))
+    short = _short_ids(graph)
+    table.insert(1, "rollout", [short[t] for t in order])
     return table
 
 
 def trajectory_highlight(graph: StateGraph, traj_id: str | Iterable[str],
                          node: int | None = None, edge: int | None = None) -> Highlight:
-    """The nodes and edges the given trajectories walk, terminals included."""
+    """The nodes and edges the given trajectories walk, terminals included (and their ids,
+    so that their own edges can show their own steps' advantages)."""
     wanted = [traj_id] if isinstance(traj_id, str) else list(traj_id)
     steps = graph.steps
     rows = steps[steps["traj_id"].astype(str).isin(wanted).to_numpy()]
     nodes = set(rows["node"].astype(int)) | set(rows["next_node"].astype(int))
     edges = {(int(a), str(b), int(c)) for a, b, c in
              zip(rows["node"], rows["action"], rows["next_node"], strict=True)}
-    return Highlight(nodes=frozenset(nodes), edges=frozenset(edges), node=node, edge=edge)
+    return Highlight(nodes=frozenset(nodes), edges=frozenset(edges), node=node, edge=edge,
+                     trajectories=tuple(sorted(set(map(str, wanted)))))
 
 
 def node_highlight(graph: StateGraph, node: int, edge: int | None = None) -> Highlight:
@@ -192,16 +198,17 @@ def outgoing_transitions(graph: StateGraph, node: int, text_limit: int = 80) -> 
 
 def critical_table(graph: StateGraph, critical: pd.DataFrame, text_limit: int = 40
                    ) -> pd.DataFrame:
-    """The critical transitions (:func:`app.graph_html.critical_edges`) as a table: #, from,
-    action, to, TD error, count, mean A; the index is the edge's row in ``graph.edges``."""
+    """The critical transitions (:func:`app.graph_html.critical_edges`) as a table, numbers
+    before text (a narrow table cuts its last columns): #, from, to, TD error, mean A, count,
+    action; the index is the edge's row in ``graph.edges``."""
     return pd.DataFrame({
         "#": critical["rank"].to_numpy(),
         "from": critical["source"].to_numpy(),
-        "action": critical["action"].map(lambda s: truncate(s, text_limit)).to_numpy(),
         "to": critical["target"].to_numpy(),
         "TD error": critical["td_error"].to_numpy(),
-        "count": critical["count"].to_numpy(),
         "mean A": critical["adv"].to_numpy() if "adv" in critical.columns else np.nan,
+        "count": critical["count"].to_numpy(),
+        "action": critical["action"].map(lambda s: truncate(s, text_limit)).to_numpy(),
     }, index=critical.index)
 
 

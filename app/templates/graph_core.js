@@ -4,9 +4,14 @@
 (function () {
   "use strict";
 
-  /* Labels stay legible: the first view is never zoomed out below this scale (a 14 px label
-   * stays >= 10 px on screen); "Fit all" shows the whole graph whatever the scale. */
+  /* Labels stay legible: a graph opens whole when its 14 px labels stay >= 10 px on screen
+   * (this scale); else on its start and critical transitions, whatever the scale. */
   var READABLE_SCALE = 0.72;
+  /* Room (screen px) left around a framed view for the labels of the nodes at its edges. */
+  var PAD_X = 90, PAD_Y = 45;
+  /* The labels that stay this size on screen at any zoom (data.legible): the critical
+   * transitions' numbers, the start and terminal nodes' labels. */
+  var NODE_FONT = 14, EDGE_FONT = 12, STROKE = 3;
 
   function textTip(text) {
     var div = document.createElement("div");
@@ -38,7 +43,9 @@
     document.title = data.title || "G2PO state graph";
     window.g2po = {network: state.network, nodes: state.nodes, edges: state.edges,
                    graphId: data.graph_id || "", drawn: false, drawnAt: null,
-                   dark: state.dark, selected: data.selected || {nodes: [], edges: []}};
+                   dark: state.dark, selected: data.selected || {nodes: [], edges: []},
+                   legible: data.legible || {nodes: [], edges: []},
+                   legibleGrow: state.legibleGrow, layoutAspect: state.layoutAspect};
   }
 
   function fmt(x) {
@@ -78,6 +85,9 @@
       span(box, "", " truncated (valued as failure) · ");
     }
     span(box, "", "dashed = invalid action");
+    (lg.assumed || []).forEach(function (note) {
+      span(box, "g2po-assumed", " · * assumed: " + note + " (invalid counts, A)");
+    });
   }
 
   /* Follow the page's theme: label and background colours of the canvas and the page. */
@@ -93,39 +103,145 @@
     if (window.g2po) { window.g2po.dark = state.dark; }
   }
 
-  /* The first view: the whole graph when its labels stay legible, else the start of the
-   * graph (the left-most column) at a legible scale. */
-  function initialView(network, nodes) {
-    network.fit({animation: false});
-    var scale = network.getScale() * 0.9;
-    if (scale >= READABLE_SCALE || nodes.length === 0) {
-      network.moveTo({scale: scale, animation: false});
-      return;
-    }
-    var pos = network.getPositions();
-    var minX = Infinity, ys = [];
-    Object.keys(pos).forEach(function (k) { minX = Math.min(minX, pos[k].x); });
-    Object.keys(pos).forEach(function (k) { if (pos[k].x === minX) { ys.push(pos[k].y); } });
-    var y = ys.reduce(function (a, b) { return a + b; }, 0) / Math.max(ys.length, 1);
+  /* The box around some nodes, and the scale (at most ``most``) that shows it in the canvas
+   * with room for labels at its edges. */
+  function frameOf(network, ids, most) {
+    var pos = network.getPositions(ids);
+    var keys = Object.keys(pos);
+    if (!keys.length) { return null; }
+    var x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+    keys.forEach(function (k) {
+      x0 = Math.min(x0, pos[k].x); x1 = Math.max(x1, pos[k].x);
+      y0 = Math.min(y0, pos[k].y); y1 = Math.max(y1, pos[k].y);
+    });
     var box = network.body.container.getBoundingClientRect();
-    var x = minX + (box.width / 2 - 80) / READABLE_SCALE;
-    network.moveTo({position: {x: x, y: y}, scale: READABLE_SCALE, animation: false});
+    var sx = Math.max(box.width - 2 * PAD_X, 40) / Math.max(x1 - x0, 1);
+    var sy = Math.max(box.height - 2 * PAD_Y, 40) / Math.max(y1 - y0, 1);
+    return {x: (x0 + x1) / 2, y: (y0 + y1) / 2, scale: Math.min(sx, sy, most)};
   }
 
-  function fitAll(network) {
-    network.fit({animation: false});
-    network.moveTo({scale: network.getScale() * 0.9, animation: false});
+  function moveToFrame(network, frame) {
+    network.moveTo({position: {x: frame.x, y: frame.y}, scale: frame.scale, animation: false});
+  }
+
+  /* Of the drawings the data offers (data.layouts: the columns wrapped into bands for
+   * several widths / heights), the one closest to the canvas's shape. */
+  function chooseLayout(state) {
+    var layouts = state.layouts || [];
+    if (layouts.length < 2) { return; }
+    var box = state.network.body.container.getBoundingClientRect();
+    if (!box.width || !box.height) { return; }
+    var want = Math.log(box.width / box.height), best = layouts[0];
+    layouts.forEach(function (l) {
+      if (Math.abs(Math.log(l.aspect) - want) < Math.abs(Math.log(best.aspect) - want)) {
+        best = l;
+      }
+    });
+    if (best.aspect === state.layoutAspect) { return; }
+    state.layoutAspect = best.aspect;
+    state.nodes.update(state.nodeOrder.map(function (id, i) {
+      return {id: id, x: best.x[i], y: best.y[i]};
+    }));
+    if (window.g2po) { window.g2po.layoutAspect = best.aspect; }
+  }
+
+  /* Where the first view looks: the start nodes and both ends of every critical transition. */
+  function focusIds(state) {
+    var lg = state.legible || {nodes: [], edges: []};
+    var ids = lg.nodes.filter(function (id) {
+      var n = state.nodes.get(id);
+      return n !== null && n.shape === "diamond";
+    });
+    lg.edges.forEach(function (id) {
+      var e = state.edges.get(id);
+      if (e !== null) { ids.push(e.from, e.to); }
+    });
+    return {ids: ids, critical: lg.edges.length > 0};
+  }
+
+  /* The first view: the whole graph when its labels stay legible; else a frame around the
+   * start and the critical transitions (their labels kept legible); with no critical
+   * transition, the start of the graph (its start nodes at the left) at a legible scale. */
+  function initialView(state) {
+    var network = state.network;
+    chooseLayout(state);
+    var all = frameOf(network, state.nodes.getIds(), 1.0);
+    if (all === null) { return; }
+    var focus = focusIds(state);
+    if (all.scale >= READABLE_SCALE) {
+      moveToFrame(network, all);
+    } else if (focus.critical) {
+      moveToFrame(network, frameOf(network, focus.ids, 1.0));
+    } else {
+      var pos = network.getPositions(focus.ids.length ? focus.ids : undefined);
+      var minX = Infinity, ys = [];
+      Object.keys(pos).forEach(function (k) { minX = Math.min(minX, pos[k].x); });
+      Object.keys(pos).forEach(function (k) { if (pos[k].x === minX) { ys.push(pos[k].y); } });
+      var y = ys.reduce(function (a, b) { return a + b; }, 0) / Math.max(ys.length, 1);
+      var box = network.body.container.getBoundingClientRect();
+      var x = minX + (box.width / 2 - 80) / READABLE_SCALE;
+      network.moveTo({position: {x: x, y: y}, scale: READABLE_SCALE, animation: false});
+    }
+    keepLegible(state);
+  }
+
+  function fitAll(state) {
+    chooseLayout(state);
+    var all = frameOf(state.network, state.nodes.getIds(), 1.0);
+    if (all !== null) { moveToFrame(state.network, all); }
+    keepLegible(state);
+  }
+
+  /* The start and terminal labels and the critical transitions' numbers keep their size on
+   * screen when the view zooms out (fonts grow in canvas units as the scale shrinks). */
+  function keepLegible(state) {
+    var lg = state.legible || {nodes: [], edges: []};
+    var grow = Math.round(Math.max(1, 1 / state.network.getScale()) * 20) / 20;
+    if (grow === state.legibleGrow) { return; }
+    state.legibleGrow = grow;
+    var stroke = STROKE * grow;
+    state.nodes.update(lg.nodes.filter(function (id) { return state.nodes.get(id) !== null; })
+      .map(function (id) {
+        return {id: id, font: {size: NODE_FONT * grow, strokeWidth: stroke}};
+      }));
+    state.edges.update(lg.edges.filter(function (id) { return state.edges.get(id) !== null; })
+      .map(function (id) {
+        return {id: id, font: {size: EDGE_FONT * grow, strokeWidth: stroke, align: "top"}};
+      }));
+    if (window.g2po) { window.g2po.legibleGrow = grow; }
+  }
+
+  /* vis-network hides a tooltip only on a later mouse move over the canvas: when the mouse
+   * leaves the graph, hide it (and the one about to open) at once. */
+  function hideTooltip(network) {
+    var handler = network.interactionHandler;
+    if (handler) {
+      if (handler.popupTimer !== undefined) {
+        clearInterval(handler.popupTimer);
+        handler.popupTimer = undefined;
+      }
+      if (handler.popup) { handler.popup.hide(); }
+    }
+    Array.prototype.forEach.call(document.querySelectorAll("div.vis-tooltip"), function (tip) {
+      tip.style.visibility = "hidden";
+    });
   }
 
   /* Keep the view when the frame is resized, until the user zooms or drags. */
   function followSize(state, container) {
-    state.network.on("zoom", function () { state.userMoved = true; });
+    state.network.on("zoom", function () { state.userMoved = true; keepLegible(state); });
     state.network.on("dragEnd", function () { state.userMoved = true; });
+    container.addEventListener("mouseleave", function () { hideTooltip(state.network); });
     var refit = function () {
-      if (!state.userMoved) { initialView(state.network, state.nodes.getIds()); }
+      if (!state.userMoved) { initialView(state); }
     };
     if (window.ResizeObserver) {
-      new ResizeObserver(function () { state.network.redraw(); refit(); }).observe(container);
+      new ResizeObserver(function () {
+        // vis-network polls its size once a second: take the new size now, then frame
+        state.network.setSize("100%", "100%");
+        state.network.redraw();
+        refit();
+      }).observe(container);
     } else {
       window.addEventListener("resize", refit);
     }
@@ -133,7 +249,7 @@
     if (button) {
       button.addEventListener("click", function () {
         state.userMoved = true;
-        fitAll(state.network);
+        fitAll(state);
       });
     }
   }
@@ -150,6 +266,7 @@
       state.network.focus(nodes[0], {scale: Math.max(state.network.getScale(),
                                                      READABLE_SCALE), animation: false});
       state.userMoved = true;
+      keepLegible(state);
     }
     state.lastSelection = key;
     window.g2po.selected = {nodes: nodes, edges: edges};
@@ -164,14 +281,17 @@
   function draw(container, data, dark) {
     var state = {nodes: new vis.DataSet(withTips(data.nodes)),
                  edges: new vis.DataSet(withTips(data.edges)), graphId: data.graph_id,
-                 userMoved: false, lastSelection: ""};
+                 userMoved: false, lastSelection: "", legible: data.legible,
+                 legibleGrow: 1, layouts: data.layouts, layoutAspect: null,
+                 nodeOrder: data.nodes.map(function (n) { return n.id; })};
+    if (data.layouts && data.layouts.length) { state.layoutAspect = data.layouts[0].aspect; }
     state.network = new vis.Network(container, {nodes: state.nodes, edges: state.edges},
                                     data.options);
     expose(state, data, container);
     applyTheme(state, dark === undefined ? prefersDark() : dark);
     legend(data);
     markDrawn(state, container);
-    initialView(state.network, data.nodes);
+    initialView(state);
     select(state, data);
     followSize(state, container);
     return state;
@@ -181,9 +301,17 @@
    * graph is drawn afresh. */
   function update(state, container, data, dark) {
     if (dark !== undefined && !!dark !== state.dark) { applyTheme(state, dark); }
+    state.legible = data.legible;
     if (state.graphId === data.graph_id) {
-      state.nodes.update(withTips(data.nodes));
+      // the same graph: new colours and marks, the positions drawn stay
+      state.nodes.update(withTips(data.nodes).map(function (n) {
+        delete n.x;
+        delete n.y;
+        return n;
+      }));
       state.edges.update(withTips(data.edges));
+      state.legibleGrow = 1;  // the update brought the base fonts back
+      keepLegible(state);
       expose(state, data, container);
       legend(data);
       select(state, data);
@@ -197,13 +325,17 @@
     state.graphId = data.graph_id;
     state.userMoved = false;
     state.lastSelection = "";
+    state.legibleGrow = 1;
+    state.layouts = data.layouts;
+    state.nodeOrder = data.nodes.map(function (n) { return n.id; });
+    state.layoutAspect = data.layouts && data.layouts.length ? data.layouts[0].aspect : null;
     state.network.setOptions(data.options);
     applyTheme(state, state.dark);
     state.network.setData({nodes: state.nodes, edges: state.edges});
     expose(state, data, container);
     legend(data);
     markDrawn(state, container);
-    initialView(state.network, data.nodes);
+    initialView(state);
     select(state, data);
     return state;
   }

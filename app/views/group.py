@@ -4,11 +4,16 @@ with per-step values, TD errors and the three G2PO advantages below.
 Linked views: clicking a step row selects its node and edge in the graph; clicking a node or an
 edge in the graph (or a critical transition, or an alarm) filters the step tables to the steps
 concerned; several trajectories can be highlighted; trajectories can be filtered by outcome.
-The whole view (trajectories, node, filters, colours) is kept in the URL
-(:mod:`app.url_state`). Every number comes from :mod:`g2po` (graph, outcomes, alarms, labels).
+The whole view (trajectories, node, edge, what the steps are filtered to, colours) is kept in
+the URL (:mod:`app.url_state`), and a choice stays made until another replaces it: a change of
+γ, w or the penalty keeps the trajectories, node and edge (the graph's structure is the same),
+only another group clears them. Every number comes from :mod:`g2po` (graph, outcomes, alarms,
+labels); a number resting on a value the log lacked (validity assumed) is marked where shown.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 import pandas as pd
@@ -27,7 +32,7 @@ from app.graph_html import (
 )
 from app.params import SpecParams
 from app.rules import apply_fix
-from app.safe import escape_html, truncate
+from app.safe import escape_html, escape_markdown, truncate
 from app.tables import (
     OUTCOMES,
     critical_table,
@@ -45,13 +50,15 @@ from app.tables import (
 from app.ui import chosen_graph, group_page, md
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import Alarm, credit_alarms
+from g2po.analysis.assumptions import Assumption, assumptions, reached
 from g2po.analysis.diagnostics import merge_stats
-from g2po.analysis.labels import format_number, key_diff, shorten_middle
+from g2po.analysis.labels import format_number, key_diff, lead_with_difference
 from g2po.graph import StateGraph
 from g2po.outcomes import OutcomeCheck, success_rule
 
-__all__ = ["render", "node_from_click", "edge_from_click", "GRAPH_HEIGHT",
-           "MAX_ROLLOUT_TABLES", "TABS"]
+__all__ = ["render", "node_from_click", "edge_from_click", "filter_from_url", "filter_to_url",
+           "GRAPH_HEIGHT", "MAX_ROLLOUT_TABLES", "TABS", "EDGE_COLOR_CHOICES",
+           "VALUE_SCALE_CHOICES"]
 
 #: Graph height: at 1280×720 the graph stays above the fold.
 GRAPH_HEIGHT = 400
@@ -63,8 +70,17 @@ TABS = ("Steps", "One table per rollout", "Node", "Step text")
 GRAPH_KEY = "g_graph"
 GRAPH_ID = "_g2po_graph_id"
 PICKS_FOR = "_g2po_picks_for"
-#: What the step tables are filtered to: None, ("node", id), ("edge", row), ("alarm", kind).
+#: What the step tables are filtered to: None, ("node", id), ("edge", row), ("alarm", kind);
+#: in the URL as ``filter=node:3``, ``edge:10`` or ``alarm:aliased``.
 FILTER = "g_filter"
+#: The picks kept for one group (trajectories, outcomes) and one graph structure (node, edge).
+PICKS_STRUCTURE = "_g2po_picks_structure"
+#: Bumped by every choice made elsewhere than in the critical-transitions table (resp. the
+#: step table): that table is then drawn afresh, its tick gone with the choice it showed.
+CRITICAL_VERSION, STEPS_VERSION = "_g2po_critical_version", "_g2po_steps_version"
+#: The pickers' short names (a narrow column cuts long ones); the legend says them in full.
+EDGE_COLOR_CHOICES = {"td": "TD error", "adv": "mean A", "success_share": "success share"}
+VALUE_SCALE_CHOICES = {"group": "group range", "reward": "0 to reward"}
 STEP_ROWS = "_g2po_step_rows"
 #: The selected node and edge (row of ``StateGraph.edges``): plain session state, not a
 #: widget's, so they survive while the Node tab (with its picker) is closed.
@@ -87,16 +103,15 @@ def render(ctx: AppContext) -> None:
     _headline(outcome, stats, ctx.params)
     _outcome_warning(ctx, outcome)
     traj_ids = tables["traj_ids"]
-    if st.session_state.get(PICKS_FOR) != current:  # another graph: old picks mean nothing
-        st.session_state[PICKS_FOR] = current
-        for key in ("g_traj", SEL_NODE, "g_node2", SEL_EDGE, FILTER):
-            st.session_state[key] = [] if key == "g_traj" else None
-    _seed_view(graph, traj_ids)
+    _keep_or_drop_picks((opened.key, ctx.train_step, ctx.group_id), tables["structure"])
+    alarms = _alarms(graph, current, ctx)
+    _seed_view(graph, traj_ids, {a.kind for a in alarms})
     st.session_state[GRAPH_OBJ] = graph
     summary = tables["summary"]
     labels = tables["labels"]
+    assumed = assumptions(opened.log.report.assumed, ctx.params.penalty)
 
-    left, right = st.columns([5, 2])
+    left, right = st.columns([2, 1])
     with right:
         outcomes = st.pills("Outcome", OUTCOMES, selection_mode="multi", key="g_outcome",
                             help="Show the trajectories with these outcomes only")
@@ -107,30 +122,39 @@ def render(ctx: AppContext) -> None:
         chosen = st.multiselect("Highlight trajectories", traj_ids, key="g_traj",
                                 format_func=lambda t: labels[t], placeholder="none")
         pick_edge, pick_scale = st.columns(2)
-        edge_color = pick_edge.selectbox("Edge colour", list(EDGE_COLOR_MODES),
-                                         key="g_edge_color", format_func=EDGE_COLOR_MODES.get)
-        value_scale = pick_scale.selectbox("V scale", list(VALUE_SCALES), key="g_value_scale",
-                                           format_func=VALUE_SCALES.get)
+        edge_color = pick_edge.selectbox(
+            "Edge colour", list(EDGE_COLOR_MODES), key="g_edge_color",
+            format_func=EDGE_COLOR_CHOICES.get,
+            help="TD error; the mean combined advantage A of the steps along each edge (on a "
+                 "highlighted trajectory's own edges, its own steps' A); or the share of "
+                 "successful trajectories through it.")
+        value_scale = pick_scale.selectbox(
+            "V scale", list(VALUE_SCALES), key="g_value_scale",
+            format_func=VALUE_SCALE_CHOICES.get,
+            help="Node colour V: from the group's lowest to its highest value, or from 0 to "
+                 "the success reward.")
     style = DrawStyle(edge_color=edge_color, value_scale=value_scale)
     node, edge = st.session_state.get(SEL_NODE), st.session_state.get(SEL_EDGE)
     with left:
         paths = chosen or (shown_ids if outcomes else [])
         highlight = _highlight(graph, paths, node, edge)
         drawn = _drawn(graph, current, highlight, style, ctx.params.rule.success_reward,
-                       f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}")
+                       f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}",
+                       tuple(a.note for a in reached(assumed, ("invalid", "adv"))))
         st.session_state[GRAPH_ID] = current
         graph_component(drawn, height=GRAPH_HEIGHT, key=GRAPH_KEY, on_change=_graph_clicked)
     limits = tables["limits"]
     with right:
-        _critical(graph, style, limits)
-        alarms = _alarms(graph, current, ctx)
-        _alarm_list(ctx, alarms)
+        _critical(graph, style, limits, assumed)
+        _alarm_list(ctx, alarms, assumed)
     st.caption(f"{len(graph.nodes)} nodes ({graph.n_states} states + terminals) · "
                f"{len(graph.edges)} edges · {stats['merge_rate']:.0%} merged · hover for "
                "details, click a node or an edge to list its steps, click a step row to find "
-               "it in the graph · columns by step depth (Fit all shows the whole graph)")
+               "it in the graph · columns by step depth, wrapped into bands read left to "
+               "right (Fit all shows the whole graph)")
 
     write_url(traj=list(chosen), node=node, edge=edge, outcome=list(outcomes or []),
+              filter=filter_to_url(st.session_state.get(FILTER)),
               edge_color=None if edge_color == "td" else edge_color,
               value_scale=None if value_scale == "group" else value_scale)
 
@@ -139,24 +163,27 @@ def render(ctx: AppContext) -> None:
     tab = dict(zip(TABS, tabs, strict=True))
     with tab["Steps"]:
         if tab["Steps"].open is not False:
-            _steps_tab(graph, tables["steps"], alarms, shown_ids, limits)
+            _steps_tab(graph, tables["steps"], alarms, shown_ids, limits, assumed)
     with tab["One table per rollout"]:
         if tab["One table per rollout"].open:
             st.markdown("**Trajectories**")
-            shown = summary[summary["traj_id"].isin(shown_ids)]
-            st.dataframe(style_diverging(shown.drop(columns=["traj_id"]).rename(
-                columns={"adv_sum": "ΣA"}), ["ΣA"]), hide_index=True,
-                height=min(38 + 35 * len(shown), 300))
+            shown = summary[summary["traj_id"].isin(shown_ids)].drop(
+                columns=["traj_id"]).rename(columns={"adv_sum": "ΣA"})
+            marks = _assumption_marks(shown.columns, assumed)
+            st.dataframe(style_diverging(shown, ["ΣA"]), hide_index=True,
+                         height=min(38 + 35 * len(shown), 300), column_config=marks)
             ids = shown_ids
             if len(ids) > MAX_ROLLOUT_TABLES:
                 st.caption(f"{len(ids)} rollouts: showing the first {MAX_ROLLOUT_TABLES}; "
                            "the Steps tab has them all.")
             for t in ids[:MAX_ROLLOUT_TABLES]:
                 md("**{}**", labels[t])
-                st.dataframe(style_diverging(step_table(graph, t), limits), hide_index=True)
+                one = step_table(graph, t)
+                st.dataframe(style_diverging(one, limits), hide_index=True,
+                             column_config=_assumption_marks(one.columns, assumed))
     with tab["Node"]:
         if tab["Node"].open:
-            _node_tab(ctx, graph, node, limits)
+            _node_tab(ctx, graph, node, limits, assumed)
     with tab["Step text"]:
         if tab["Step text"].open:
             _step_text(graph, chosen[0] if chosen else (shown_ids or traj_ids)[0], labels)
@@ -181,6 +208,56 @@ def edge_from_click(clicked: dict | None, graph_id: str | None) -> int | None:
     return None
 
 
+def filter_to_url(flt: tuple | None) -> str | None:
+    """What the step tables are filtered to, as the URL keeps it (``node:3``, ``edge:10``,
+    ``alarm:aliased``); None when unfiltered."""
+    if not flt:
+        return None
+    return f"{flt[0]}:{flt[1]}"
+
+
+def filter_from_url(text: str, nodes: set[int], n_edges: int, alarm_kinds: set[str]
+                    ) -> tuple | None:
+    """The URL's ``filter`` back as a filter of this graph (None when it names a node, an
+    edge or an alarm the graph does not have)."""
+    kind, _, value = str(text).partition(":")
+    if kind in ("node", "edge") and value.lstrip("-").isdigit():
+        number = int(value)
+        if (kind == "node" and number in nodes) or (kind == "edge" and 0 <= number < n_edges):
+            return (kind, number)
+    if kind == "alarm" and value in alarm_kinds:
+        return ("alarm", value)
+    return None
+
+
+def _bump(*keys: str) -> None:
+    """A choice was made: the tables named (by their version key) are drawn afresh, without
+    the tick of the choice they showed before."""
+    for key in keys:
+        st.session_state[key] = st.session_state.get(key, 0) + 1
+
+
+def _keep_or_drop_picks(group: tuple, structure: str) -> None:
+    """Picks stay while they mean the same: trajectories and outcomes while the group is the
+    same (a parameter change recomputes the numbers, not the rollouts); the node, the edge
+    and a node or edge filter while the graph's structure is too (another state key or
+    success rule may number nodes and edges otherwise)."""
+    if st.session_state.get(PICKS_FOR) != group:
+        st.session_state[PICKS_FOR] = group
+        st.session_state[PICKS_STRUCTURE] = structure
+        for key in ("g_traj", SEL_NODE, "g_node2", SEL_EDGE, FILTER):
+            st.session_state[key] = [] if key == "g_traj" else None
+        _bump(CRITICAL_VERSION, STEPS_VERSION)
+    elif st.session_state.get(PICKS_STRUCTURE) != structure:
+        st.session_state[PICKS_STRUCTURE] = structure
+        for key in (SEL_NODE, "g_node2", SEL_EDGE):
+            st.session_state[key] = None
+        flt = st.session_state.get(FILTER)
+        if flt and flt[0] in ("node", "edge"):
+            st.session_state[FILTER] = None
+        _bump(CRITICAL_VERSION, STEPS_VERSION)
+
+
 def _graph_clicked() -> None:
     """A click on a node selects it and filters the steps to its occurrences; a click on an
     edge does the same for the steps along it."""
@@ -197,11 +274,21 @@ def _graph_clicked() -> None:
         st.session_state[FILTER] = ("edge", edge)
     if node is not None or edge is not None:
         st.session_state["g_tab"] = "Steps"
+        _bump(CRITICAL_VERSION, STEPS_VERSION)
+
+
+def _steps_key() -> str:
+    return f"g_steps_table:{st.session_state.get(STEPS_VERSION, 0)}"
+
+
+def _critical_key() -> str:
+    return f"g_critical:{st.session_state.get(CRITICAL_VERSION, 0)}"
 
 
 def _row_clicked() -> None:
-    """A click on a step row selects its node and its edge in the graph."""
-    event = st.session_state.get("g_steps_table")
+    """A click on a step row selects its node and its edge in the graph (and unticks the
+    critical transition chosen before: the selection is now this step's)."""
+    event = st.session_state.get(_steps_key())
     rows = st.session_state.get(STEP_ROWS) or []
     graph = st.session_state.get(GRAPH_OBJ)
     picked = list(getattr(getattr(event, "selection", None), "rows", None) or
@@ -211,6 +298,7 @@ def _row_clicked() -> None:
     step = graph.steps.iloc[rows[picked[0]]]
     st.session_state[SEL_NODE] = int(step["node"])
     st.session_state[SEL_EDGE] = _edge_row(graph, step)
+    _bump(CRITICAL_VERSION)
 
 
 def _edge_row(graph: StateGraph, step: pd.Series) -> int | None:
@@ -221,12 +309,22 @@ def _edge_row(graph: StateGraph, step: pd.Series) -> int | None:
     return int(hit[0]) if len(hit) else None
 
 
-def _seed_view(graph: StateGraph, traj_ids: list[str]) -> None:
-    """The URL's trajectories, node, edge and colours, once per session."""
+def _seed_view(graph: StateGraph, traj_ids: list[str], alarm_kinds: set[str]) -> None:
+    """The URL's trajectories, node, edge, steps filter and colours, once per session (a URL
+    with a node and no filter, as older links have, filters the steps to that node)."""
+    nodes = set(graph.nodes.index.astype(int))
     seed_from_url("g_traj", "traj", lambda s: [t for t in s.split(",") if t in traj_ids])
-    if seed_from_url(SEL_NODE, "node", int, set(graph.nodes.index.astype(int))):
+    if seed_from_url(SEL_NODE, "node", int, nodes):
         st.session_state[FILTER] = ("node", int(st.session_state[SEL_NODE]))
     seed_from_url(SEL_EDGE, "edge", int, set(range(len(graph.edges))))
+
+    def parse(text: str) -> tuple:
+        flt = filter_from_url(text, nodes, len(graph.edges), alarm_kinds)
+        if flt is None:
+            raise ValueError(f"not a filter of this graph: {text!r}")
+        return flt
+
+    seed_from_url(FILTER, "filter", parse)
     seed_from_url("g_outcome", "outcome", lambda s: [o for o in s.split(",") if o in OUTCOMES])
     seed_from_url("g_edge_color", "edge_color", str, EDGE_COLOR_MODES)
     seed_from_url("g_value_scale", "value_scale", str, VALUE_SCALES)
@@ -247,7 +345,21 @@ def _tables_cached(_graph: StateGraph, _raw: pd.DataFrame, graph_id: str, params
     return {"outcome": params.rule.check(_raw),
             "traj_ids": trajectory_order(_graph), "summary": summary,
             "labels": _traj_labels(summary), "limits": scale_limits(_graph),
-            "steps": step_table(_graph), "stats": merge_stats(_graph)}
+            "steps": step_table(_graph), "stats": merge_stats(_graph),
+            "structure": _structure(_graph)}
+
+
+def _structure(graph: StateGraph) -> str:
+    """A digest of what node and edge ids mean (each node's kind and key, each edge's ends
+    and action): equal for two graphs of one group under other γ, w or penalty."""
+    digest = hashlib.sha256()
+    nodes, edges = graph.nodes, graph.edges
+    for part in (nodes.index.astype(str), nodes["kind"].astype(str),
+                 nodes["state_key"].astype(str), edges["source"].astype(str),
+                 edges["target"].astype(str), edges["action"].astype(str)):
+        digest.update("\x1f".join(part.tolist()).encode("utf-8", "surrogatepass"))
+        digest.update(b"\x1e")
+    return digest.hexdigest()
 
 
 def _tables(graph: StateGraph, raw: pd.DataFrame, graph_id: str, params) -> dict:
@@ -258,15 +370,17 @@ def _tables(graph: StateGraph, raw: pd.DataFrame, graph_id: str, params) -> dict
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _drawn_cached(_graph: StateGraph, graph_id: str, highlight: Highlight, style: DrawStyle,
-                  success_reward: float, title: str) -> dict:
+                  success_reward: float, title: str, assumed: tuple[str, ...]) -> dict:
     return network_data(_graph, highlight, success_reward=success_reward, title=title,
-                        graph_id=graph_id, style=style)
+                        graph_id=graph_id, style=style, assumed=assumed)
 
 
 def _drawn(graph: StateGraph, graph_id: str, highlight: Highlight, style: DrawStyle,
-           success_reward: float, title: str) -> dict:
-    """The component's data; a change of colours is another drawing of the same graph."""
-    out = _drawn_cached(graph, graph_id, highlight, style, success_reward, title)
+           success_reward: float, title: str, assumed: tuple[str, ...] = ()) -> dict:
+    """The component's data; a change of colours is another drawing of the same graph.
+    ``assumed``: the notes of the assumptions the drawing's numbers rest on (its legend says
+    them)."""
+    out = _drawn_cached(graph, graph_id, highlight, style, success_reward, title, assumed)
     return {**out, "graph_id": graph_id}
 
 
@@ -308,21 +422,32 @@ def _outcome_warning(ctx: AppContext, outcome: OutcomeCheck) -> None:
 
 # -- beside the graph: critical transitions and alarms --------------------------------------
 
-def _critical(graph: StateGraph, style: DrawStyle, limits: dict[str, float]) -> None:
+#: Column widths of the critical-transitions table: its numbers fit a narrow column, the
+#: action (text, last) takes what is left.
+_CRITICAL_WIDTHS = {"#": 26, "from": 42, "to": 36, "TD error": 60, "mean A": 56}
+
+
+def _critical(graph: StateGraph, style: DrawStyle, limits: dict[str, float],
+              assumed: list[Assumption]) -> None:
     crit = critical_edges(graph, style.critical)
     st.markdown("**Critical transitions** (largest \\|TD error\\|)")
     if crit.empty:
         st.caption("No transition has a non-zero TD error.")
         return
-    table = critical_table(graph, crit)
+    table = critical_table(graph, crit).drop(columns=["count"])
     st.session_state["_g2po_critical_rows"] = table.index.tolist()
-    st.dataframe(style_diverging(table.drop(columns=["count"]), limits), hide_index=True,
-                 key="g_critical", on_select=_critical_clicked, selection_mode="single-row",
-                 height=min(38 + 35 * len(table), 215))
+    marked = _marked(table.columns, assumed)
+    config = {c: st.column_config.Column(
+        width=_CRITICAL_WIDTHS.get(c), label=f"{c} {ASSUMED_MARK}" if c in marked else None)
+        for c in table.columns if c in _CRITICAL_WIDTHS or c in marked}
+    st.dataframe(style_diverging(table, limits), hide_index=True, key=_critical_key(),
+                 on_select=_critical_clicked, selection_mode="single-row",
+                 height=min(38 + 35 * len(table), 215), column_config=config)
+    _assumption_caption(table.columns, assumed)
 
 
 def _critical_clicked() -> None:
-    event = st.session_state.get("g_critical")
+    event = st.session_state.get(_critical_key())
     rows = st.session_state.get("_g2po_critical_rows") or []
     picked = list(getattr(getattr(event, "selection", None), "rows", None) or
                   (event or {}).get("selection", {}).get("rows", []))
@@ -333,23 +458,61 @@ def _critical_clicked() -> None:
         st.session_state[SEL_NODE] = int(graph.edges["source"].iloc[edge])
         st.session_state[FILTER] = ("edge", edge)
         st.session_state["g_tab"] = "Steps"
+        _bump(STEPS_VERSION)
 
 
-def _alarm_list(ctx: AppContext, alarms: list[Alarm]) -> None:
+def _alarm_list(ctx: AppContext, alarms: list[Alarm], assumed: list[Assumption]) -> None:
     st.markdown("**Credit alarms**")
     if not alarms:
         st.caption("None for this group.")
-        return
     for alarm in alarms:
         st.button(alarm.title, key=f"g_alarm_{alarm.kind}", help=alarm.detail,
                   on_click=_set_filter, args=(("alarm", alarm.kind),), width="stretch")
         if alarm.kind == "disagreement" and "compare" in ctx.pages:
             st.page_link(ctx.pages["compare"], label="compare G2PO and GRPO →")
+    # the alarms read validity (penalty amplification) and the advantages (disagreement)
+    _assumption_caption(("valid", "A"), assumed, what="the alarms rest on it")
 
 
 def _set_filter(value) -> None:
     st.session_state[FILTER] = value
     st.session_state["g_tab"] = "Steps"
+    _bump(CRITICAL_VERSION, STEPS_VERSION)
+
+
+#: The step-table column behind each column name the page's tables use.
+_SHOWN_AS = {"valid": "is_action_valid", "invalid": "invalid", "A": "adv", "A^EP": "adv_ep",
+             "A^NC": "adv_nc", "A^EC": "adv_ec", "mean A": "adv", "mean A^EP": "adv_ep",
+             "mean A^NC": "adv_nc", "mean A^EC": "adv_ec", "ΣA": "adv",
+             "x = V(next) − p·invalid": "penalised_next_value"}
+#: The mark beside a number that rests on an assumption (the caption under the table says it).
+ASSUMED_MARK = "*"
+
+
+def _marked(columns, assumed: list[Assumption]) -> list[str]:
+    """The shown columns whose numbers rest on one of the assumptions."""
+    reach = set().union(*(a.columns for a in assumed)) if assumed else set()
+    return [str(c) for c in columns if _SHOWN_AS.get(str(c)) in reach]
+
+
+def _assumption_marks(columns, assumed: list[Assumption], note: bool = True) -> dict:
+    """Column configs renaming each column whose numbers rest on an assumption to
+    ``name *``; with ``note``, the caption saying what was assumed, written here."""
+    marked = _marked(columns, assumed)
+    if note:
+        _assumption_caption(columns, assumed)
+    return {c: st.column_config.Column(label=f"{c} {ASSUMED_MARK}") for c in marked}
+
+
+def _assumption_caption(columns, assumed: list[Assumption],
+                        what: str = "the columns marked * rest on it") -> None:
+    """One caption per assumption that reaches the shown columns: what the loader assumed
+    (``what``: trusted text saying which numbers rest on it)."""
+    shown = {_SHOWN_AS.get(str(c)) for c in columns}
+    for a in assumed:
+        if a.columns & shown:
+            st.caption(f"{escape_markdown(ASSUMED_MARK)} assumed: "
+                       f"{escape_markdown(a.note)} ({escape_markdown(what)})")
 
 
 # -- the tabs ------------------------------------------------------------------------------
@@ -384,7 +547,8 @@ def _filtered_rows(graph: StateGraph, alarms: list[Alarm], shown_ids: list[str]
 
 
 def _steps_tab(graph: StateGraph, full: pd.DataFrame, alarms: list[Alarm],
-               shown_ids: list[str], limits: dict[str, float]) -> None:
+               shown_ids: list[str], limits: dict[str, float],
+               assumed: list[Assumption]) -> None:
     rows, what, alarm = _filtered_rows(graph, alarms, shown_ids)
     if what:
         info, clear = st.columns([5, 1])
@@ -401,12 +565,14 @@ def _steps_tab(graph: StateGraph, full: pd.DataFrame, alarms: list[Alarm],
                                key="g_steps_page")
         table = table.iloc[(page - 1) * PAGE_ROWS: page * PAGE_ROWS]
     st.session_state[STEP_ROWS] = table.index.tolist()
-    st.dataframe(style_diverging(table, limits), hide_index=True, key="g_steps_table",
-                 on_select=_row_clicked, selection_mode="single-row", height=360)
+    marks = _assumption_marks(table.columns, assumed)
+    st.dataframe(style_diverging(table, limits), hide_index=True, key=_steps_key(),
+                 on_select=_row_clicked, selection_mode="single-row", height=360,
+                 column_config=marks)
 
 
 def _node_tab(ctx: AppContext, graph: StateGraph, node: int | None,
-              limits: dict[str, float]) -> None:
+              limits: dict[str, float], assumed: list[Assumption]) -> None:
     nodes = node_choices(graph)
     st.session_state["g_node"] = node if node in nodes else None
     pick, other = st.columns(2)
@@ -430,10 +596,13 @@ def _node_tab(ctx: AppContext, graph: StateGraph, node: int | None,
     if second is not None and second != node:
         _key_diff(graph, node, second)
     st.markdown("**Occurrences** (the node-centric reference set: one row per transition)")
-    st.dataframe(style_diverging(node_occurrences(graph, node, ctx.params.penalty), limits),
-                 hide_index=True)
+    occurrences = node_occurrences(graph, node, ctx.params.penalty)
+    marks = _assumption_marks(occurrences.columns, assumed)
+    st.dataframe(style_diverging(occurrences, limits), hide_index=True, column_config=marks)
     st.markdown("**Outgoing transitions**")
-    st.dataframe(style_diverging(outgoing_transitions(graph, node), limits), hide_index=True)
+    outgoing = outgoing_transitions(graph, node)
+    marks = _assumption_marks(outgoing.columns, assumed)
+    st.dataframe(style_diverging(outgoing, limits), hide_index=True, column_config=marks)
 
 
 def _node_picked() -> None:
@@ -441,6 +610,7 @@ def _node_picked() -> None:
     node = st.session_state.get("g_node")
     st.session_state[SEL_NODE], st.session_state[SEL_EDGE] = node, None
     st.session_state[FILTER] = None if node is None else ("node", int(node))
+    _bump(CRITICAL_VERSION, STEPS_VERSION)
 
 
 def _state_over_training_link(ctx: AppContext, graph: StateGraph, node: int) -> None:
@@ -480,7 +650,7 @@ def _traj_labels(summary: pd.DataFrame) -> dict[str, str]:
 
 
 def _step_text(graph: StateGraph, traj_id: str, labels: dict[str, str]) -> None:
-    md("**{}**", labels.get(traj_id, shorten_middle([traj_id])[0]))
+    md("**{}**", labels.get(traj_id, lead_with_difference([traj_id], limit=40)[0][0]))
     steps = graph.steps[graph.steps["traj_id"].astype(str).to_numpy() == traj_id].sort_values(
         "t")
     ts = steps["t"].tolist()

@@ -1,139 +1,213 @@
-"""Short names for state keys: the words that tell one key apart from the others of its group,
-and a character diff of two keys (why did these two states not merge?).
+"""Short names for state keys and ids: the place and objects that tell one state from the
+others of its group, ids with the part that differs first, and a character diff of two keys
+(why did these two states not merge?).
 
 A group's keys often share most of their text (a room description, a prompt template); a label
-made of the first characters says nothing. :func:`distinguishing_labels` keeps, in their order,
-the words of a key that occur in the fewest other keys of the group, up to a length limit.
+made of the first characters says nothing, and the rarest word of a key is often a turn of
+phrase ("You're", "superficially"). :func:`distinguishing_labels` starts from the key's
+headline (its first line when short, e.g. TextWorld's ``-= Kitchen =-``: the place) and adds
+the content words (no function words) that tell the key apart from the other keys with the
+same headline (the objects, an open or closed door).
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-from collections import Counter
+import re
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["distinguishing_labels", "key_diff", "shorten_middle", "natural_key",
-           "snap_to_zero", "snap_frame", "format_number", "ZERO_REL"]
+__all__ = ["distinguishing_labels", "headline", "key_diff", "shorten_middle",
+           "lead_with_difference", "natural_key", "STOPWORDS", "snap_to_zero", "snap_frame",
+           "format_number", "ZERO_REL"]
 
 _GAP = "…"
 
-
-#: Up to this many keys, labels are chosen against every other key (a greedy hitting set);
-#: above it by word rarity alone (large drawings label nodes by id anyway).
+#: Up to this many keys sharing a headline, labels are chosen against every other such key
+#: (a greedy hitting set); above it by word rarity alone (large drawings label nodes by id).
 EXACT_LIMIT = 400
+#: A first line (or first sentence) up to this long names the place; longer ones are text.
+HEADLINE_LIMIT = 40
+#: Function words, pronouns and contractions: never a label's word (they name nothing).
+STOPWORDS = frozenset("""
+a an the and or but nor so yet if then than that this these those there here where when
+what which who whom whose why how of in on at to from by with without into onto upon over
+under about above below between through during before after up down out off again further
+once all any both each few more most other some such no not only own same too very can will
+just should now is are was were be been being have has had having do does did doing would
+could might must shall may i me my myself we our ours you your yours yourself he him his she
+her hers it its itself they them their what's that's there's here's it's you're you've you'll
+i'm i've we're they're isn't aren't wasn't weren't don't doesn't didn't can't won't let's
+also well still even ever never really quite rather like as see look looks seem seems going
+get got go one thing things kind sort bit lot contains contain carrying carry appears
+notice make find
+""".split())
+_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
+_SENTENCE = re.compile(r"(?<=[.!?])\s")
 
 
-def distinguishing_labels(keys: Sequence[str], limit: int = 28) -> list[str]:
-    """One label per key (same order): words of the key that tell it apart from the group's
-    other keys, kept in their original order, ``…`` where words were left out, at most about
-    ``limit`` characters.
-
-    Words are chosen greedily: each next word is the one absent from the most keys not yet
-    told apart (so after the rarest word come the words that separate the key from its
-    near-duplicates, such as an inventory item). Words shared by every key never appear unless
-    a key has nothing else.
+def headline(key: str, limit: int = HEADLINE_LIMIT) -> str:
+    """The key's first non-empty line without its decoration (``-= Kitchen =-`` → ``Kitchen``),
+    or that line's first sentence, when at most ``limit`` characters; else ``""``.
 
     Examples
     --------
-    >>> distinguishing_labels(["You are in the kitchen. You carry a knife.",
-    ...                        "You are in the kitchen. You carry nothing."])
-    ['… knife.', '… nothing.']
+    >>> headline("-= Kitchen =-\\nYou are in a kitchen.")
+    'Kitchen'
+    >>> headline("You arrive at drawer 1. The drawer 1 is closed.")
+    'You arrive at drawer 1'
     """
-    words = [str(k).split() for k in keys]
-    n = len(words)
-    df = Counter()
-    for ws in words:
-        df.update(set(ws))
-    exact = 1 < n <= EXACT_LIMIT
-    if exact:
-        chosen = _hitting_sets(words, limit)
-        labels = [_render(ws, chosen[i], limit) for i, ws in enumerate(words)]
-    else:
-        labels = [_label(ws, df, limit, n) for ws in words]
-    seen: dict[str, list[int]] = {}
-    for i, label in enumerate(labels):
-        seen.setdefault(label, []).append(i)
-    clashing = [i for idx in seen.values() if len(idx) > 1 for i in idx]
-    if clashing:  # more words for the keys that still look alike
-        longer = _hitting_sets(words, limit * 2, only=clashing) if exact else {}
-        for i in clashing:
-            labels[i] = _render(words[i], longer[i], limit * 2) if exact else \
-                _label(words[i], df, limit * 2, n)
-    return labels
+    first = next((line for line in str(key).splitlines() if line.strip()), "")
+    for text in (first, _SENTENCE.split(first.strip(), maxsplit=1)[0]):
+        text = _EDGE_PUNCT.sub("", text.strip())
+        if text and len(text) <= limit:
+            return text
+    return ""
 
 
-def _hitting_sets(words: list[list[str]], limit: int,
-                  only: list[int] | None = None) -> dict[int, set[int]]:
-    """Per key (of ``only``, default all), the positions of the words picked greedily to tell
-    it from the other keys."""
-    vocab: dict[str, int] = {}
-    for ws in words:
-        for w in ws:
-            vocab.setdefault(w, len(vocab))
-    n = len(words)
-    has = np.zeros((n, len(vocab)), dtype=bool)
-    for i, ws in enumerate(words):
-        has[i, [vocab[w] for w in ws]] = True
-    df = has.sum(axis=0)
-    out: dict[int, set[int]] = {}
-    for i in range(n) if only is None else only:
-        ws = words[i]
-        if not ws:
-            out[i] = set()
+def _word(token: str) -> str:
+    """A word as compared: lower case, without surrounding punctuation."""
+    return _EDGE_PUNCT.sub("", token).lower()
+
+
+def _content(word: str) -> bool:
+    return bool(word) and word not in STOPWORDS and any(c.isalnum() for c in word) and \
+        (len(word) > 1 or word.isdigit())
+
+
+def distinguishing_labels(keys: Sequence[str], limit: int = 28) -> list[str]:
+    """One label per key (same order): its headline (:func:`headline`; left out when every
+    key has the same one), then up to about ``limit`` characters of its content words that
+    tell it apart from the other keys with that headline, kept in their order (``…`` where
+    words were left out), without surrounding punctuation.
+
+    Words are chosen greedily: each next word is the one absent from the most keys not yet
+    told apart (so after the rarest word come the words that separate the key from its
+    near-duplicates, such as an inventory item). Function words (:data:`STOPWORDS`) and words
+    every key shares never appear unless a key has nothing else.
+
+    Examples
+    --------
+    >>> distinguishing_labels(["-= Kitchen =-\\nYou carry a knife.",
+    ...                        "-= Kitchen =-\\nYou carry nothing.",
+    ...                        "-= Garden =-\\nYou carry a knife."])
+    ['Kitchen · knife', 'Kitchen · nothing', 'Garden']
+    """
+    keys = [str(k) for k in keys]
+    n = len(keys)
+    heads = [headline(k) for k in keys]
+    if n > 1 and len(set(heads)) == 1:
+        heads = [""] * n  # a template line every key shares names nothing
+    tokens: list[list[str]] = []
+    for key, head in zip(keys, heads, strict=True):
+        body = key
+        if head:  # the headline is shown already: its words tell nothing more
+            start = key.find(head)
+            body = key[:start] + key[start + len(head):] if start >= 0 else key
+        tokens.append(body.split())
+    words = [[_word(t) for t in ts] for ts in tokens]
+    common = set.intersection(*(set(ws) for ws in words)) if n > 1 else set()
+    usable = [[_content(w) and w not in common for w in ws] for ws in words]
+    peers: dict[str, list[int]] = {}
+    for i, head in enumerate(heads):
+        peers.setdefault(head, []).append(i)
+    chosen: dict[int, set[int]] = {}
+    for head, members in peers.items():
+        budget = max(limit - len(head) - 3, limit // 2) if head else limit
+        chosen.update(_choose(words, usable, members, budget, named=bool(head)))
+    return [_render(heads[i], tokens[i], _with_nouns(tokens[i], words[i], chosen[i], limit),
+                    limit) for i in range(n)]
+
+
+def _with_nouns(tokens: list[str], words: list[str], chosen: set[int], limit: int) -> set[int]:
+    """``chosen`` plus, after a picked word that ends no phrase (``purple`` of ``purple
+    potato``), the content word that follows it, while the label stays within ``limit``."""
+    out = set(chosen)
+    length = sum(len(words[i]) + 1 for i in out)
+    for i in sorted(chosen):
+        j = i + 1
+        if j in out or j >= len(tokens) or not _content(words[j]) or \
+                _EDGE_PUNCT.sub("", tokens[i]) != tokens[i]:
             continue
-        ids = np.array([vocab[w] for w in ws])
-        lengths = np.array([len(w) + 1 for w in ws])
-        open_ = np.ones(n, dtype=bool)
-        open_[i] = False
-        picked: set[int] = set()
-        length = 0
-        while open_.any():
-            gain = (~has[open_][:, ids]).sum(axis=0)
-            gain[list(picked)] = -1
-            # most keys told apart; among equals the rarer, then the longer, then earlier word
-            best = int(np.lexsort((np.arange(len(ids)), -lengths, df[ids], -gain))[0])
-            if gain[best] <= 0 or (picked and length + lengths[best] > limit):
-                break
-            picked.add(best)
-            length += int(lengths[best])
-            open_ &= has[:, ids[best]]
-        out[i] = picked or {0}
+        if length + len(words[j]) + 1 > limit:
+            break
+        out.add(j)
+        length += len(words[j]) + 1
     return out
 
 
-def _render(words: list[str], chosen: set[int], limit: int) -> str:
+def _choose(words: list[list[str]], usable: list[list[bool]], members: list[int],
+            limit: int, named: bool) -> dict[int, set[int]]:
+    """Per key of ``members`` (keys with one headline), the positions of its words picked to
+    tell it from the other ``members``: greedily (most keys told apart; among equals the
+    rarer, then the longer, then the earlier word), or by rarity alone above
+    :data:`EXACT_LIMIT` keys. A key alone under a headline (``named``) needs no word."""
+    if named and len(members) == 1:
+        return {members[0]: set()}
+    vocab: dict[str, int] = {}
+    for i in members:
+        for w in words[i]:
+            vocab.setdefault(w, len(vocab))
+    has = np.zeros((len(members), len(vocab)), dtype=bool)
+    for row, i in enumerate(members):
+        has[row, [vocab[w] for w in words[i]]] = True
+    df = has.sum(axis=0)
+    out: dict[int, set[int]] = {}
+    for row, i in enumerate(members):
+        ok = np.array(usable[i], dtype=bool)
+        if not ok.any():  # nothing but function words or shared words: any word of its own
+            ok = np.array([bool(w) for w in words[i]], dtype=bool)
+        positions = np.flatnonzero(ok)
+        if not len(positions):
+            out[i] = set()
+            continue
+        ids = np.array([vocab[words[i][p]] for p in positions])
+        lengths = np.array([len(words[i][p]) + 1 for p in positions])
+        repeated = np.ones(len(ids), dtype=bool)  # a word twice in the key counts once
+        repeated[np.unique(ids, return_index=True)[1]] = False
+        picked: list[int] = []
+        length = 0
+        if 1 < len(members) <= EXACT_LIMIT:
+            open_ = np.ones(len(members), dtype=bool)
+            open_[row] = False
+            while open_.any():
+                gain = (~has[open_][:, ids]).sum(axis=0)
+                gain[repeated] = -1
+                gain[picked] = -1
+                best = int(np.lexsort((np.arange(len(ids)), -lengths, df[ids], -gain))[0])
+                if gain[best] <= 0 or (picked and length + lengths[best] > limit):
+                    break
+                picked.append(best)
+                length += int(lengths[best])
+                open_ &= has[:, ids[best]]
+        else:  # one key in all, or too many to compare: its rarest words, in budget
+            for best in np.lexsort((np.arange(len(ids)), df[ids])):
+                if repeated[best] or (picked and length + lengths[best] > limit):
+                    continue
+                picked.append(int(best))
+                length += int(lengths[best])
+        out[i] = {int(positions[p]) for p in picked}
+    return out
+
+
+def _render(head: str, tokens: list[str], chosen: set[int], limit: int) -> str:
     parts: list[str] = []
-    previous = -1
+    previous = None
     for i in sorted(chosen):
-        if i != previous + 1:
+        if previous is not None and i != previous + 1:
             parts.append(_GAP)
-        parts.append(words[i])
+        parts.append(_EDGE_PUNCT.sub("", tokens[i]) or tokens[i])
         previous = i
-    if words and previous != len(words) - 1:
-        parts.append(_GAP)
     text = " ".join(parts)
-    return text if len(text) <= limit + 12 else text[: limit + 11] + _GAP
-
-
-def _label(words: list[str], df: Counter, limit: int, n: int) -> str:
-    if not words:
-        return ""
-    # rarest first, earlier first among equals; take words until the limit is reached
-    order = sorted(range(len(words)), key=lambda i: (df[words[i]], i))
-    if n > 1 and df[words[order[0]]] < n:  # words every key has tell nothing apart
-        order = [i for i in order if df[words[i]] < n]
-    chosen: set[int] = set()
-    length = 0
-    for i in order:
-        if chosen and length + len(words[i]) + 1 > limit:
-            break
-        chosen.add(i)
-        length += len(words[i]) + 1
-    return _render(words, chosen, limit)
+    if len(text) > limit + 12:
+        text = text[: limit + 11] + _GAP
+    if head:
+        head = head if len(head) <= 24 else head[:23] + _GAP
+        return f"{head} · {text}" if text else head
+    return text
 
 
 def key_diff(a: str, b: str) -> list[tuple[str, str]]:
@@ -180,6 +254,44 @@ def shorten_middle(texts: Sequence[str], limit: int = 24, head: int = 8) -> list
         tail = max(limit - head - 1, min(len(s) - prefix, 3 * limit))
         out.append(s if head + 1 + tail >= len(s) else s[:head] + _GAP + s[-tail:])
     return out
+
+
+_SEPARATORS = "-_:/.|@#= "
+
+
+def lead_with_difference(texts: Sequence[str], limit: int = 16, head: int = 6
+                         ) -> tuple[list[str], str]:
+    """Ids by what tells them apart: each without the prefix every id shares (cut back to a
+    separator, and one segment further when only a number would be left, so ``s1:0`` keeps
+    its ``s1:``), cut in the middle to ``limit`` characters (its first ``head`` and its end)
+    unless that makes two alike; and the shared prefix. Ids sharing nothing come back whole
+    (cut to ``limit``) with an empty prefix; one id alone keeps its end (``…-train-s7``: what
+    tells a task from the others is usually its last part).
+
+    Examples
+    --------
+    >>> lead_with_difference(["cooking-recipe3-take2-train-s0", "cooking-recipe3-take2-train-s1"])
+    (['s0', 's1'], 'cooking-recipe3-take2-train-')
+    >>> lead_with_difference(["cooking-train-s1:0", "cooking-train-s1:10"])[0]
+    ['s1:0', 's1:10']
+    >>> lead_with_difference(["cooking-recipe3-take2-train-s7"], limit=10)
+    (['…-train-s7'], '')
+    """
+    texts = [str(t) for t in texts]
+    cut = 0
+    if len(set(texts)) > 1:
+        common = os.path.commonprefix(texts)
+        cut = max((i + 1 for i, ch in enumerate(common) if ch in _SEPARATORS), default=0)
+        if all(t[cut:].isdigit() for t in texts if t[cut:]):
+            cut = max((i + 1 for i, ch in enumerate(common[:max(cut - 1, 0)])
+                       if ch in _SEPARATORS), default=0)
+    parts = [t[cut:] or t for t in texts]
+    if len(set(texts)) == 1:
+        head = 0
+    short = [p if len(p) <= limit else p[:head] + _GAP + p[-(limit - head - 1):] for p in parts]
+    if len(set(short)) < len(set(parts)):  # cutting made two alike: keep them whole
+        short = parts
+    return short, texts[0][:cut] if texts else ""
 
 
 def natural_key(text: str) -> tuple:

@@ -5,7 +5,9 @@ The layering is given by the domain (a node's depth is the first step index it i
 of Sugiyama's steps only crossing reduction and coordinate assignment are left. Crossings are
 reduced by alternating barycentre sweeps (left to right, then right to left) over every edge,
 long and backward edges included, keeping the order with the fewest crossings between adjacent
-columns. Columns are never wrapped into bands: the drawing is as long as the episodes are deep.
+columns. Given an ``aspect`` (the canvas's width / height), columns are wrapped into bands, one
+below the other, read left to right like lines of text, so that a long episode's drawing fills
+a screen instead of a thin strip; without one the drawing is as long as the episodes are deep.
 
 Vectorised with numpy (one pass per column per sweep), so a 2,000-node graph lays out in a few
 hundredths of a second. grandalf (the Python Sugiyama library) was measured first: it did not
@@ -17,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["layered_layout", "count_crossings"]
+__all__ = ["layered_layout", "wrap_bands", "count_crossings", "columns_per_band", "BAND_GAP"]
 
 
 def _columns(depth: np.ndarray) -> np.ndarray:
@@ -91,6 +93,7 @@ def layered_layout(
     dx: float = 210.0,
     dy: float = 95.0,
     sweeps: int = 4,
+    aspect: float | None = None,
 ) -> pd.DataFrame:
     """Node positions of a layered drawing, left to right by depth.
 
@@ -100,12 +103,15 @@ def layered_layout(
     edges : frame with int ``source``, ``target`` and ``count`` columns (self-loops ignored).
     dx, dy : distance between columns and between nodes of one column.
     sweeps : number of left-right + right-left barycentre sweep pairs.
+    aspect : width / height the drawing should come close to, by wrapping its columns into
+        bands (:func:`columns_per_band`); None keeps one band.
 
     Returns
     -------
     pandas.DataFrame
-        Indexed like ``nodes``: float ``x``, ``y`` (each column centred on y = 0), int
-        ``column`` (rank of the node's depth) and ``rank`` (position inside the column).
+        Indexed like ``nodes``: float ``x``, ``y`` (each column centred on its band's middle,
+        the first band's at y = 0), int ``column`` (rank of the node's depth), ``rank``
+        (position inside the column) and ``band`` (the row of columns it is drawn in).
 
     Examples
     --------
@@ -118,7 +124,8 @@ def layered_layout(
     ids = nodes.index.to_numpy(dtype=np.int64)
     n = len(ids)
     if n == 0:
-        return pd.DataFrame({"x": [], "y": [], "column": [], "rank": []}, index=nodes.index)
+        return pd.DataFrame({"x": [], "y": [], "column": [], "rank": [], "band": []},
+                            index=nodes.index)
     column = _columns(nodes["depth"].to_numpy(dtype=np.int64))
     n_cols = int(column.max()) + 1
     pos_of = pd.Series(np.arange(n), index=ids)
@@ -144,8 +151,71 @@ def layered_layout(
             cross = count_crossings(column, rank, src, dst)
             if cross < best_cross:
                 best, best_cross = rank, cross
-    sizes = np.bincount(column, minlength=n_cols).astype(np.float64)
-    x = column.astype(np.float64) * dx
-    y = (best - (sizes[column] - 1) / 2.0) * dy
-    return pd.DataFrame({"x": x, "y": y, "column": column, "rank": best.astype(np.int64)},
-                        index=nodes.index)
+    layout = pd.DataFrame({"x": 0.0, "y": 0.0, "column": column,
+                           "rank": best.astype(np.int64), "band": 0}, index=nodes.index)
+    return wrap_bands(layout, aspect, dx=dx, dy=dy)
+
+
+def wrap_bands(layout: pd.DataFrame, aspect: float | None, *, dx: float = 210.0,
+               dy: float = 95.0) -> pd.DataFrame:
+    """The positions of a layered layout (its ``column`` and ``rank``, as
+    :func:`layered_layout` returns them) with its columns wrapped into bands towards
+    ``aspect`` (None: one band); the node order is kept, so one crossing reduction serves
+    every canvas. Returns a new frame with ``x``, ``y`` and ``band`` set."""
+    out = layout.copy()
+    if out.empty:
+        return out
+    column = out["column"].to_numpy(dtype=np.int64)
+    rank = out["rank"].to_numpy(dtype=np.float64)
+    n_cols = int(column.max()) + 1
+    sizes = np.bincount(column, minlength=n_cols).astype(np.int64)
+    per_band = n_cols if aspect is None else columns_per_band(sizes, aspect, dx, dy)
+    band_of = np.arange(n_cols) // per_band
+    rows = np.zeros(int(band_of[-1]) + 1, dtype=np.int64)
+    np.maximum.at(rows, band_of, sizes)
+    # each band's middle: bands stacked top to bottom, a gap of BAND_GAP rows between them
+    extent = (rows - 1 + BAND_GAP) * dy
+    middle = np.concatenate([[0.0], np.cumsum((extent[:-1] + extent[1:]) / 2.0)])
+    band = band_of[column]
+    out["x"] = (column % per_band).astype(np.float64) * dx
+    out["y"] = middle[band] + (rank - (sizes[column] - 1) / 2.0) * dy
+    out["band"] = band.astype(np.int64)
+    return out
+
+
+#: Empty rows between two bands of a wrapped drawing (so that bands read apart).
+BAND_GAP = 1.5
+
+
+def columns_per_band(sizes: np.ndarray, aspect: float, dx: float = 210.0,
+                     dy: float = 95.0) -> int:
+    """How many columns one band of a wrapped drawing holds, so that the drawing's width /
+    height (one column and one row of margin added for labels) comes closest to ``aspect``;
+    among equals, the fewest bands. Bands are balanced (the last one is never a stub of a
+    column or two, such as the terminals' column alone).
+
+    ``sizes`` (n_columns,): the number of nodes in each column.
+
+    Examples
+    --------
+    >>> columns_per_band([1] * 10, aspect=2.0)
+    4
+    >>> columns_per_band([3, 3], aspect=2.0)
+    2
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n_cols = len(sizes)
+    if n_cols == 0 or not np.isfinite(aspect) or aspect <= 0:
+        return max(n_cols, 1)
+    best, best_miss = n_cols, np.inf
+    for n_bands in range(1, n_cols + 1):  # fewest bands first: ties keep them
+        k = -(-n_cols // n_bands)
+        band_of = np.arange(n_cols) // k
+        rows = np.zeros(int(band_of[-1]) + 1, dtype=np.int64)
+        np.maximum.at(rows, band_of, sizes)
+        width = min(k, n_cols) * dx
+        height = (rows.sum() + BAND_GAP * (len(rows) - 1)) * dy
+        miss = abs(np.log(width / height / aspect))
+        if miss < best_miss - 1e-9:
+            best, best_miss = k, miss
+    return best

@@ -8,10 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from app.colors import EDGE_SCALE, diverging_colors, symmetric_limit
 from app.graph_html import (
     EDGE_COLOR_MODES,
     FADED_EDGE,
+    HIGHLIGHT_COLOR,
+    LAYOUT_ASPECTS,
     MIN_EDGE_WIDTH,
+    SELECTED_LOOP_REACH,
     DrawStyle,
     Highlight,
     build_network,
@@ -23,6 +27,7 @@ from app.graph_html import (
     node_tooltip,
     vis_network_js,
 )
+from app.tables import trajectory_highlight
 from g2po.graph import state_graph
 from tests.app.builders import XSS_IMG, XSS_SCRIPT, group_steps, hostile
 
@@ -45,7 +50,10 @@ def test_layout_is_layered_by_depth_and_cached_by_structure():
     assert layout_positions(graph) is pos  # same structure: the cached layout
     assert np.isfinite(pos[["x", "y"]].to_numpy()).all()
     depth = graph.nodes["depth"].to_numpy()
-    assert (np.diff(pos["x"].to_numpy()[np.argsort(depth, kind="stable")]) >= 0).all()
+    # read band by band, left to right, the columns follow the depth
+    order = np.argsort(depth, kind="stable")
+    reading = pos["band"].to_numpy()[order] * 1e6 + pos["x"].to_numpy()[order]
+    assert (np.diff(reading) >= 0).all()
     assert not pos[["x", "y"]].duplicated().any()
 
 
@@ -94,7 +102,11 @@ def test_highlight_fades_what_is_off_the_path():
     data = network_data(graph, hl)
     assert data["selected"] == {"nodes": [0], "edges": ["e1"]}
     faded = [e for e in net.edges if e["color"] == FADED_EDGE]
-    assert len(faded) == len(net.edges) - 1
+    on_path = graph.edges.index[(graph.edges["source"] == 0) & (graph.edges["action"] == "go")
+                                & (graph.edges["target"] == 1)]
+    assert 1 not in on_path  # the selected edge, off the path, is drawn in the highlight colour
+    assert len(faded) == len(net.edges) - 2
+    assert net.edges[1]["color"] == HIGHLIGHT_COLOR
     node0 = next(n for n in net.nodes if n["id"] == 0)
     assert node0["borderWidth"] == 6
 
@@ -186,3 +198,62 @@ def test_state_labels_are_the_distinguishing_key_words_and_wrap():
     labels = {n["id"]: n["label"] for n in net.nodes}
     assert labels[0].startswith("0: ") and "s0" in labels[0]
     assert all(len(line) <= 22 for label in labels.values() for line in label.split("\n"))
+
+
+def test_a_highlighted_trajectorys_own_edges_show_its_own_steps_advantage():
+    graph = state_graph(group_steps(rows=400)[lambda d: d["group_id"] == "task-0"])
+    traj = sorted(graph.steps["traj_id"].unique())[1]
+    hl = trajectory_highlight(graph, traj)
+    assert hl.trajectories == (traj,)
+    data = network_data(graph, hl, style=DrawStyle(edge_color="adv"))
+    assert data["legend"]["edge"]["name"] == "A of the highlighted trajectory's own steps"
+    limit = symmetric_limit(graph.steps["adv"].to_numpy())
+    assert data["legend"]["edge"]["hi"] == limit  # the scale of every step's A
+    mine = graph.steps[graph.steps["traj_id"] == traj]
+    own = mine.groupby(["node", "action", "next_node"])["adv"].mean()
+    colours = {(e["from"], e["to"], e["title"].split("\n")[1][len("action: "):]): e["color"]
+               for e in data["edges"]}
+    for (source, action, target), a in own.items():
+        want = diverging_colors(np.array([a]), limit, EDGE_SCALE)[0]
+        assert colours[(source, target, action)] == want
+    # other colourings, or no highlighted trajectory, keep the edge's own numbers
+    assert network_data(graph, hl)["legend"]["edge"]["name"] == "TD error"
+    plain = network_data(graph, style=DrawStyle(edge_color="adv"))
+    assert plain["legend"]["edge"]["name"] == EDGE_COLOR_MODES["adv"]
+
+
+def test_the_data_names_what_stays_legible_and_offers_a_drawing_per_shape():
+    graph = state_graph(group_steps(rows=400)[lambda d: d["group_id"] == "task-0"])
+    data = network_data(graph)
+    kinds = graph.nodes["kind"]
+    keys = set(graph.nodes.index[(kinds != "state") | graph.nodes["is_start"]])
+    assert set(data["legible"]["nodes"]) == keys
+    numbered = {e["id"] for e in data["edges"] if e.get("label", "").startswith("#")}
+    assert set(data["legible"]["edges"]) == numbered and len(numbered) == 5
+    layouts = data["layouts"]
+    assert layouts[0]["aspect"] == LAYOUT_ASPECTS[0]
+    assert [n["x"] for n in data["nodes"]] == layouts[0]["x"]  # the drawing's own positions
+    assert all(len(v["x"]) == len(v["y"]) == len(data["nodes"]) for v in layouts)
+    assert len({(tuple(v["x"]), tuple(v["y"])) for v in layouts}) == len(layouts)
+    assert network_data(graph, assumed=("validity assumed",))["legend"]["assumed"] == \
+        ["validity assumed"]
+
+
+def test_self_loops_sit_above_their_node_and_a_selected_one_reaches_past_the_ring():
+    graph = state_graph(tiny_steps())
+    loops = graph.edges.index[graph.edges["source"] == graph.edges["target"]]
+    net = build_network(graph)
+    angles = [net.edges[i]["selfReference"]["angle"] for i in loops]
+    assert all(0 < a < np.pi for a in angles)  # above the node, away from its label
+    chosen = int(loops[0])
+    node = int(graph.edges.loc[chosen, "source"])
+    picked = build_network(graph, Highlight(node=node, edge=chosen))
+    edge = picked.edges[chosen]
+    size = next(n["size"] for n in picked.nodes if n["id"] == node)
+    assert edge["color"] == HIGHLIGHT_COLOR
+    assert edge["selfReference"]["size"] >= size + SELECTED_LOOP_REACH - 0.1
+    assert edge["selfReference"]["renderBehindTheNode"] is False
+    # the selected node keeps its own colour under the selection ring
+    drawn = next(n for n in picked.nodes if n["id"] == node)
+    assert drawn["color"]["highlight"] == {"background": drawn["color"]["background"],
+                                           "border": HIGHLIGHT_COLOR}

@@ -2,10 +2,12 @@ import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from app.graph_html import critical_edges
 from app.tables import (
     ADVANTAGE_COLUMNS,
     OUTCOMES,
     STEP_COLUMNS,
+    critical_table,
     node_choices,
     node_highlight,
     node_occurrences,
@@ -119,3 +121,23 @@ def test_one_zero_centred_scale_per_quantity_shared_by_every_table():
         style_diverging(pd.DataFrame({"A": [limits["A"]]}), limits), "A", 0)
     big = pd.DataFrame(np.zeros((50_000, 2)), columns=["A", "x"])
     assert isinstance(style_diverging(big, ["A"]), pd.DataFrame)
+
+
+def test_critical_table_puts_its_numbers_before_the_action():
+    graph = graph_of()
+    table = critical_table(graph, critical_edges(graph))
+    assert list(table.columns) == ["#", "from", "to", "TD error", "mean A", "count", "action"]
+    first = graph.edges.loc[table.index[0]]
+    assert (table["from"].iloc[0], table["to"].iloc[0]) == (first["source"], first["target"])
+
+
+def test_rollouts_are_named_by_what_tells_them_apart():
+    steps = group_steps(rows=400)
+    steps = steps[steps["group_id"] == "task-0"]
+    steps = steps.assign(traj_id="cooking-recipe3-take2-go9-open-cook-cut-train-s1:" +
+                         steps["traj_id"].astype(str).str.extract(r"(\d+)$")[0])
+    graph = state_graph(steps)
+    summary = trajectory_summary(graph)
+    assert all(r.startswith("s1:") for r in summary["rollout"])
+    assert summary["rollout"].is_unique
+    assert set(step_table(graph)["rollout"]) == set(summary["rollout"])

@@ -43,3 +43,15 @@ def test_assumed_columns_travel_with_the_report():
     merged.merge(back)
     assert merged.assumed == a.assumed
     assert LoadReport.from_dict({"notes": []}).assumed == {}  # reports written before
+
+
+def test_an_assumed_column_is_a_note_kept_by_column_through_merges_and_attrs():
+    a, b = LoadReport("a"), LoadReport("b")
+    b.assume("is_action_valid", "is_action_valid absent: every action assumed valid")
+    b.assume("is_action_valid", "said twice")
+    assert b.assumed == {"is_action_valid": "is_action_valid absent: every action assumed "
+                                            "valid"}
+    assert b.notes == ["is_action_valid absent: every action assumed valid", "said twice"]
+    a.merge(b)
+    assert a.assumed == b.assumed
+    assert LoadReport.from_dict(a.to_dict()).assumed == a.assumed

@@ -79,6 +79,11 @@ def test_is_action_valid_defaults_to_true_and_says_so(tmp_path):
     loaded = load_steps(tmp_path / "s.csv")
     assert loaded["is_action_valid"].all()
     assert any("is_action_valid absent" in n for n in report_of(loaded).notes)
+    # the assumption is named by its column, for the app to mark what rests on it
+    assert set(report_of(loaded).assumed) == {"is_action_valid"}
+    assert report_of(load_steps(tmp_path / "s.csv")).assumed == report_of(loaded).assumed
+    step_table().to_csv(tmp_path / "valid.csv", index=False)
+    assert report_of(load_steps(tmp_path / "valid.csv")).assumed == {}
 
 
 def test_missing_required_field_names_field_and_format(tmp_path):

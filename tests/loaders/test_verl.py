@@ -65,6 +65,7 @@ def test_agent_loop_dump_maps_uid_session_index(dump):
     assert set(steps["episode_reward"]) == {0.0, 10.0}
     assert steps["is_action_valid"].all()
     assert any("is_action_valid absent" in n for n in report_of(steps).notes)
+    assert set(report_of(steps).assumed) == {"is_action_valid"}
 
 
 def test_states_merge_across_rollouts(dump):

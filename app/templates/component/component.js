@@ -7,6 +7,7 @@
   var state = null;
   var clicks = 0;
   var height = 0;
+  var frameHeight = 0;
 
   function send(type, data) {
     window.parent.postMessage(Object.assign({isStreamlitMessage: true, type: type}, data), "*");
@@ -27,6 +28,16 @@
     }
   }
 
+  /* The frame as tall as the graph and its legend (a long legend wraps to more lines). */
+  function fitFrame() {
+    var wrap = document.getElementById("g2po-wrap");
+    var h = Math.ceil(wrap.getBoundingClientRect().height) + 6;
+    if (h !== frameHeight) {
+      frameHeight = h;
+      send("streamlit:setFrameHeight", {height: h});
+    }
+  }
+
   function isDark(theme) {
     return theme ? theme.base === "dark" : undefined;
   }
@@ -40,7 +51,6 @@
     if (msg.args.height && msg.args.height !== height) {
       height = msg.args.height;
       container.style.height = height + "px";
-      send("streamlit:setFrameHeight", {height: height + 56});  // + the legend lines
     }
     if (state === null) {
       state = window.G2POGraph.draw(container, data, isDark(msg.theme));
@@ -48,7 +58,9 @@
     } else {
       state = window.G2POGraph.update(state, container, data, isDark(msg.theme));
     }
+    fitFrame();
     window.g2po.receivedAt = received;  // when this graph's data arrived (for benchmarks)
   });
+  window.addEventListener("resize", function () { if (state !== null) { fitFrame(); } });
   send("streamlit:componentReady", {apiVersion: 1});
 })();

@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 import loaders
 from app.graph_html import FADED_EDGE
 from app.safe import escape_markdown
+from app.sidebar import GROUP_LABEL_CHARS
 from app.views.group import edge_from_click, node_from_click
 from g2po.analysis.alarms import credit_alarms
 from g2po.graph import state_graph
@@ -179,7 +180,8 @@ def test_a_url_opens_the_view_it_names(runs_root):
     assert at.number_input(key="p_gamma").value == 0.9
     drawn = drawn_graph(at)
     assert drawn["selected"]["nodes"] == [1]
-    assert drawn["legend"]["edge"]["name"] == "mean advantage A"
+    # the mean-advantage colour, on a highlighted trajectory: its own steps' A
+    assert drawn["legend"]["edge"]["name"] == "A of the highlighted trajectory's own steps"
     assert len(steps_table(at)) == int(graph.nodes.loc[1, "visits"])  # the node's steps
     np.testing.assert_allclose(np.sort(steps_table(at)["V"]),
                                np.sort(graph.steps.loc[graph.steps["node"] == 1,
@@ -360,3 +362,127 @@ def test_a_state_node_opens_its_history_over_training(training_runs):
     assert not at.exception
     assert at.selectbox(key="sh_state").value == graph.nodes.loc[2, "canonical_key"]
     assert at.selectbox(key="sh_from").value == 3
+
+
+def test_a_parameter_change_keeps_what_was_chosen(runs_root):
+    at = app_test("group", ["--log", str(runs_root)])
+    graph, _ = shown_graph(at, runs_root)
+    traj = at.multiselect(key="g_traj").options[1]
+    at.multiselect(key="g_traj").select(traj).run()
+    edge = int(graph.edges.index[graph.edges["count"] > 1][0])
+    at.session_state["g_sel_node"] = int(graph.edges.loc[edge, "source"])
+    at.session_state["g_sel_edge"] = edge
+    at.session_state["g_filter"] = ("edge", edge)
+    at.run()
+    before = drawn_graph(at)
+    for key, value in (("p_gamma", 0.8), ("p_w", 0.5), ("p_penalty", 0.3)):
+        at.number_input(key=key).set_value(value).run()
+        assert not at.exception
+        chosen = at.multiselect(key="g_traj").value
+        assert len(chosen) == 1 and at.query_params["traj"] == chosen[0]
+        assert at.query_params["edge"] == str(edge)
+        assert at.query_params["filter"] == f"edge:{edge}"
+        drawn = drawn_graph(at)
+        assert drawn["graph_id"] != before["graph_id"]  # recomputed, choices kept
+        assert drawn["selected"]["edges"] == [f"e{edge}"]
+        assert len(steps_table(at)) == int(graph.edges.loc[edge, "count"])
+
+
+def test_what_the_steps_are_filtered_to_is_in_the_url(runs_root):
+    at = app_test("group", ["--log", str(runs_root)])
+    graph, group = shown_graph(at, runs_root)
+    alarm = credit_alarms(graph)[0]
+    at.session_state["g_sel_node"] = 0  # a node picked before the alarm (its id stays)
+    at.run()
+    at.button(key=f"g_alarm_{alarm.kind}").click().run()
+    assert at.query_params["filter"] == f"alarm:{alarm.kind}"
+    run, step = run_a(runs_root)
+    # a new session on that URL (a reload): the alarm's steps, not the node's
+    again = AppTest.from_function(entry, kwargs={"page": "group",
+                                                 "argv": ["--log", str(runs_root)]},
+                                  default_timeout=60)
+    again.query_params.update({"run": "run_a", "step": str(step), "group": group,
+                               "node": "0", "filter": f"alarm:{alarm.kind}"})
+    again.run()
+    assert not again.exception
+    assert len(steps_table(again)) == len(alarm.steps)
+    assert drawn_graph(again)["selected"]["nodes"] == [0]
+    # a filter naming what the graph lacks is ignored; the node's steps then
+    bad = AppTest.from_function(entry, kwargs={"page": "group",
+                                               "argv": ["--log", str(runs_root)]},
+                                default_timeout=60)
+    bad.query_params.update({"run": "run_a", "step": str(step), "group": group, "node": "0",
+                             "filter": "edge:99999"})
+    bad.run()
+    assert not bad.exception
+    assert len(steps_table(bad)) == int(graph.nodes.loc[0, "visits"])
+
+
+def write_no_validity_csv(path):
+    """A CSV without is_action_valid: the loader assumes every action valid."""
+    rows = []
+    for i in range(4):
+        for t in range(3):
+            rows.append({"group_id": "g", "traj_id": f"s0:{i}", "t": t,
+                         "state_key": f"room {t} {i % 2 if t == 2 else ''}", "action": "go",
+                         "episode_reward": 10.0 if i < 2 else 0.0})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def column_labels(frame_element) -> dict[str, str]:
+    config = json.loads(frame_element.proto.columns or "{}")
+    return {c: v["label"] for c, v in config.items() if "label" in v}
+
+
+def test_assumed_validity_is_said_beside_every_number_resting_on_it(tmp_path, runs_root):
+    at = app_test("group", ["--log", str(write_no_validity_csv(tmp_path / "nv.csv")),
+                            "--log", str(runs_root / "run_a")])
+    assert not at.exception
+    notes = [c.value for c in at.caption if "assumed" in c.value]
+    assert len(notes) >= 3 and all("is\\_action\\_valid absent" in n for n in notes)
+    critical = next(d for d in at.dataframe if "#" in d.value.columns)
+    assert column_labels(critical) == {"mean A": "mean A *"}
+    steps = next(d for d in at.dataframe if "A^EP" in d.value.columns)
+    assert column_labels(steps) == {c: f"{c} *" for c in ("A", "A^EP", "A^NC", "valid")}
+    assert drawn_graph(at)["legend"]["assumed"] == \
+        ["is_action_valid absent: every action assumed valid"]
+    at.session_state["g_tab"] = "Node"
+    at.session_state["g_sel_node"] = 0
+    at.run()
+    occurrences = next(d for d in at.dataframe if "x = V(next) − p·invalid" in d.value.columns)
+    assert set(column_labels(occurrences)) == {"valid", "x = V(next) − p·invalid", "A^NC", "A"}
+    # without a penalty the advantages no longer rest on validity: only validity is marked
+    at.number_input(key="p_penalty").set_value(0.0).run()
+    at.session_state["g_tab"] = "Steps"
+    at.run()
+    steps = next(d for d in at.dataframe if "A^EP" in d.value.columns)
+    assert column_labels(steps) == {"valid": "valid *"}
+    # a log that has the column: nothing assumed, nothing marked
+    at.selectbox(key="active_run").select("run_a").run()
+    assert not [c for c in at.caption if "assumed" in c.value]
+    assert all(not column_labels(d) for d in at.dataframe)
+    assert drawn_graph(at)["legend"]["assumed"] == []
+
+
+def test_the_group_picker_leads_with_what_tells_groups_apart(runs_root):
+    at = app_test("group", ["--log", str(runs_root)])
+    run, step = run_a(runs_root)
+    box = at.selectbox(key=f"group:auto:{(runs_root / 'run_a').resolve()}:{step}")
+    summary = run.group_summary(step).set_index("group_id")
+    # ids that differ only in a number keep their word ("task-0", not "0"); then the
+    # success rate and the rollouts, short enough for the sidebar
+    for gid, label in zip(run.groups(step), box.options, strict=True):
+        assert label == f"{gid} · success {summary.loc[gid, 'success_rate']:.0%} of " \
+                        f"{int(summary.loc[gid, 'n_traj'])}"
+
+
+def test_a_lone_long_group_id_keeps_its_end_and_the_label_fits(tmp_path):
+    gid = "cooking-recipe3-take2-go9-open-cook-cut-train-s7"
+    csv = write_no_validity_csv(tmp_path / "one.csv")
+    pd.read_csv(csv).assign(group_id=gid).to_csv(csv, index=False)
+    at = app_test("group", ["--log", str(csv)])
+    assert not at.exception
+    (label,) = next(b for b in at.selectbox if (b.key or "").startswith("group:")).options
+    assert label.startswith("…") and label.endswith("-s7 · success 50% of 4"), label
+    assert len(label) <= GROUP_LABEL_CHARS

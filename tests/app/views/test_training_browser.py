@@ -4,6 +4,8 @@ a state's history opens that training step (and group) in the group explorer."""
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlparse
+
 import pytest
 
 from tests.app.browser import ARTIFACTS, serve_app, wait_idle, watch
@@ -118,6 +120,8 @@ def test_a_link_followed_early_keeps_the_sidebars_choices_and_a_history_click_op
     wait_idle(page)
     assert page.get_by_role("combobox", name="Training step").input_value() == "2"
     group = page.get_by_role("combobox", name="Group (task)").input_value()
-    assert group.startswith("s2-task-0"), group  # the task the history followed, at step 2
+    # the task the history followed, at step 2 (the picker leads with what tells it apart)
+    assert group.startswith("task-0 ·"), group
+    assert parse_qs(urlparse(page.url).query)["group"] == ["s2-task-0"]
     assert seen.console_errors == [] and seen.dialogs == [], seen.console_errors
     page.close()

@@ -1,15 +1,23 @@
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
+import loaders
 from g2po.analysis.labels import (
+    STOPWORDS,
     distinguishing_labels,
     format_number,
+    headline,
     key_diff,
+    lead_with_difference,
     natural_key,
     shorten_middle,
     snap_frame,
     snap_to_zero,
 )
+
+COOKING = Path(__file__).resolve().parents[2] / "app" / "data" / "cooking16"
 
 
 def test_labels_keep_what_tells_keys_apart():
@@ -23,10 +31,52 @@ def test_labels_keep_what_tells_keys_apart():
 
 
 def test_labels_of_a_single_key_and_of_clashing_keys():
-    assert distinguishing_labels(["only one key here"]) == ["only one key here"]
+    assert distinguishing_labels(["only one key here"]) == ["only one key here"]  # its headline
+    assert distinguishing_labels(["-= Attic =-\nDusty."]) == ["Attic"]
     long = "x " * 40
     labels = distinguishing_labels([long + "left", long + "right"], limit=8)
     assert labels[0] != labels[1]
+
+
+def test_labels_name_the_place_then_the_objects_never_a_turn_of_phrase():
+    keys = ["-= Kitchen =-\nYou're in a kitchen. The fridge is closed.\nYou carry a knife.",
+            "-= Kitchen =-\nYou're in a kitchen. The fridge is open.\nYou carry a knife.",
+            "-= Kitchen =-\nYou're in a kitchen. The fridge is open.\nYou carry a red apple.",
+            "-= Garden =-\nYou're now in a garden, superficially.\nYou carry a knife."]
+    labels = distinguishing_labels(keys)
+    assert [label.split(" · ")[0] for label in labels] == ["Kitchen"] * 3 + ["Garden"]
+    assert "closed" in labels[0] and "open" in labels[1] and "apple" in labels[2]
+    assert labels[3] == "Garden"  # alone in its place: the place says it
+    words = {w.strip("….,").lower() for label in labels for w in label.split()}
+    assert not words & STOPWORDS
+    assert headline("You arrive at drawer 1. The drawer 1 is closed.") == \
+        "You arrive at drawer 1"
+    assert headline("x" * 80) == ""
+
+
+def test_every_cooking_state_is_labelled_by_its_room():
+    log = loaders.open_log(COOKING)
+    steps = log.load_group(1, log.groups(1)[0])
+    keys = steps["state_key"].drop_duplicates().tolist()
+    labels = distinguishing_labels(keys)
+    rooms = [headline(k) for k in keys]
+    assert len(set(rooms)) > 3  # the group walks through several rooms
+    assert all(label.startswith(room) for label, room in zip(labels, rooms, strict=True))
+    assert all(label.split()[-1].lower().strip("…") not in STOPWORDS for label in labels)
+
+
+def test_ids_lead_with_what_tells_them_apart():
+    groups = [f"cooking-recipe3-take2-go9-open-cook-cut-train-s{i}" for i in (1, 4, 12)]
+    assert lead_with_difference(groups) == (["s1", "s4", "s12"],
+                                            "cooking-recipe3-take2-go9-open-cook-cut-train-")
+    trajs = [f"{groups[0]}:{i}" for i in (0, 2, 10)]
+    assert lead_with_difference(trajs)[0] == ["s1:0", "s1:2", "s1:10"]  # not a bare number
+    uuids = ["3f2a9c1e-77aa-4b1d-9e4b-000000000001", "3f2a9c1e-77aa-4b1d-9e4b-000000000002",
+             "9b0c1d2e-0000-4000-8000-0000000000ff"]
+    short, shared = lead_with_difference(uuids, limit=14)
+    assert shared == "" and len(set(short)) == 3 and all(len(s) <= 14 for s in short)
+    assert lead_with_difference(["only-one"]) == (["only-one"], "")
+    assert lead_with_difference([groups[0]], limit=8) == (["…rain-s1"], "")  # its end
 
 
 def test_key_diff_reconstructs_both_keys():

@@ -1,7 +1,13 @@
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.layout import count_crossings, layered_layout
+from g2po.analysis.layout import (
+    BAND_GAP,
+    columns_per_band,
+    count_crossings,
+    layered_layout,
+    wrap_bands,
+)
 from g2po.graph import state_graph
 from g2po.synthetic import synthetic_steps
 
@@ -51,3 +57,35 @@ def test_empty_graph():
     pos = layered_layout(pd.DataFrame({"depth": []}, dtype=int),
                          pd.DataFrame({"source": [], "target": [], "count": []}, dtype=int))
     assert pos.empty
+
+
+def test_wrapped_bands_fill_the_aspect_and_keep_the_reading_order():
+    steps = synthetic_steps(3000, rollouts=16, max_len=40, states_per_task=300, key_chars=10,
+                            seed=2)
+    graph = state_graph(steps[steps["group_id"] == steps["group_id"].iloc[0]])
+    flat = layered_layout(graph.nodes, graph.edges)
+    for aspect in (1.35, 2.4):
+        pos = wrap_bands(flat, aspect)
+        assert pos["band"].max() > 0  # a long strip is wrapped
+        width = pos["x"].max() - pos["x"].min() + 210.0
+        height = pos["y"].max() - pos["y"].min() + 95.0
+        assert abs(np.log(width / height / aspect)) < abs(np.log(
+            (flat["x"].max() + 210.0) / (flat["y"].max() - flat["y"].min() + 95.0) / aspect))
+        # read band by band, left to right, columns come in depth order; bands do not overlap
+        reading = pos["band"] * 1e6 + pos["x"]
+        order = np.argsort(pos["column"].to_numpy(), kind="stable")
+        assert (np.diff(reading.to_numpy()[order]) >= 0).all()
+        lows = pos.groupby("band")["y"].min().to_numpy()
+        highs = pos.groupby("band")["y"].max().to_numpy()
+        assert (lows[1:] - highs[:-1] >= BAND_GAP * 95.0 - 1e-9).all()
+        assert not pos[["x", "y"]].duplicated().any()
+        pd.testing.assert_series_equal(pos["rank"], flat["rank"])  # one crossing reduction
+    assert layered_layout(graph.nodes, graph.edges, aspect=2.4).equals(wrap_bands(flat, 2.4))
+
+
+def test_bands_are_balanced_and_none_is_a_stub():
+    # 41 columns: never 40 in one band and the terminals' column alone in the next
+    per_band = columns_per_band([8] * 40 + [2], aspect=2.4)
+    bands = -(-41 // per_band)
+    assert 41 - per_band * (bands - 1) >= per_band - bands
+    assert columns_per_band([1] * 10, aspect=100.0) == 10  # wide enough: one band
