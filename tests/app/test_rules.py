@@ -65,9 +65,10 @@ def test_the_rule_changed_once_reaches_every_page(ones_run, runs_root):
            "reward 1)" in texts(at)
     # the group picker: every group's label
     picker = at.selectbox(key=f"group:auto:{ones_run.resolve()}:{step}")
-    for label in picker.options:
-        gid = label.split(" · ")[0]
-        assert label.endswith(f"success {groups.loc[gid, 'success_rate']:.0%}"), label
+    assert len(picker.options) == len(groups)
+    for gid, label in zip(log.groups(step), picker.options, strict=True):
+        assert label.endswith(f"success {groups.loc[gid, 'success_rate']:.0%} of "
+                              f"{groups.loc[gid, 'n_traj']}"), label
 
     # Run overview: this run by its new rule, the other by its own (success reward 10)
     goto(at, "overview")
