@@ -391,6 +391,14 @@ class VerlDump(Log):
     def train_steps(self) -> list[int]:
         return sorted(self._files)
 
+    def step_source(self, train_step: int) -> Path:
+        self._check_step(train_step)
+        return self._files[train_step]
+
+    @property
+    def read_options(self) -> dict:
+        return dict(self.options)
+
     def load_step(self, train_step: int) -> pd.DataFrame:
         self._check_step(train_step)
         path = self._files[train_step]

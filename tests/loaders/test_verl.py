@@ -306,3 +306,11 @@ def test_bad_field_values_name_line_and_field(tmp_path, edit, says):
     with pytest.raises(LogFormatError, match=r"1.jsonl:3: ") as err:
         load_steps(tmp_path / "d")
     assert says in str(err.value)
+
+
+def test_each_step_has_its_dump_file_as_source(dump):
+    log = open_log(dump, state_regex=r"(\w+)")
+    step = log.train_steps()[0]
+    assert log.step_source(step) == dump / f"{step}.jsonl"
+    assert log.read_options["state_regex"] == r"(\w+)"
+    assert list(log.step_columns(step, ["t", "group_id"]).columns) == ["t", "group_id"]
