@@ -470,15 +470,17 @@ def credit_alarms(
                   "estimator values them as failures (terminal value "
                   f"{'R_i' if rule.terminal == 'reward' else '0'}), so their last step is "
                   "blamed for running out of steps.")
-        if edge_rows:
-            e = graph.edges.loc[edge_rows[0]]
-            td = graph.edges["td_error"].abs()
-            rank = int((td > abs(float(e["td_error"])) + 1e-12).sum()) + 1
-            where = "the largest in the group" if rank == 1 else f"number {rank} in the group"
-            detail += (f" The largest |TD error| among those last steps is "
-                       f"{float(e['td_error']):+.4g} (node {int(e['source'])} → "
-                       f"{int(e['target'])}), {where}: a critical transition that only "
-                       "says the episode ran out of steps.")
+        top = graph.edges.loc[edge_rows[0]] if edge_rows else None
+        if top is not None and abs(float(top["td_error"])) > 1e-12:
+            td = graph.edges["td_error"].abs().to_numpy()
+            rank = int((td > abs(float(top["td_error"])) + 1e-12).sum()) + 1
+            where = "the largest of the group" if rank == 1 else \
+                f"number {rank} of the group's {len(td)} transitions"
+            detail += (f" The largest |TD error| of their last transitions is "
+                       f"{float(top['td_error']):+.4g} (node {int(top['source'])} → "
+                       f"{int(top['target'])}), {where} by |TD error|: where it shows among "
+                       "the critical transitions, it says the episode ran out of steps, not "
+                       "that the step was bad.")
         alarms.append(Alarm(
             "truncation", f"Truncation treated as failure: {count['truncation']} "
             "trajectory(ies)", detail, count["truncation"], _pairs(last),

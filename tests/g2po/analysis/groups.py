@@ -41,17 +41,19 @@ def hub_group(rollouts: int = 8, group: str = "alf") -> pd.DataFrame:
 
 
 def cut_group(group: str = "cut") -> pd.DataFrame:
-    """No ``done`` column; three rollouts fail at the step limit of 4, one fails early, one
-    succeeds early."""
+    """No ``done`` column; three rollouts fail at the step limit of 4 (two of them at the door
+    the winner went through, so their last step gets a large negative TD error), one fails
+    early, one succeeds at the door."""
     spec = {
-        "long0": (0, [("start", "go", True), ("hall", "go", True), ("hall2", "wait", True),
-                      ("hall3", "wait", True)]),
-        "long1": (0, [("start", "go", True), ("hall", "look", True), ("hall2", "wait", True),
-                      ("hall4", "wait", True)]),
+        "long0": (0, [("start", "go", True), ("hall", "go", True), ("hall2", "go", True),
+                      ("door", "wait", True)]),
+        "long1": (0, [("start", "go", True), ("hall", "look", True), ("yard", "go", True),
+                      ("door", "knock", True)]),
         "long2": (0, [("start", "look", True), ("yard", "go", True), ("yard2", "wait", True),
                       ("yard3", "wait", True)]),
         "short": (0, [("start", "jump", True), ("pit", "die", True)]),
-        "win": (10, [("start", "go", True), ("hall", "open", True)]),
+        "win": (10, [("start", "go", True), ("hall", "go", True), ("hall2", "go", True),
+                     ("door", "open", True)]),
     }
     return trajectories(spec, group)
 
