@@ -18,7 +18,7 @@ __all__ = ["seed_from_url", "write_url", "url_value", "URL_KEYS"]
 #: Query-string names, in the order they are written.
 URL_KEYS = ("run", "step", "group", "traj", "node", "edge", "outcome", "gamma", "w", "mode",
             "penalty", "success", "success_min", "terminal", "state_key", "edge_color",
-            "value_scale")
+            "value_scale", "gscope", "gsort", "gorder", "galarm", "gtask", "gsuccess")
 _SEEDED = "_g2po_url_seeded"
 
 

@@ -14,6 +14,7 @@ from app.context import AppContext, OpenLog
 from app.safe import escape_markdown
 from app.sidebar import GOTO_STEP
 from app.ui import show_error
+from app.views.groups import alarm_shares, groups_link
 from g2po.errors import G2POError
 
 __all__ = ["render", "AUTO_MERGE_RATE_ROWS", "merge_rate_column", "run_colors", "goto_step",
@@ -63,6 +64,7 @@ def _summary_of(opened: OpenLog, compute_merge: bool,
 
 def render(ctx: AppContext) -> None:
     st.title("Run overview")
+    groups_link(ctx)
     if not ctx.logs:
         st.info("No run open: choose or open one in the sidebar.")
         return
@@ -122,6 +124,7 @@ def render(ctx: AppContext) -> None:
             goto_step(ctx, active, int(choice))
     st.subheader("Per training step")
     st.dataframe(summary, hide_index=True)
+    alarm_shares(ctx)
 
 
 def goto_step(ctx: AppContext, opened: OpenLog, train_step: int,

@@ -6,7 +6,7 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 import loaders
-from app.graph_html import FADED_EDGE
+from app.graph_html import FADED_EDGE, critical_edges
 from app.safe import escape_markdown
 from app.views.group import edge_from_click, node_from_click
 from g2po.analysis.alarms import credit_alarms
@@ -359,3 +359,41 @@ def test_a_state_node_opens_its_history_over_training(training_runs):
     assert not at.exception
     assert at.selectbox(key="sh_state").value == graph.nodes.loc[2, "canonical_key"]
     assert at.selectbox(key="sh_from").value == 3
+
+
+def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transitions(tmp_path):
+    from g2po.analysis.alarms import SHOWN
+    from tests.g2po.analysis.groups import cut_group, random_walks
+
+    steps = pd.concat([cut_group().assign(done=lambda f: f["traj_id"].isin(["short", "win"])),
+                       random_walks(groups=1).assign(group_id="walks", done=True)],
+                      ignore_index=True)
+    steps.to_csv(tmp_path / "cut.csv", index=False)
+    at = app_test("group", ["--log", str(tmp_path / "cut.csv")])
+    key = f"group:auto:{(tmp_path / 'cut.csv').resolve()}:0"
+    at.selectbox(key=key).select("cut").run()
+    assert not at.exception
+    graph = state_graph(steps[steps["group_id"] == "cut"])
+    alarm = {a.kind: a for a in credit_alarms(graph)}["truncation"]
+    critical = critical_edges(graph)
+    rank = dict(zip(critical.index, critical["rank"], strict=True))
+    explained = [e for e in alarm.edges if e in rank]
+    assert explained, "the cut steps' transitions are among the critical ones"
+    links = [b for b in at.button if (b.key or "").startswith("g_alcrit_truncation_")]
+    assert [b.key for b in links] == [f"g_alcrit_truncation_{e}" for e in explained]
+    edge = explained[0]
+    assert f"critical transition #{rank[edge]} (TD error " \
+           f"{graph.edges['td_error'].iloc[edge]:+.3g})" in links[0].label
+    links[0].click().run()
+    assert at.session_state["g_sel_edge"] == edge
+    assert "along edge" in texts(at)
+    # a ranked alarm: its top nodes, then how many more
+    at.selectbox(key=key).select("walks").run()
+    walks = state_graph(steps[steps["group_id"] == "walks"])
+    aliased = {a.kind: a for a in credit_alarms(walks)}["aliased"]
+    ranked = [b for b in at.button if (b.key or "").startswith("g_alrank_aliased_")]
+    assert [b.key for b in ranked] == [f"g_alrank_aliased_{n}" for n in aliased.nodes[:SHOWN]]
+    assert f"{aliased.count - SHOWN} more" in texts(at)
+    ranked[1].click().run()
+    assert at.session_state["g_sel_node"] == aliased.nodes[1]
+    assert f"at node {aliased.nodes[1]}" in texts(at)
