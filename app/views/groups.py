@@ -54,6 +54,11 @@ SORTS = {"": "worst first (no signal, then most alarm kinds)",
 ALARM_FILTERS = {"no_signal_g2po": "No training signal under G2PO",
                  "no_signal_grpo": "No training signal under GRPO",
                  **{k: ALARM_TITLES[k] for k in ALARM_KINDS if k != "no_signal"}}
+#: The order shown: what is wrong first (the library's order stays in CSV / JSON).
+SHOWN_ORDER = ["train_step", "group_id", "task", "no_signal", "no_signal_grpo", "n_alarms",
+               *ALARM_COLUMNS, *[c for c in TRIAGE_COLUMNS if c not in
+                                 ("train_step", "group_id", "task", "no_signal",
+                                  "no_signal_grpo", "n_alarms", *ALARM_COLUMNS)]]
 _PERCENT = ("success_rate", "zero_adv_share", "merge_rate", "invalid_rate", "truncated_share")
 #: The run overview computes the shares without asking for runs up to this many step rows.
 AUTO_SHARES_ROWS = 300_000
@@ -178,7 +183,9 @@ def render(ctx: AppContext) -> None:
            "the group explorer", f"{len(table):,}", where, f"{len(shown):,}", rule.describe())
         st.session_state[_ROWS] = list(zip(shown["train_step"].astype(int),
                                            shown["group_id"].astype(str), strict=True))
-        st.dataframe(shown.rename(columns=HEADERS), hide_index=True, key="gr_table",
+        columns = [c for c in SHOWN_ORDER if c != "task" or
+                   not (shown["task"].astype(str) == shown["group_id"].astype(str)).all()]
+        st.dataframe(shown[columns].rename(columns=HEADERS), hide_index=True, key="gr_table",
                      on_select=_row_clicked, selection_mode="single-row",
                      column_config={HEADERS[c]: st.column_config.NumberColumn(
                          HEADERS[c], format="percent") for c in _PERCENT})

@@ -115,3 +115,17 @@ def test_hostile_group_ids_show_as_text(hostile_run):
     at.selectbox(key="gr_scope").select("all").run()
     assert_no_markup_from_logs(at)
     assert len(table_of(at)) > 0
+
+
+def test_a_task_column_is_shown_and_filters_groups_sharing_a_task(training_runs):
+    at = app_test("groups", ["--log", str(training_runs / "train_a")])
+    at.selectbox(key="gr_scope").select("all").run()
+    assert not at.exception
+    shown = table_of(at)
+    assert (shown[HEADERS["task"]] != shown[HEADERS["group_id"]]).all()  # s1-task-0 → task-0
+    task = shown[HEADERS["task"]].iloc[0]
+    at.text_input(key="gr_task").input(task).run()
+    same = table_of(at)
+    assert set(same[HEADERS["task"]]) == {task}
+    assert same[HEADERS["train_step"]].nunique() == len(same) > 1  # one group per step
+    assert at.query_params["gtask"] == task
