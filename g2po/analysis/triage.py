@@ -349,7 +349,8 @@ def triage_log(
     each step's rows are kept on disk with the identity of its file (path, size, mtime): a
     step whose file is unchanged is not read again, one whose file changed is. Logs that are
     one table in memory have no step files and are computed each time. ``progress`` is called
-    with (training steps done, training steps in all) as the work goes.
+    with (training steps done, training steps in all) as the work goes: first with those the
+    cache held, then as each step is read, last with (all, all).
     """
     rule = rule or log.rule()
     steps = list(log.train_steps() if train_steps is None else train_steps)
@@ -398,6 +399,8 @@ def triage_log(
         rows_in_batch += len(frame)
         if rows_in_batch >= batch_rows:
             flush()
+        elif progress is not None:  # reading is most of the work: count a step once read
+            progress(count + len(batch_steps), total)
     flush()
     if path is not None and todo and any(identity.values()):
         keep = [done[s] for s in steps if s in done and identity.get(s) is not None]
