@@ -66,8 +66,10 @@ TRIAGE_VERSION = 1
 
 def _short_codes(codes: np.ndarray) -> pd.Series:
     """Integer codes as short strings in the step table's text dtype, made by Arrow (no
-    Python string per row, and no long observation copied)."""
-    return pa.array(np.asarray(codes, dtype=np.int64)).cast(pa.string()).to_pandas()
+    Python string per row, and no long observation copied); a negative code (a Categorical's
+    missing value) stays missing, so validation still names the row."""
+    codes = np.asarray(codes, dtype=np.int64)
+    return pa.array(codes, mask=codes < 0).cast(pa.string()).to_pandas()
 
 
 def _coded(steps: pd.DataFrame, state_key: str) -> tuple[pd.DataFrame, str]:
@@ -85,7 +87,7 @@ def _coded(steps: pd.DataFrame, state_key: str) -> tuple[pd.DataFrame, str]:
             canonical = pd.Series(resolve_state_key(state_key)(
                 distinct, np.zeros(len(distinct), np.int64))).astype(str)
             merged, _ = pd.factorize(canonical, sort=False)
-            changes["state_key"] = _short_codes(merged[codes]).array
+            changes["state_key"] = _short_codes(np.where(codes < 0, -1, merged[codes])).array
             state_key = "exact"
         else:
             changes["state_key"] = np.asarray(keys.astype(object))

@@ -363,18 +363,21 @@ def test_a_state_node_opens_its_history_over_training(training_runs):
 
 def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transitions(tmp_path):
     from g2po.analysis.alarms import SHOWN
+    from g2po.outcomes import OutcomeRule
     from tests.g2po.analysis.groups import cut_group, random_walks
 
-    steps = pd.concat([cut_group().assign(done=lambda f: f["traj_id"].isin(["short", "win"])),
-                       random_walks(groups=1).assign(group_id="walks", done=True)],
+    # no done column: the log is opened with the rule "4 steps without success ⇒ cut"
+    steps = pd.concat([cut_group(), random_walks(groups=1, length=3).assign(group_id="walks")],
                       ignore_index=True)
     steps.to_csv(tmp_path / "cut.csv", index=False)
-    at = app_test("group", ["--log", str(tmp_path / "cut.csv")])
-    key = f"group:auto:{(tmp_path / 'cut.csv').resolve()}:0"
+    at = app_test("group", ["--log", str(tmp_path / "cut.csv"), "--truncate-at", "4"])
+    key = next(b.key for b in at.selectbox if (b.key or "").startswith("group:"))
     at.selectbox(key=key).select("cut").run()
     assert not at.exception
     graph = state_graph(steps[steps["group_id"] == "cut"])
-    alarm = {a.kind: a for a in credit_alarms(graph)}["truncation"]
+    rule = OutcomeRule(truncate_at=4)
+    alarm = {a.kind: a for a in credit_alarms(graph, rule=rule)}["truncation"]
+    assert at.button(key="g_alarm_truncation").label == alarm.title  # the run's rule counts
     critical = critical_edges(graph)
     rank = dict(zip(critical.index, critical["rank"], strict=True))
     explained = [e for e in alarm.edges if e in rank]
@@ -390,7 +393,7 @@ def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transiti
     # a ranked alarm: its top nodes, then how many more
     at.selectbox(key=key).select("walks").run()
     walks = state_graph(steps[steps["group_id"] == "walks"])
-    aliased = {a.kind: a for a in credit_alarms(walks)}["aliased"]
+    aliased = {a.kind: a for a in credit_alarms(walks, rule=rule)}["aliased"]
     ranked = [b for b in at.button if (b.key or "").startswith("g_alrank_aliased_")]
     assert [b.key for b in ranked] == [f"g_alrank_aliased_{n}" for n in aliased.nodes[:SHOWN]]
     assert f"{aliased.count - SHOWN} more" in texts(at)

@@ -21,6 +21,7 @@ from g2po.analysis.triage import (
     triage_groups,
     triage_log,
 )
+from g2po.errors import StepTableError
 from g2po.graph import state_graph
 from g2po.outcomes import OutcomeRule
 from loaders import RunWriter, open_log
@@ -133,6 +134,11 @@ def test_categorical_state_keys_give_the_same_table_under_every_strategy():
         pd.testing.assert_frame_equal(triage_groups(coded, state_key=strategy),
                                       triage_groups(steps, state_key=strategy),
                                       obj=strategy)
+    # a missing key or action is still a missing value, named by the validation
+    broken = coded.copy()
+    broken.loc[5, "action"] = None
+    with pytest.raises(StepTableError, match="'action' has null"):
+        triage_groups(broken)
 
 
 def test_parameters_and_rule_change_the_numbers():
