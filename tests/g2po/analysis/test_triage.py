@@ -282,3 +282,23 @@ def test_a_table_log_has_no_step_files_and_is_not_cached(tmp_path):
 def test_the_cache_folder_follows_g2po_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("G2PO_CACHE", str(tmp_path))
     assert triage_module.cache_dir() == tmp_path / "triage"
+
+
+def test_a_verl_group_where_every_advantage_is_zero_says_so(tmp_path):
+    from tests.loaders.builders import agent_loop_entries, write_verl_dump
+
+    entries = agent_loop_entries(1)
+    failed = entries[0]["uid"].rsplit("_", 2)[0]  # the first prompt: every score set to 0
+    for e in entries:
+        if e["uid"].startswith(failed):
+            e["score"] = 0.0
+    write_verl_dump(tmp_path / "dump", 1, entries)
+    log = open_log(tmp_path / "dump")
+    table = triage_log(log, cache=tmp_path / "cache").set_index("group_id")
+    assert table.loc[failed, "no_signal"] and table.loc[failed, "no_signal_grpo"]
+    assert table.loc[failed, "alarm_no_signal"] == table.loc[failed, "steps"]
+    other = table.drop(index=failed)
+    assert not other["no_signal"].any()
+    graph = state_graph(log.load_group(1, failed))
+    assert credit_alarms(graph)[0].title == "No training signal: G2PO and GRPO"
+    assert list(tmp_path.joinpath("cache").glob("*.parquet"))  # dump files are cached too
