@@ -118,8 +118,19 @@ def _parse_range(text: str) -> tuple[float, float]:
     return lo_v, hi_v
 
 
+#: Session key: the table's sort and filters, kept while another page is shown (Streamlit
+#: forgets the state of widgets a page did not draw), so coming back from a group finds the
+#: table as it was left.
+_VIEW = "_g2po_groups_view"
+_WIDGETS = ("gr_scope", "gr_sort", "gr_desc", "gr_alarms", "gr_task", "gr_success")
+
+
 def _seed() -> None:
-    """The table's sort and filters from the URL, once per session."""
+    """The table's sort and filters: from the URL once per session, else as last left."""
+    kept = st.session_state.get(_VIEW, {})
+    for key in _WIDGETS:
+        if key not in st.session_state and key in kept:
+            st.session_state[key] = kept[key]
     seed_from_url("gr_scope", "gscope", str, SCOPES)
     seed_from_url("gr_sort", "gsort", str, SORTS)
     seed_from_url("gr_desc", "gorder", lambda s: {"desc": True, "asc": False}[s])
@@ -189,6 +200,7 @@ def render(ctx: AppContext) -> None:
                      on_select=_row_clicked, selection_mode="single-row",
                      column_config={HEADERS[c]: st.column_config.NumberColumn(
                          HEADERS[c], format="percent") for c in _PERCENT})
+    st.session_state[_VIEW] = {key: st.session_state.get(key) for key in _WIDGETS}
     write_url(gscope=None if scope == "step" else scope, gsort=sort or None,
               gorder=None if sort == "" or descending else "asc", galarm=list(alarms),
               gtask=task or None,

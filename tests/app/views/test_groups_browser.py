@@ -46,6 +46,12 @@ def test_a_row_click_opens_its_group_in_the_group_explorer(browser, runs_root, t
                               f"document.title.includes('training step {step}')")
         wait_idle(page)
         assert f"group={group}" in page.url and f"step={step}" in page.url
+        # back to the table: as it was left (scope and sort), though the URL was the group's
+        page.get_by_role("link", name="Groups", exact=True).first.click()
+        page.get_by_text(f"{len(table)} group(s) of {log.train_steps()[-1]} training "
+                         "steps").first.wait_for(timeout=60_000)
+        wait_idle(page)
+        assert page.get_by_role("combobox", name="Sort by").input_value() == "steps"
         # a deep link's first requests go to /groups/_stcore/… (404) before the app routes
         assert all(u.startswith(f"{url}/groups/") for u in missing), missing
         assert all("404" in e for e in seen.console_errors), seen.console_errors
