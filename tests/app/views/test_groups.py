@@ -129,4 +129,3 @@ def test_a_task_column_is_shown_and_filters_groups_sharing_a_task(training_runs)
     assert set(same[HEADERS["task"]]) == {task}
     assert same[HEADERS["train_step"]].nunique() == len(same) > 1  # one group per step
     assert at.query_params["gtask"] == task
-
