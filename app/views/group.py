@@ -44,6 +44,7 @@ from app.tables import (
 )
 from app.ui import chosen_graph, group_page, md
 from app.url_state import seed_from_url, write_url
+from app.views.groups import run_rule  # the run's outcome rule, as the groups table counts it
 from g2po.analysis.alarms import SHOWN, Alarm, credit_alarms
 from g2po.analysis.diagnostics import merge_stats
 from g2po.analysis.labels import key_diff, shorten_middle
@@ -277,8 +278,6 @@ def _alarms_cached(_graph: StateGraph, graph_id: str, params, rule) -> list[Alar
 
 
 def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:
-    from app.views.groups import run_rule  # the run's rule, as the groups table counts it
-
     return _alarms_cached(graph, graph_id, ctx.params, run_rule(ctx))
 
 
