@@ -14,11 +14,6 @@ from tests.app.builders import app_test, entry, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("G2PO_CACHE", str(tmp_path / "g2po-cache"))
-
-
 def table_of(at) -> pd.DataFrame:
     return next(d.value for d in at.dataframe if HEADERS["zero_adv_share"] in d.value.columns)
 

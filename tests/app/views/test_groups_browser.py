@@ -11,9 +11,7 @@ VIEWPORT = {"width": 1500, "height": 1000}
 ROW = 35  # the data grid's row height, in CSS pixels (its header row too)
 
 
-def test_a_row_click_opens_its_group_in_the_group_explorer(browser, runs_root, tmp_path,
-                                                           monkeypatch):
-    monkeypatch.setenv("G2PO_CACHE", str(tmp_path / "g2po-cache"))  # the server inherits it
+def test_a_row_click_opens_its_group_in_the_group_explorer(browser, runs_root):
     run = runs_root / "run_a"
     log = loaders.open_log(run)
     table = sort_groups(triage_log(log, cache=False), "steps", descending=False)
