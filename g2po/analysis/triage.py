@@ -82,7 +82,9 @@ def _coded(steps: pd.DataFrame, state_key: str) -> tuple[pd.DataFrame, str]:
     if isinstance(keys.dtype, pd.CategoricalDtype):
         name = str(state_key).partition(":")[0] if isinstance(state_key, str) else None
         codes = keys.cat.codes.to_numpy().astype(np.int64)
-        if name in VALUE_WISE_STRATEGIES:
+        if name == "exact":  # one code per distinct key already
+            changes["state_key"] = _short_codes(codes).array
+        elif name in VALUE_WISE_STRATEGIES:
             distinct = pd.Series(np.asarray(keys.cat.categories, dtype=object))
             canonical = pd.Series(resolve_state_key(state_key)(
                 distinct, np.zeros(len(distinct), np.int64))).astype(str)
