@@ -31,6 +31,7 @@ __all__ = ["run", "PAGES", "load_plugins"]
 #: fonts.gstatic.com, and the app must not reach the internet.
 PAGES = {
     "group": ("app.views.group", "Group explorer", "group"),
+    "groups": ("app.views.groups", "Groups", "groups"),
     "overview": ("app.views.overview", "Run overview", "overview"),
     "curves": ("app.views.curves", "Training curves", "curves"),
     "state_history": ("app.views.state_history", "State over training", "state-history"),

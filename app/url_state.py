@@ -18,7 +18,8 @@ __all__ = ["seed_from_url", "reseed", "write_url", "url_value", "URL_KEYS"]
 #: Query-string names, in the order they are written.
 URL_KEYS = ("run", "step", "group", "traj", "node", "edge", "filter", "outcome", "gamma", "w",
             "mode", "penalty", "success", "success_min", "terminal", "truncate_at", "state_key",
-            "edge_color", "value_scale")
+            "edge_color", "value_scale", "gscope", "gsort", "gorder", "galarm", "gtask",
+            "gsuccess")
 _SEEDED = "_g2po_url_seeded"
 
 

@@ -8,6 +8,7 @@ that are one table in memory (generic tables, trusted pickles).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -157,6 +158,26 @@ class Log:
         if not tables:
             return None
         return truncation_hint(pd.concat(tables, ignore_index=True), rule or self.rule())
+
+    def step_columns(self, train_step: int, columns: Sequence[str]) -> pd.DataFrame:
+        """The rows of one training step with only those of ``columns`` the log has, for
+        analyses of a whole run that need a few columns (:mod:`g2po.analysis.triage`).
+        ``state_key`` and ``action`` may come back as pandas Categoricals (run directories
+        read them as Parquet dictionaries, never one string per row)."""
+        steps = self.load_step(train_step)
+        return steps[[c for c in columns if c in steps.columns]]
+
+    def step_source(self, train_step: int) -> Path | None:
+        """The file that holds one training step's rows and nothing else (a run's step file,
+        a verl dump's ``{step}.jsonl``), so a cache can tell when it changed; None for a log
+        read whole into memory (one table)."""
+        return None
+
+    @property
+    def read_options(self) -> dict:
+        """The options the log was opened with that change its rows (verl's regexes), for
+        cache keys."""
+        return {}
 
     def groups(self, train_step: int) -> list[str]:
         """The group ids of one training step, sorted."""

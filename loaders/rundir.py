@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -516,6 +517,28 @@ class Run(Log):
             raise _footer_problem(path, f"points group {str(group_id)!r} at rows of another "
                                         "group")
         return rows
+
+    def step_source(self, train_step: int) -> Path:
+        return self.step_file(train_step)
+
+    def step_columns(self, train_step: int, columns: Sequence[str]) -> pd.DataFrame:
+        """Only ``columns`` of the step file (those it has), state keys and actions as
+        Categoricals from the Parquet dictionaries: a training step's ~500-character
+        observations are never expanded into one string per row. Unlike :meth:`load_step`,
+        the rows are not deduplicated or validated here (the estimators validate them)."""
+        path = self.step_file(train_step)
+        try:
+            file = pq.ParquetFile(path, read_dictionary=["state_key", "action"])
+            names = file.schema_arrow.names
+            table = file.read(columns=[c for c in columns if c in names])
+        except (pa.ArrowException, OSError) as err:
+            raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
+        table = table.replace_schema_metadata(None)
+        frame = parquet_frame(table, path, LoadReport())
+        for name in ("group_id", "traj_id"):  # ids are text in a step table (g2po.steps)
+            if name in frame.columns and not pd.api.types.is_string_dtype(frame[name].dtype):
+                frame[name] = frame[name].astype(str)
+        return frame
 
     def load_step(self, train_step: int) -> pd.DataFrame:
         path = self.step_file(train_step)

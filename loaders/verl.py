@@ -558,6 +558,14 @@ class VerlDump(Log):
             self._base_report.note(f"summary cache not written ({err.strerror or err}): the "
                                    "dump is read again on every open")
 
+    def step_source(self, train_step: int) -> Path:
+        self._check_step(train_step)
+        return self._files[train_step]
+
+    @property
+    def read_options(self) -> dict:
+        return dict(self.options)
+
     def load_step(self, train_step: int) -> pd.DataFrame:
         self._check_step(train_step)
         path = self._files[train_step]

@@ -19,7 +19,7 @@ from app.charts import histogram
 from app.context import AppContext
 from app.params import SpecParams
 from app.safe import escape_html
-from app.ui import chosen_graph, group_page, show_error
+from app.ui import chosen_graph, group_page, md, show_error
 from g2po.analysis.diagnostics import (
     char_diff,
     elide_equal,
@@ -115,14 +115,22 @@ def render(ctx: AppContext) -> None:
         if pairs.empty:
             st.caption("No pair of distinct nodes is that similar.")
         else:
+            objects = int(pairs["different_objects"].sum())
             st.caption(f"{len(pairs)} pair(s), most similar first; the characters only one key "
                        "has are marked (A struck through in red, B in green). Try the "
                        "`normalized`, `regex` or `similarity` state key in the sidebar to merge "
                        "them.")
+            if objects:
+                st.caption(f"{objects} pair(s) name different objects (an object's name or "
+                           "number differs: `countertop 1` / `countertop 2`, `fridge 1` / "
+                           "`drawer 1`): they are different states, so they come last and "
+                           "merging them is not advised.")
             for row in pairs.head(PAIRS_SHOWN).itertuples():
                 st.markdown(f"**node {row.node_a}** ({row.visits_a} visits) vs **node "
                             f"{row.node_b}** ({row.visits_b} visits) · similarity "
                             f"{row.similarity:.3f}")
+                if row.different_objects:
+                    md("Not to merge: {}", row.note)
                 st.html(diff_html(str(row.key_a), str(row.key_b)))
             if len(pairs) > PAIRS_SHOWN:
                 st.caption(f"The first {PAIRS_SHOWN} are drawn; the table lists all "

@@ -49,7 +49,7 @@ from app.tables import (
 )
 from app.ui import chosen_graph, group_page, md
 from app.url_state import seed_from_url, write_url
-from g2po.analysis.alarms import Alarm, credit_alarms
+from g2po.analysis.alarms import SHOWN, Alarm, credit_alarms
 from g2po.analysis.assumptions import Assumption, assumptions, reached
 from g2po.analysis.diagnostics import merge_stats
 from g2po.analysis.labels import format_number, key_diff, lead_with_difference
@@ -146,7 +146,7 @@ def render(ctx: AppContext) -> None:
     limits = tables["limits"]
     with right:
         _critical(graph, style, limits, assumed)
-        _alarm_list(ctx, alarms, assumed)
+        _alarm_list(ctx, alarms, graph, style, assumed)
     st.caption(f"{len(graph.nodes)} nodes ({graph.n_states} states + terminals) · "
                f"{len(graph.edges)} edges · {stats['merge_rate']:.0%} merged · hover for "
                "details, click a node or an edge to list its steps, click a step row to find "
@@ -385,12 +385,12 @@ def _drawn(graph: StateGraph, graph_id: str, highlight: Highlight, style: DrawSt
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _alarms_cached(_graph: StateGraph, graph_id: str, params) -> list[Alarm]:
-    return credit_alarms(_graph, **params.g2po_kwargs())
+def _alarms_cached(_graph: StateGraph, graph_id: str, params, rule) -> list[Alarm]:
+    return credit_alarms(_graph, **params.g2po_kwargs(), rule=rule)
 
 
 def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:
-    return _alarms_cached(graph, graph_id, ctx.params)
+    return _alarms_cached(graph, graph_id, ctx.params, ctx.params.rule)
 
 
 # -- headline, outcome check -------------------------------------------------------------
@@ -461,17 +461,55 @@ def _critical_clicked() -> None:
         _bump(STEPS_VERSION)
 
 
-def _alarm_list(ctx: AppContext, alarms: list[Alarm], assumed: list[Assumption]) -> None:
+def _alarm_list(ctx: AppContext, alarms: list[Alarm], graph: StateGraph,
+                style: DrawStyle, assumed: list[Assumption]) -> None:
+    """Each alarm a button listing its steps; a ranked alarm's top nodes (then "n more") and
+    the critical transitions the truncation alarm explains, each a click that selects it."""
     st.markdown("**Credit alarms**")
     if not alarms:
         st.caption("None for this group.")
+        return
+    critical = critical_edges(graph, style.critical)
+    rank_of = dict(zip(critical.index.astype(int), critical["rank"].astype(int), strict=True))
     for alarm in alarms:
         st.button(alarm.title, key=f"g_alarm_{alarm.kind}", help=alarm.detail,
                   on_click=_set_filter, args=(("alarm", alarm.kind),), width="stretch")
+        if alarm.ranking is not None and not alarm.ranking.empty:
+            for row in alarm.ranking.head(SHOWN).itertuples():
+                what = f"from {row.in_sources} states, {row.invalid_arrival_share:.0%} " \
+                       "after invalid actions" if alarm.kind == "hub" else \
+                       f"moves {row.credit_moved:.3g} of credit"
+                st.button(f"node {row.node}: {what}", key=f"g_alrank_{alarm.kind}_{row.node}",
+                          type="tertiary", on_click=_select_node, args=(int(row.node),))
+            if len(alarm.ranking) > SHOWN:
+                st.caption(f"{len(alarm.ranking) - SHOWN} more (the button above lists "
+                           "every step)")
+        for edge in alarm.edges:
+            if edge in rank_of:
+                st.button(f"explains critical transition #{rank_of[edge]} (TD error "
+                          f"{graph.edges['td_error'].iloc[edge]:+.3g})",
+                          key=f"g_alcrit_{alarm.kind}_{edge}", type="tertiary",
+                          on_click=_select_edge, args=(edge,))
         if alarm.kind == "disagreement" and "compare" in ctx.pages:
             st.page_link(ctx.pages["compare"], label="compare G2PO and GRPO →")
     # the alarms read validity (penalty amplification) and the advantages (disagreement)
     _assumption_caption(("valid", "A"), assumed, what="the alarms rest on it")
+
+
+def _select_node(node: int) -> None:
+    st.session_state[SEL_NODE], st.session_state[SEL_EDGE] = node, None
+    st.session_state[FILTER] = ("node", node)
+    st.session_state["g_tab"] = "Steps"
+
+
+def _select_edge(edge: int) -> None:
+    graph = st.session_state.get(GRAPH_OBJ)
+    if graph is None or edge >= len(graph.edges):
+        return
+    st.session_state[SEL_EDGE] = edge
+    st.session_state[SEL_NODE] = int(graph.edges["source"].iloc[edge])
+    st.session_state[FILTER] = ("edge", edge)
+    st.session_state["g_tab"] = "Steps"
 
 
 def _set_filter(value) -> None:

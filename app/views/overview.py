@@ -16,6 +16,7 @@ from app.run_colors import run_colors_for
 from app.safe import escape_markdown
 from app.sidebar import GOTO_STEP
 from app.ui import md, show_error
+from app.views.groups import alarm_shares, groups_link
 from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
 from loaders.summary import UNKNOWN_WITHOUT
@@ -78,6 +79,7 @@ def _unknown(logs: list[OpenLog], summary: pd.DataFrame, metric: str) -> dict[st
 
 def render(ctx: AppContext) -> None:
     st.title("Run overview")
+    groups_link(ctx)
     if not ctx.logs:
         st.info("No run open: choose or open one in the sidebar.")
         return
@@ -153,6 +155,7 @@ def render(ctx: AppContext) -> None:
             goto_step(ctx, active, int(choice))
     st.subheader("Per training step")
     st.dataframe(summary, hide_index=True)
+    alarm_shares(ctx)
 
 
 def goto_step(ctx: AppContext, opened: OpenLog, train_step: int,

@@ -2,16 +2,30 @@
 
 Each alarm names the steps it is about, so a view can show them:
 
-- ``aliased``: a state node where one action led to both success and failure, or whose merged
-  step values vary widely; merging may hide a difference the state key leaves out;
+- ``no_signal``: every advantage of the group is ~0 under an estimator (said per estimator:
+  G2PO's graph terms still rank the steps of an all-success group, GRPO's outcome term does
+  not), so the group teaches the policy nothing;
+- ``aliased``: state nodes where one action led to both success and failure, or whose merged
+  step values vary widely; merging may hide a difference the state key leaves out. Ranked by
+  the credit the merge moves (:func:`GroupSignals.credit_moved`), the biggest first;
+- ``hub``: state nodes reached from many different states, or mostly through invalid actions
+  (ALFWorld's "Nothing happens."): the key leaves out where the agent is, so unrelated
+  situations share one value;
 - ``penalty_amplification``: under ``mean_std_norm``, a group whose rollouts all got the same
   reward, so the only spread left is the invalid-action penalty, which normalisation turns into
   unit-size advantages (invalid steps strongly negative, every valid step positive, whatever it
   did);
 - ``disagreement``: steps where G2PO's and GRPO's advantages have opposite signs;
-- ``truncation``: trajectories cut at the step limit, valued as failures;
+- ``truncation``: trajectories cut at the step limit, valued as failures; the alarm names the
+  transitions their last steps took, largest |TD error| first (often the group's critical
+  transitions);
 - ``no_merging``: a merge rate near 0 (the state key probably includes the history or a step
   counter), so the graph is a set of chains and the node terms carry no signal.
+
+Everything is decided by :func:`group_signals`, vectorised over every group of a step table at
+once (one G2PO and one GRPO call): :func:`credit_alarms` words the alarms of one group's graph,
+:func:`alarm_counts` counts them for every group of a training step (the groups table,
+:mod:`g2po.analysis.triage`). One implementation, so the table and the group explorer agree.
 """
 
 from __future__ import annotations
@@ -21,18 +35,47 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from g2po.estimators import compute_advantages
+from g2po.estimators import estimate, get_estimator
 from g2po.graph import StateGraph
+from g2po.index import StepIndex
+from g2po.outcomes import OutcomeRule
 from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 
-__all__ = ["Alarm", "credit_alarms", "ALARM_KINDS"]
+__all__ = ["Alarm", "GroupSignals", "group_signals", "alarm_counts", "credit_alarms",
+           "ALARM_KINDS", "ALARM_TITLES", "SIGNAL_ESTIMATORS", "SHOWN"]
 
-ALARM_KINDS = ("aliased", "penalty_amplification", "disagreement", "truncation", "no_merging")
+ALARM_KINDS = ("no_signal", "aliased", "hub", "penalty_amplification", "disagreement",
+               "truncation", "no_merging")
+#: A short name of each kind, for column headers, filters and legends.
+ALARM_TITLES = {"no_signal": "No training signal", "aliased": "Aliased states",
+                "hub": "Hub states", "penalty_amplification": "Penalty amplification",
+                "disagreement": "Outcome disagreement", "truncation": "Truncation",
+                "no_merging": "No merging"}
+#: Estimators whose "no training signal" is checked, with their display names.
+SIGNAL_ESTIMATORS = {"g2po": "G2PO", "grpo": "GRPO"}
+#: An advantage of at most this magnitude counts as ~0 (normalised advantages are unit-sized;
+#: a group with no spread gives exact zeros up to rounding).
+ZERO_ADV = 1e-6
 #: A node's value spread (std of its merged step values) counts as high at this share of the
 #: success reward.
 VALUE_STD_SHARE = 0.25
 #: Merge rates below this count as "no merging".
 NO_MERGE_RATE = 0.05
+#: A hub by its sources: reached from at least this many different states, and from at least
+#: :data:`HUB_MEDIAN_FACTOR` times as many as the group's median state with arrivals.
+HUB_MIN_SOURCES = 5
+HUB_MEDIAN_FACTOR = 3.0
+#: A hub by invalid actions: reached from at least this many different states, at least
+#: :data:`HUB_INVALID_SHARE` of its arrivals through an invalid action, and more of them than
+#: chance explains: were arrivals invalid at the group's rate, that many or more would occur
+#: with a probability below :data:`HUB_INVALID_P` (binomial tail), so random invalid actions
+#: never make a hub.
+HUB_INVALID_SOURCES = 3
+HUB_INVALID_SHARE = 0.5
+HUB_INVALID_P = 1e-3
+#: Ranked alarms name (and views show) this many nodes first; the rest are "n more".
+SHOWN = 3
+_SIGN_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -44,7 +87,12 @@ class Alarm:
     detail : one or two sentences saying what was found and why it matters.
     count : how many nodes, steps or trajectories it is about (the unit is in ``title``).
     steps : (traj_id, t) of the steps concerned.
-    nodes : node ids concerned (may be empty).
+    nodes : node ids concerned, in rank order for ranked alarms (may be empty).
+    ranking : for ``aliased`` and ``hub``, one row per node of ``nodes``, in the same order:
+        node, visits, value, value_spread, credit_moved, mixed, in_sources,
+        invalid_arrival_share, hub.
+    edges : for ``truncation``, the rows of ``StateGraph.edges`` that the cut trajectories'
+        last steps took, largest |TD error| first.
     """
 
     kind: str
@@ -53,10 +101,233 @@ class Alarm:
     count: int
     steps: pd.DataFrame
     nodes: tuple[int, ...] = ()
+    ranking: pd.DataFrame | None = None
+    edges: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupSignals:
+    """What the alarms are decided from, for every group of a step table at once.
+
+    ix : the step table's index (groups, trajectories, nodes).
+    g2po : the G2PO estimator's columns, each (n_steps,).
+    grpo : (n_steps,) GRPO's advantage.
+    opposite : (n_steps,) bool, G2PO's and GRPO's advantages have opposite signs.
+    truncated : (n_traj,) bool, cut at the step limit (the rule's ``done`` / ``truncate_at``).
+    credit_moved : (n_nodes,) Σ |v − V(k)| over the node's steps: how far merging moved each
+        step's own discounted outcome v to the node's value V(k) (≈ value spread × visits).
+    mixed : (n_nodes,) bool, one action from the node led to both success and failure.
+    wide : (n_nodes,) bool, visited twice or more with a value std ≥ :data:`VALUE_STD_SHARE`
+        of the success reward.
+    in_sources : (n_nodes,) int64, distinct other nodes with a transition into the node.
+    invalid_arrival_share : (n_nodes,) share of those transitions (from other nodes) taken by
+        an invalid action (0 without arrivals).
+    hub : (n_nodes,) bool, see :data:`HUB_MIN_SOURCES` and :data:`HUB_INVALID_SOURCES`.
+    zero : estimator name → (n_groups,) bool, every advantage of the group is ~0.
+    counts : alarm kind → (n_groups,) int64, the alarm's count (0: it does not fire).
+    """
+
+    ix: StepIndex
+    g2po: dict[str, np.ndarray]
+    grpo: np.ndarray
+    opposite: np.ndarray
+    truncated: np.ndarray
+    credit_moved: np.ndarray
+    mixed: np.ndarray
+    wide: np.ndarray
+    in_sources: np.ndarray
+    invalid_arrival_share: np.ndarray
+    hub: np.ndarray
+    zero: dict[str, np.ndarray]
+    counts: dict[str, np.ndarray]
+
+    @property
+    def aliased(self) -> np.ndarray:
+        """(n_nodes,) bool: the nodes of the ``aliased`` alarm."""
+        return self.mixed | self.wide
+
+
+def _flags(values: pd.Series) -> np.ndarray:
+    """A boolean-ish column as float64: 1.0, 0.0, or NaN where the log says nothing."""
+    if values.dtype == bool:
+        return values.to_numpy(dtype=np.float64)
+    out = np.full(len(values), np.nan)
+    known = values.notna().to_numpy()
+    out[known] = values[known].astype(bool).to_numpy(dtype=np.float64)
+    return out
+
+
+def _count(seg: np.ndarray, mask: np.ndarray, n: int) -> np.ndarray:
+    """How many rows of each of ``n`` segments ``mask`` holds, (n,) float64."""
+    return np.bincount(seg, weights=np.asarray(mask, dtype=np.float64), minlength=n)
+
+
+def _segment_median(values: np.ndarray, seg: np.ndarray, n: int) -> np.ndarray:
+    """Median of ``values`` within each of ``n`` segments (NaN for an empty one)."""
+    out = np.full(n, np.nan)
+    if len(values) == 0:
+        return out
+    order = np.lexsort((values, seg))
+    counts = np.bincount(seg, minlength=n)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    has = counts > 0
+    ordered = values[order].astype(np.float64)
+    lo = start[has] + (counts[has] - 1) // 2
+    hi = start[has] + counts[has] // 2
+    out[has] = (ordered[lo] + ordered[hi]) / 2.0
+    return out
+
+
+def group_signals(
+    steps: pd.DataFrame,
+    *,
+    gamma: float = 0.95,
+    w: float = 1.0,
+    mode: str = "mean_std_norm",
+    penalty: float = 0.1,
+    state_key: str = "exact",
+    rule: OutcomeRule | None = None,
+    truncated_rows: np.ndarray | None = None,
+) -> GroupSignals:
+    """Every alarm's numbers for every group of ``steps`` (one G2PO and one GRPO call).
+
+    ``rule`` gives the success reward, threshold, terminal and truncation rule (default: the
+    reference's); ``truncated_rows`` (n_steps,) bool marks steps of trajectories known to be
+    cut (a graph's ``truncated`` column), in addition to the rule's.
+    """
+    rule = rule or OutcomeRule()
+    cols, ix = estimate(steps, "g2po", state_key=state_key, gamma=gamma, w=w, mode=mode,
+                        penalty=penalty, **rule.estimator_kwargs())
+    grpo = get_estimator("grpo")(ix, mode=mode)["adv"]
+    n, G = ix.n_steps, ix.n_groups
+    action = pd.factorize(steps["action"], sort=False)[0].astype(np.int64)
+    success = np.asarray(cols["success"], dtype=bool)
+    last = ix.next_row < 0
+
+    # outcomes per trajectory: success by the rule, cut at the step limit by the rule
+    traj_success = rule.success(ix.traj_reward)
+    done = np.full(ix.n_traj, np.nan)
+    if "done" in steps.columns:
+        done[ix.traj[last]] = _flags(steps["done"])[last]
+    traj_len = np.bincount(ix.traj, minlength=ix.n_traj)
+    truncated = rule.truncated(traj_len, done, traj_success)
+    if truncated_rows is not None:
+        truncated = truncated | (_count(ix.traj, truncated_rows, ix.n_traj) > 0)
+
+    # per node: the credit the merge moves, mixed outcomes, spread, arrivals
+    node, n_nodes = ix.node, ix.n_nodes
+    visits = np.bincount(node, minlength=n_nodes)
+    credit_moved = np.bincount(node, weights=np.abs(cols["step_value"] - cols["node_value"]),
+                               minlength=n_nodes)
+    base = np.int64(action.max() + 1 if n else 1)
+    pair_code, pair_ids = pd.factorize(node * base + action, sort=False)
+    pair_hits = np.bincount(pair_code, weights=success.astype(np.float64))
+    pair_n = np.bincount(pair_code)
+    mixed_pair = (pair_hits > 0) & (pair_hits < pair_n)
+    mixed = np.zeros(n_nodes, dtype=bool)
+    mixed[np.asarray(pair_ids)[mixed_pair] // base] = True
+    node_var = np.zeros(n_nodes)
+    node_var[node] = cols["node_value_var"]
+    scale = max(abs(rule.success_reward), 1e-12)
+    wide = (np.sqrt(node_var) >= VALUE_STD_SHARE * scale) & (visits >= 2)
+
+    has_next = ~last
+    src = node[has_next]
+    dst = node[ix.next_row[has_next]]
+    moved = src != dst
+    src, dst = src[moved], dst[moved]
+    bad = ix.invalid[has_next][moved]
+    arrivals = np.bincount(dst, minlength=n_nodes)
+    invalid_arrivals = np.bincount(dst, weights=bad, minlength=n_nodes)
+    edges = np.unique(src * np.int64(n_nodes) + dst)
+    in_sources = np.bincount(edges % n_nodes, minlength=n_nodes).astype(np.int64)
+    invalid_share = np.where(arrivals > 0, invalid_arrivals / np.maximum(arrivals, 1), 0.0)
+    reached = in_sources > 0
+    median = _segment_median(in_sources[reached], ix.node_group[reached], G)
+    by_sources = (in_sources >= HUB_MIN_SOURCES) & \
+        (in_sources >= HUB_MEDIAN_FACTOR * np.nan_to_num(median[ix.node_group], nan=np.inf))
+    moves = np.bincount(ix.node_group[dst], minlength=G)
+    group_rate = np.bincount(ix.node_group[dst], weights=bad, minlength=G) / np.maximum(moves, 1)
+    by_invalid = (in_sources >= HUB_INVALID_SOURCES) & (invalid_share >= HUB_INVALID_SHARE)
+    if by_invalid.any():
+        from scipy.special import bdtrc  # P(X > k) of a binomial; only when a node qualifies
+
+        k = np.maximum(invalid_arrivals[by_invalid] - 1, 0)
+        chance = bdtrc(k, arrivals[by_invalid], group_rate[ix.node_group[by_invalid]])
+        by_invalid[by_invalid] = chance < HUB_INVALID_P
+    hub = by_sources | by_invalid
+
+    # per group
+    n_steps = np.bincount(ix.group, minlength=G)
+    n_states = np.bincount(ix.node_group, minlength=G)
+    zero = {}
+    for name, adv in (("g2po", cols["adv"]), ("grpo", grpo)):
+        zero[name] = (_count(ix.group, np.abs(adv) > ZERO_ADV, G) == 0) & (n_steps > 0)
+    counts: dict[str, np.ndarray] = {}
+    any_zero = np.logical_or.reduce(list(zero.values()))
+    counts["no_signal"] = np.where(any_zero, n_steps, 0)
+    counts["aliased"] = _count(ix.node_group, mixed | wide, G)
+    counts["hub"] = _count(ix.node_group, hub, G)
+    r_lo = np.full(G, np.inf)
+    r_hi = np.full(G, -np.inf)
+    np.minimum.at(r_lo, ix.traj_group, ix.traj_reward)
+    np.maximum.at(r_hi, ix.traj_group, ix.traj_reward)
+    n_invalid = np.bincount(ix.group, weights=ix.invalid, minlength=G)
+    amplified = (mode == "mean_std_norm") & (penalty > 0) & (n_steps > 1) & (r_lo == r_hi) & \
+        (n_invalid > 0) & (n_invalid < n_steps)
+    counts["penalty_amplification"] = np.where(amplified, n_invalid, 0)
+    adv = cols["adv"]
+    opposite = ((adv > _SIGN_TOL) & (grpo < -_SIGN_TOL)) | \
+        ((adv < -_SIGN_TOL) & (grpo > _SIGN_TOL))
+    counts["disagreement"] = _count(ix.group, opposite, G)
+    counts["truncation"] = _count(ix.traj_group, truncated, G)
+    rate = 1.0 - n_states / np.maximum(n_steps, 1)
+    counts["no_merging"] = np.where((n_steps >= 10) & (rate < NO_MERGE_RATE), n_states, 0)
+    counts = {k: np.asarray(v).astype(np.int64) for k, v in counts.items()}
+    return GroupSignals(ix=ix, g2po=cols, grpo=grpo, opposite=opposite, truncated=truncated,
+                        credit_moved=credit_moved, mixed=mixed, wide=wide,
+                        in_sources=in_sources, invalid_arrival_share=invalid_share, hub=hub,
+                        zero=zero, counts=counts)
+
+
+def alarm_counts(signals: GroupSignals) -> pd.DataFrame:
+    """(n_groups, len(ALARM_KINDS)) the count of each alarm per group code (0: it does not
+    fire), columns :data:`ALARM_KINDS`."""
+    return pd.DataFrame({kind: signals.counts[kind] for kind in ALARM_KINDS})
 
 
 def _pairs(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[["traj_id", "t"]].sort_values(["traj_id", "t"]).reset_index(drop=True)
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _ranking(signals: GroupSignals, graph_node: np.ndarray, chosen: np.ndarray,
+             order_by: list[str]) -> pd.DataFrame:
+    """One row per chosen node (global codes), ranked by ``order_by`` (descending), with the
+    graph's node ids."""
+    ix, cols = signals.ix, signals.g2po
+    value = np.zeros(ix.n_nodes)
+    value[ix.node] = cols["node_value"]
+    var = np.zeros(ix.n_nodes)
+    var[ix.node] = cols["node_value_var"]
+    visits = np.bincount(ix.node, minlength=ix.n_nodes)
+    table = pd.DataFrame({
+        "node": graph_node[chosen], "visits": visits[chosen], "value": value[chosen],
+        "value_spread": np.sqrt(var[chosen]), "credit_moved": signals.credit_moved[chosen],
+        "mixed": signals.mixed[chosen], "in_sources": signals.in_sources[chosen],
+        "invalid_arrival_share": signals.invalid_arrival_share[chosen],
+        "hub": signals.hub[chosen]})
+    return table.sort_values([*order_by, "node"], ascending=[False] * len(order_by) + [True],
+                             kind="stable").reset_index(drop=True)
+
+
+def _top(ranking: pd.DataFrame, describe) -> str:
+    shown = "; ".join(describe(row) for row in ranking.head(SHOWN).itertuples())
+    more = len(ranking) - SHOWN
+    return shown + (f"; {more} more" if more > 0 else "")
 
 
 def credit_alarms(
@@ -70,11 +341,15 @@ def credit_alarms(
     terminal: str = "binary",
     state_key: str = "exact",
     success_threshold: float | None = None,
+    rule: OutcomeRule | None = None,
 ) -> list[Alarm]:
-    """The alarms that fire for one group's graph (built with the same parameters).
+    """The alarms that fire for one group's graph (built with the same parameters), in the
+    order of :data:`ALARM_KINDS`.
 
-    G2PO and GRPO advantages come from :func:`g2po.compute_advantages` on the group's rows, so
-    the numbers are exactly those the trainer would use.
+    ``rule``, when given, is the run's outcome rule (success, terminal, truncation) and wins
+    over ``success_reward``, ``terminal`` and ``success_threshold``. G2PO and GRPO advantages
+    come from the estimators on the group's rows (:func:`group_signals`), so the numbers are
+    exactly those the trainer would use.
 
     Examples
     --------
@@ -84,39 +359,86 @@ def credit_alarms(
     ...     "t": [0, 1, 0, 1], "state_key": ["s0", "s1", "s0", "s1"], "action": "go",
     ...     "episode_reward": 0.0, "is_action_valid": [True, False, True, True]})
     >>> [a.kind for a in credit_alarms(state_graph(steps))]
-    ['penalty_amplification']
+    ['no_signal', 'penalty_amplification']
     """
+    if rule is None:
+        rule = OutcomeRule(success_reward=success_reward, success_threshold=success_threshold,
+                           terminal=terminal)
     steps = graph.steps
-    alarms: list[Alarm] = []
+    raw = steps[[c for c in steps.columns if c in REQUIRED_COLUMNS or c in OPTIONAL_COLUMNS]]
+    cut_rows = steps["truncated"].to_numpy(dtype=bool) if "truncated" in steps.columns else None
+    sig = group_signals(raw, gamma=gamma, w=w, mode=mode, penalty=penalty,
+                        state_key=state_key, rule=rule, truncated_rows=cut_rows)
+    ix, cols = sig.ix, sig.g2po
+    count = {kind: int(values[0]) if len(values) else 0 for kind, values in sig.counts.items()}
+    graph_node = np.zeros(ix.n_nodes, dtype=np.int64)
+    graph_node[ix.node] = steps["node"].to_numpy(dtype=np.int64)
     states = graph.nodes[graph.nodes["kind"] == "state"]
-    success = steps["success"].to_numpy(dtype=bool)
-
-    # aliased states: one (node, action) leading to both outcomes, or a wide value spread
-    outcome = pd.DataFrame({"node": steps["node"].to_numpy(), "action": steps["action"]
-                            .astype(str).to_numpy(), "success": success})
-    mixed = outcome.groupby(["node", "action"])["success"].agg(["min", "max"])
-    mixed_nodes = set(mixed.index[(mixed["min"] != mixed["max"]).to_numpy()]
-                      .get_level_values(0).astype(int))
-    spread = np.sqrt(states["value_var"].to_numpy(dtype=np.float64))
-    scale = max(abs(float(success_reward)), 1e-12)
-    wide = set(states.index[(spread >= VALUE_STD_SHARE * scale) &
-                            (states["visits"].to_numpy() >= 2)].astype(int))
-    aliased = sorted(mixed_nodes | wide)
-    if aliased:
-        rows = steps[np.isin(steps["node"].to_numpy(), aliased)]
-        alarms.append(Alarm(
-            "aliased", f"Aliased states: {len(aliased)} node(s)",
-            f"{len(mixed_nodes)} node(s) where the same action led to both success and failure"
-            f", {len(wide)} whose merged step values spread by ≥ {VALUE_STD_SHARE:.0%} of the "
-            "success reward (std). Merging may hide a difference the state key leaves out.",
-            len(aliased), _pairs(rows), tuple(aliased)))
-
-    # penalty amplification: equal outcomes, so the penalty is all the spread normalisation sees
     rewards = steps["episode_reward"].to_numpy(dtype=np.float64)
     invalid = ~steps["is_action_valid"].to_numpy(dtype=bool)
-    if mode == "mean_std_norm" and penalty > 0 and len(steps) > 1 and \
-            np.ptp(rewards) == 0 and invalid.any() and not invalid.all():
-        adv_ep = steps["adv_ep"].to_numpy(dtype=np.float64)
+    n_traj = ix.n_traj
+    alarms: list[Alarm] = []
+
+    # no training signal, per estimator
+    if count["no_signal"]:
+        none = [SIGNAL_ESTIMATORS[k] for k, z in sig.zero.items() if z[0]]
+        some = [k for k, z in sig.zero.items() if not z[0]]
+        same = np.ptp(ix.traj_reward) == 0 if n_traj else True
+        why = (f"all {n_traj} rollouts got reward {ix.traj_reward[0]:g}"
+               + ("" if invalid.any() else " and no action was invalid")) if same else \
+            "no step's score differs from its reference"
+        detail = f"{_names(none)} give{'s' if len(none) == 1 else ''} every step an " \
+                 f"advantage of ~0: {why}, so this group teaches the policy nothing" + \
+                 (" under " + _names(none) if some else "") + "."
+        if "g2po" in some:
+            adv = cols["adv"]
+            detail += (f" G2PO still ranks its steps through the graph terms (mean |A| "
+                       f"{np.abs(adv).mean():.3g}: A^EC from the TD errors "
+                       f"{np.abs(cols['adv_ec']).mean():.3g}, A^NC within merged states "
+                       f"{np.abs(cols['adv_nc']).mean():.3g}, A^EP "
+                       f"{np.abs(cols['adv_ep']).mean():.3g}).")
+        alarms.append(Alarm("no_signal", f"No training signal: {_names(none)}", detail,
+                            len(steps), _pairs(steps)))
+
+    # aliased states, ranked by the credit the merge moves
+    if count["aliased"]:
+        chosen = np.flatnonzero(sig.aliased)
+        ranking = _ranking(sig, graph_node, chosen, ["credit_moved"])
+        top = _top(ranking, lambda r: f"node {r.node} ({r.visits} visits, moves "
+                                      f"{r.credit_moved:.3g}{', a hub' if r.hub else ''})")
+        nodes = tuple(int(x) for x in ranking["node"])
+        rows = steps[np.isin(steps["node"].to_numpy(), nodes)]
+        alarms.append(Alarm(
+            "aliased", f"Aliased states: {len(nodes)} node(s)",
+            f"Ranked by the credit the merge moves (Σ |v − V| over the node's steps, how far "
+            f"merging pulled each step's own discounted outcome): {top}. "
+            f"{int(sig.mixed.sum())} node(s) where the same action led to both success and "
+            f"failure, {int(sig.wide.sum())} whose merged step values spread by ≥ "
+            f"{VALUE_STD_SHARE:.0%} of the success reward (std). Merging may hide a "
+            "difference the state key leaves out.",
+            len(nodes), _pairs(rows), nodes, ranking))
+
+    # hubs: reached from many states, or mostly through invalid actions
+    if count["hub"]:
+        chosen = np.flatnonzero(sig.hub)
+        ranking = _ranking(sig, graph_node, chosen, ["in_sources", "credit_moved"])
+        top = _top(ranking, lambda r: f"node {r.node} from {r.in_sources} states, "
+                                      f"{r.invalid_arrival_share:.0%} through invalid actions")
+        nodes = tuple(int(x) for x in ranking["node"])
+        rows = steps[np.isin(steps["node"].to_numpy(), nodes)]
+        alarms.append(Alarm(
+            "hub", f"Hub states: {len(nodes)} node(s)",
+            f"{top}. A state reached from many different states, or mostly after invalid "
+            "actions (feedback like \"Nothing happens.\"), says little about where the agent "
+            "is: its key probably leaves out the situation, so unrelated steps share one "
+            "value. Consider a state key that keeps the location (a regex, or the previous "
+            "observation).",
+            len(nodes), _pairs(rows), nodes, ranking))
+
+    # penalty amplification: equal outcomes, so the penalty is all the spread normalisation sees
+    if count["penalty_amplification"]:
+        success = rule.success(ix.traj_reward)
+        adv_ep = cols["adv_ep"]
         outcome_word = "succeed" if success.all() else "fail" if not success.any() else \
             "get the same reward"
         alarms.append(Alarm(
@@ -130,15 +452,8 @@ def credit_alarms(
             int(invalid.sum()), _pairs(steps[invalid])))
 
     # outcome disagreement: G2PO against GRPO, same rows, same normalisation
-    raw = steps[[c for c in steps.columns if c in REQUIRED_COLUMNS or c in OPTIONAL_COLUMNS]]
-    g2po = compute_advantages(raw, "g2po", gamma=gamma, w=w, mode=mode, penalty=penalty,
-                              success_reward=success_reward, terminal=terminal,
-                              state_key=state_key, success_threshold=success_threshold
-                              )["adv"].to_numpy(dtype=np.float64)
-    grpo = compute_advantages(raw, "grpo", mode=mode)["adv"].to_numpy(dtype=np.float64)
-    tol = 1e-9
-    opposite = ((g2po > tol) & (grpo < -tol)) | ((g2po < -tol) & (grpo > tol))
-    if opposite.any():
+    if count["disagreement"]:
+        opposite = sig.opposite
         alarms.append(Alarm(
             "disagreement", f"Outcome disagreement: {int(opposite.sum())} step(s)",
             f"{int(opposite.sum())} of {len(steps)} steps get advantages of opposite sign from "
@@ -146,25 +461,35 @@ def credit_alarms(
             "other way round.",
             int(opposite.sum()), _pairs(steps[opposite])))
 
-    # truncation treated as failure
-    truncated = steps["truncated"].to_numpy(dtype=bool) if "truncated" in steps.columns else \
-        np.zeros(len(steps), dtype=bool)
-    if truncated.any():
-        cut = steps[truncated]
-        n_traj = int(cut["traj_id"].nunique())
-        last = cut.loc[cut.groupby("traj_id")["t"].idxmax()]
+    # truncation treated as failure, with the transitions the cut steps took
+    if count["truncation"]:
+        cut_last = sig.truncated[ix.traj] & (ix.next_row < 0)
+        last = steps[cut_last]
+        edge_rows = _edge_rows(graph, last)
+        detail = (f"{count['truncation']} trajectory(ies) were cut at the step limit; the "
+                  "estimator values them as failures (terminal value "
+                  f"{'R_i' if rule.terminal == 'reward' else '0'}), so their last step is "
+                  "blamed for running out of steps.")
+        top = graph.edges.loc[edge_rows[0]] if edge_rows else None
+        if top is not None and abs(float(top["td_error"])) > 1e-12:
+            td = graph.edges["td_error"].abs().to_numpy()
+            rank = int((td > abs(float(top["td_error"])) + 1e-12).sum()) + 1
+            where = "the largest of the group" if rank == 1 else \
+                f"number {rank} of the group's {len(td)} transitions"
+            detail += (f" The largest |TD error| of their last transitions is "
+                       f"{float(top['td_error']):+.4g} (node {int(top['source'])} → "
+                       f"{int(top['target'])}), {where} by |TD error|: where it shows among "
+                       "the critical transitions, it says the episode ran out of steps, not "
+                       "that the step was bad.")
         alarms.append(Alarm(
-            "truncation", f"Truncation treated as failure: {n_traj} trajectory(ies)",
-            f"{n_traj} trajectory(ies) were cut at the step limit (done is false on the last "
-            "step); the estimator values them as failures (terminal value "
-            f"{'R_i' if terminal == 'reward' else '0'}), so their last step is blamed for "
-            "running out of steps.",
-            n_traj, _pairs(last)))
+            "truncation", f"Truncation treated as failure: {count['truncation']} "
+            "trajectory(ies)", detail, count["truncation"], _pairs(last),
+            edges=tuple(edge_rows)))
 
     # no merging: every step its own state
-    n_steps, n_states = len(steps), len(states)
-    rate = 1.0 - n_states / n_steps if n_steps else 0.0
-    if n_steps >= 10 and rate < NO_MERGE_RATE:
+    if count["no_merging"]:
+        n_steps, n_states = len(steps), len(states)
+        rate = 1.0 - n_states / n_steps if n_steps else 0.0
         alarms.append(Alarm(
             "no_merging", f"No merging: merge rate {rate:.0%}",
             f"{n_states} state nodes for {n_steps} steps: almost no two steps share a state "
@@ -172,3 +497,16 @@ def credit_alarms(
             "step counter; try another state-key strategy (normalized, regex).",
             n_states, _pairs(steps)))
     return alarms
+
+
+def _edge_rows(graph: StateGraph, rows: pd.DataFrame) -> list[int]:
+    """The rows of ``graph.edges`` that ``rows`` (steps of the graph) took, largest |TD
+    error| first."""
+    if rows.empty:
+        return []
+    taken = rows[["node", "action", "next_node"]].drop_duplicates()
+    edges = graph.edges.reset_index().rename(columns={"index": "_row"})
+    hit = edges.merge(taken.rename(columns={"node": "source", "next_node": "target"}),
+                      on=["source", "action", "target"])
+    order = np.lexsort((hit["_row"].to_numpy(), -hit["td_error"].abs().to_numpy()))
+    return [int(r) for r in hit["_row"].to_numpy()[order]]

@@ -1,13 +1,17 @@
 """State-merge diagnostics: how well the state key merged a group's steps into nodes.
 
 Singleton nodes (seen once) give A^NC no reference set; near-duplicate keys that did not merge
-are candidates for a looser state-key strategy; the per-node value variance is the paper's
-"state-value variance" analysis (how much the outcomes merged into one state disagree).
+are candidates for a looser state-key strategy, unless they name different objects
+(``countertop 1`` / ``countertop 2``, ``fridge 1`` / ``drawer 1``: in ALFWorld and TextWorld an
+object's number is part of its identity), which are listed last and never advised for merging;
+the per-node value variance is the paper's "state-value variance" analysis (how much the
+outcomes merged into one state disagree).
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -22,9 +26,49 @@ if TYPE_CHECKING:
     import scipy.sparse
 
 __all__ = ["batch_metrics", "merge_stats", "near_duplicate_keys", "node_variances",
-           "step_node_variances", "char_diff", "elide_equal"]
+           "step_node_variances", "char_diff", "elide_equal", "object_refs",
+           "object_difference", "COUNTER_WORDS"]
 
 _NGRAM_BUCKETS = 1 << 18
+#: Words followed by a number that count something rather than name an object ("step 12",
+#: "turn 3", "score 10"): a key differing there is the step-counter case, where merging is
+#: the right advice.
+COUNTER_WORDS = frozenset(
+    "step steps turn turns move moves round rounds time times t score scores point points "
+    "attempt attempts try tries iteration iterations episode episodes day days hour hours "
+    "minute minutes second seconds left remaining total level page".split())
+_OBJECT_REF = re.compile(r"\b([A-Za-z][A-Za-z_-]*)\s+(\d{1,4})\b")
+
+
+def object_refs(key: str) -> frozenset[str]:
+    """The objects a state key names: each word followed by a number, ``countertop 1``,
+    ``drawer 12`` (lower-cased; counter words such as ``step 3`` left out).
+
+    >>> sorted(object_refs("On the Countertop 1, you see a apple 2. Step 7."))
+    ['apple 2', 'countertop 1']
+    """
+    return frozenset(f"{word.lower()} {int(num)}" for word, num in _OBJECT_REF.findall(key)
+                     if word.lower() not in COUNTER_WORDS)
+
+
+def object_difference(key_a: str, key_b: str) -> str | None:
+    """Why two keys are about different objects, or None: the objects only one of them
+    names (``countertop 1 ≠ countertop 2``). Such keys are different states however
+    similar their text, so merging them is never advised.
+
+    >>> object_difference("You arrive at fridge 1.", "You arrive at drawer 1.")
+    'different objects: fridge 1 ≠ drawer 1'
+    >>> object_difference("Step 3: the kitchen", "Step 4: the kitchen") is None
+    True
+    """
+    a, b = object_refs(key_a), object_refs(key_b)
+    if a == b:
+        return None
+    only_a = sorted(a - b)
+    only_b = sorted(b - a)
+    shown_a = ", ".join(only_a[:3]) or "nothing"
+    shown_b = ", ".join(only_b[:3]) or "nothing"
+    return f"different objects: {shown_a} ≠ {shown_b}"
 
 
 def merge_stats(graph: StateGraph) -> dict[str, float | int]:
@@ -74,17 +118,21 @@ def near_duplicate_keys(
     progress: Callable[[float], None] | None = None,
 ) -> pd.DataFrame:
     """Pairs of state nodes whose keys are similar (difflib ratio ≥ ``threshold``) but did not
-    merge, most similar first, at most ``max_pairs``.
+    merge, most similar first, at most ``max_pairs``; pairs whose keys name different objects
+    (:func:`object_difference`: ``countertop 1`` / ``countertop 2``) come after all others,
+    since merging them would join different states, with ``note`` saying why.
 
     Candidates come from the cosine similarity of hashed character trigrams (one sparse product,
     fast for thousands of nodes); the ``max_checks`` most similar candidates are confirmed with
     difflib's ratio on their first ``max_chars`` characters, the measure the ``similarity``
     state-key strategy merges by. Columns: node_a, node_b, similarity,
-    visits_a, visits_b, key_a, key_b (whole keys). ``progress`` is called with the share of
-    the work done (0 … 1) as the confirmations run, for a progress bar.
+    visits_a, visits_b, key_a, key_b (whole keys), different_objects (bool), note (why not to
+    merge them, else empty). ``progress`` is called with the share of the work done (0 … 1) as
+    the confirmations run, for a progress bar.
     """
     states = graph.nodes[graph.nodes["kind"] == "state"]
-    columns = ["node_a", "node_b", "similarity", "visits_a", "visits_b", "key_a", "key_b"]
+    columns = ["node_a", "node_b", "similarity", "visits_a", "visits_b", "key_a", "key_b",
+               "different_objects", "note"]
     if len(states) < 2:
         return pd.DataFrame(columns=columns)
     keys = states["canonical_key"].astype(str).tolist()
@@ -108,12 +156,14 @@ def near_duplicate_keys(
             continue
         ratio = matcher.ratio()
         if ratio >= threshold:
+            why = object_difference(keys[i], keys[j])
             found.append((int(ids[i]), int(ids[j]), ratio, int(visits[i]), int(visits[j]),
-                          keys[i], keys[j]))
+                          keys[i], keys[j], why is not None, why or ""))
     if progress is not None:
         progress(1.0)
-    out = pd.DataFrame(found, columns=columns)
-    return out.sort_values(["similarity", "node_a", "node_b"], ascending=[False, True, True]
+    out = pd.DataFrame(found, columns=columns).astype({"different_objects": bool})
+    return out.sort_values(["different_objects", "similarity", "node_a", "node_b"],
+                           ascending=[True, False, True, True]
                            ).head(max_pairs).reset_index(drop=True)
 
 

@@ -34,6 +34,13 @@ def _clear_streamlit_caches():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _g2po_cache(tmp_path_factory, monkeypatch):
+    """The on-disk caches (the groups table's, which the Run overview and the Groups page
+    fill) in a temporary folder, not the user's; app servers a test starts inherit it."""
+    monkeypatch.setenv("G2PO_CACHE", str(tmp_path_factory.getbasetemp() / "g2po-cache"))
+
+
 @pytest.fixture(scope="session")
 def runs_root(tmp_path_factory) -> Path:
     """A folder holding two runs (``run_a``, ``run_b``), like ``sample_rollouts/``."""

@@ -373,3 +373,15 @@ def test_metrics_with_a_train_step_that_is_no_whole_number(tmp_path):
     with pytest.raises(LogFormatError, match=r"metrics.jsonl:2: field 'train_step' must be a "
                                              r"whole number, got '2'"):
         open_run(tmp_path / "r").metrics()
+
+
+def test_step_columns_read_a_few_columns_with_keys_as_categories(run):
+    log = open_run(run)
+    part = log.step_columns(2, ["group_id", "t", "state_key", "action", "nope"])
+    whole = log.load_step(2)
+    assert list(part.columns) == ["group_id", "t", "state_key", "action"]
+    assert isinstance(part["state_key"].dtype, pd.CategoricalDtype)
+    assert part["state_key"].astype(str).tolist() == whole["state_key"].tolist()
+    assert part["action"].astype(str).tolist() == whole["action"].tolist()
+    assert part["group_id"].tolist() == whole["group_id"].tolist()
+    assert log.step_source(2) == step_path(run, 2) and log.read_options == {}

@@ -323,3 +323,11 @@ def test_role_lines_are_found_as_the_regex_finds_them(pieces):
     text = "".join(pieces)
     expected = [(m.group(1) or m.group(2), m.start(), m.end()) for m in _ROLE_LINE.finditer(text)]
     assert _role_marks(text) == expected
+
+
+def test_each_step_has_its_dump_file_as_source(dump):
+    log = open_log(dump, state_regex=r"(\w+)")
+    step = log.train_steps()[0]
+    assert log.step_source(step) == dump / f"{step}.jsonl"
+    assert log.read_options["state_regex"] == r"(\w+)"
+    assert list(log.step_columns(step, ["t", "group_id"]).columns) == ["t", "group_id"]

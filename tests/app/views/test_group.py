@@ -6,7 +6,7 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 import loaders
-from app.graph_html import FADED_EDGE
+from app.graph_html import FADED_EDGE, critical_edges
 from app.safe import escape_markdown
 from app.sidebar import GROUP_LABEL_CHARS
 from app.views.group import edge_from_click, node_from_click
@@ -486,3 +486,44 @@ def test_a_lone_long_group_id_keeps_its_end_and_the_label_fits(tmp_path):
     (label,) = next(b for b in at.selectbox if (b.key or "").startswith("group:")).options
     assert label.startswith("…") and label.endswith("-s7 · success 50% of 4"), label
     assert len(label) <= GROUP_LABEL_CHARS
+
+
+def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transitions(tmp_path):
+    from g2po.analysis.alarms import SHOWN
+    from g2po.outcomes import OutcomeRule
+    from tests.g2po.analysis.groups import cut_group, random_walks
+
+    # no done column: the log is opened with the rule "4 steps without success ⇒ cut"
+    steps = pd.concat([cut_group(), random_walks(groups=1, length=3).assign(group_id="walks")],
+                      ignore_index=True)
+    steps.to_csv(tmp_path / "cut.csv", index=False)
+    at = app_test("group", ["--log", str(tmp_path / "cut.csv"), "--truncate-at", "4"])
+    key = next(b.key for b in at.selectbox if (b.key or "").startswith("group:"))
+    at.selectbox(key=key).select("cut").run()
+    assert not at.exception
+    graph = state_graph(steps[steps["group_id"] == "cut"])
+    rule = OutcomeRule(truncate_at=4)
+    alarm = {a.kind: a for a in credit_alarms(graph, rule=rule)}["truncation"]
+    assert at.button(key="g_alarm_truncation").label == alarm.title  # the run's rule counts
+    critical = critical_edges(graph)
+    rank = dict(zip(critical.index, critical["rank"], strict=True))
+    explained = [e for e in alarm.edges if e in rank]
+    assert explained, "the cut steps' transitions are among the critical ones"
+    links = [b for b in at.button if (b.key or "").startswith("g_alcrit_truncation_")]
+    assert [b.key for b in links] == [f"g_alcrit_truncation_{e}" for e in explained]
+    edge = explained[0]
+    assert f"critical transition #{rank[edge]} (TD error " \
+           f"{graph.edges['td_error'].iloc[edge]:+.3g})" in links[0].label
+    links[0].click().run()
+    assert at.session_state["g_sel_edge"] == edge
+    assert "along edge" in texts(at)
+    # a ranked alarm: its top nodes, then how many more
+    at.selectbox(key=key).select("walks").run()
+    walks = state_graph(steps[steps["group_id"] == "walks"])
+    aliased = {a.kind: a for a in credit_alarms(walks, rule=rule)}["aliased"]
+    ranked = [b for b in at.button if (b.key or "").startswith("g_alrank_aliased_")]
+    assert [b.key for b in ranked] == [f"g_alrank_aliased_{n}" for n in aliased.nodes[:SHOWN]]
+    assert f"{aliased.count - SHOWN} more" in texts(at)
+    ranked[1].click().run()
+    assert at.session_state["g_sel_node"] == aliased.nodes[1]
+    assert f"at node {aliased.nodes[1]}" in texts(at)

@@ -1,9 +1,23 @@
 import numpy as np
 import pandas as pd
+import pytest
 
 from g2po import compute_advantages
-from g2po.analysis.alarms import credit_alarms
+from g2po.analysis.alarms import SHOWN, alarm_counts, credit_alarms, group_signals
 from g2po.graph import state_graph
+from g2po.outcomes import OutcomeRule
+from tests.g2po.analysis.groups import (
+    ALL_FAILED,
+    ALL_SUCCEEDED,
+    NOTHING,
+    cut_group,
+    hub_group,
+    random_walks,
+)
+from tests.g2po.builders import THREE, trajectories
+
+REQUIRED = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
+            "is_action_valid"]
 
 
 def frame(rows, **extra):
@@ -54,3 +68,106 @@ def test_truncation_and_no_merging():
     assert found["truncation"].count == 1
     assert list(map(tuple, found["truncation"].steps.to_numpy())) == [("r0", 4)]
     assert found["no_merging"].count == 15
+
+
+# -- no training signal, per estimator -------------------------------------------------------
+
+def test_no_signal_when_every_rollout_failed_without_an_invalid_action():
+    graph = state_graph(trajectories(ALL_FAILED))
+    found = kinds(credit_alarms(graph))
+    alarm = found["no_signal"]
+    assert alarm.title == "No training signal: G2PO and GRPO"
+    assert alarm.count == len(graph.steps) == len(alarm.steps)
+    assert "reward 0" in alarm.detail and "no action was invalid" in alarm.detail
+    # the estimators agree: every advantage is 0
+    steps = trajectories(ALL_FAILED)
+    assert np.abs(compute_advantages(steps, "g2po")["adv"]).max() <= 1e-6
+    assert np.abs(compute_advantages(steps, "grpo")["adv"]).max() <= 1e-6
+
+
+def test_no_signal_is_said_per_estimator_for_an_all_success_group():
+    steps = trajectories(ALL_SUCCEEDED)
+    g2po = compute_advantages(steps, "g2po")
+    assert np.abs(compute_advantages(steps, "grpo")["adv"]).max() == 0.0
+    assert np.abs(g2po["adv"]).max() > 0.1  # the TD term ranks the steps
+    alarm = kinds(credit_alarms(state_graph(steps)))["no_signal"]
+    assert alarm.title == "No training signal: GRPO"
+    assert "G2PO still ranks its steps" in alarm.detail
+    assert f"{np.abs(g2po['adv_ec']).mean():.3g}" in alarm.detail
+
+
+def test_a_group_with_a_signal_raises_no_such_alarm():
+    assert "no_signal" not in kinds(credit_alarms(state_graph(trajectories(THREE))))
+
+
+# -- aliased states ranked, hubs -------------------------------------------------------------
+
+def test_aliased_states_are_ranked_by_the_credit_the_merge_moves():
+    steps = random_walks(groups=1, invalid_rate=0.1, seed=3)
+    graph = state_graph(steps)
+    alarm = kinds(credit_alarms(graph))["aliased"]
+    ranking = alarm.ranking
+    assert list(ranking["node"]) == list(alarm.nodes) and len(ranking) == alarm.count
+    assert (np.diff(ranking["credit_moved"].to_numpy()) <= 1e-12).all()
+    # credit moved = Σ |v − V(node)| over the node's steps, from the estimator's own columns
+    cols = compute_advantages(graph.steps[REQUIRED], "g2po")
+    moved = (cols["step_value"] - cols["node_value"]).abs().groupby(graph.steps["node"]).sum()
+    top = int(ranking["node"].iloc[0])
+    assert ranking["credit_moved"].iloc[0] == pytest.approx(moved[top])
+    assert moved[top] == pytest.approx(moved[list(alarm.nodes)].max())
+    # the detail names the top few and how many more
+    assert f"node {top} " in alarm.detail and f"; {alarm.count - SHOWN} more" in alarm.detail
+
+
+def test_a_state_reached_mostly_through_invalid_actions_is_a_hub():
+    graph = state_graph(hub_group())
+    hub = graph.nodes.index[graph.nodes["state_key"] == NOTHING][0]
+    alarm = kinds(credit_alarms(graph))["hub"]
+    assert alarm.nodes == (int(hub),)
+    row = alarm.ranking.iloc[0]
+    assert row["in_sources"] == 5 and row["invalid_arrival_share"] == 1.0
+    assert set(alarm.steps["t"]) == {1, 3}  # its occurrences
+    assert "Nothing happens" in alarm.detail
+
+
+def test_random_invalid_actions_make_no_hub():
+    steps = random_walks(groups=6, invalid_rate=0.3)
+    sig = group_signals(steps)
+    assert sig.counts["hub"].sum() == 0
+    assert (sig.invalid_arrival_share[sig.in_sources >= 3] >= 0.5).any()  # by share alone,
+    # some would have qualified: chance explains them
+
+
+# -- truncation without a done column, and the critical transitions it explains --------------
+
+def test_truncation_by_the_rule_links_the_cut_steps_transitions():
+    steps = cut_group()
+    graph = state_graph(steps)
+    assert "truncation" not in kinds(credit_alarms(graph))  # no done, no rule: failures
+    alarm = kinds(credit_alarms(graph, rule=OutcomeRule(truncate_at=4)))["truncation"]
+    assert alarm.count == 3
+    assert sorted(alarm.steps["traj_id"]) == ["long0", "long1", "long2"]
+    assert set(alarm.steps["t"]) == {3}
+    edges = graph.edges.loc[list(alarm.edges)]
+    last = graph.steps[graph.steps["traj_id"].str.startswith("long") & (graph.steps["t"] == 3)]
+    assert set(edges["source"]) == set(last["node"])
+    td = edges["td_error"].abs().to_numpy()
+    assert (np.diff(td) <= 1e-12).all()  # largest |TD error| first
+    top = graph.edges["td_error"].abs().max()
+    where = "the largest in the group" if td[0] >= top - 1e-12 else "number"
+    assert f"{edges['td_error'].iloc[0]:+.4g}" in alarm.detail and where in alarm.detail
+
+
+def test_alarm_counts_of_many_groups_equal_each_groups_alarms():
+    steps = pd.concat([trajectories(THREE, "three"), trajectories(ALL_FAILED, "failed"),
+                       trajectories(ALL_SUCCEEDED, "won"), hub_group(), cut_group(),
+                       random_walks(groups=2)], ignore_index=True)
+    rule = OutcomeRule(truncate_at=4)
+    sig = group_signals(steps, rule=rule, mode="mean_std_norm")
+    table = alarm_counts(sig)
+    ids = sorted(steps["group_id"].unique())
+    assert len(table) == len(ids)
+    for code, gid in enumerate(ids):
+        one = credit_alarms(state_graph(steps[steps["group_id"] == gid]), rule=rule)
+        assert {a.kind: a.count for a in one} == \
+            {k: int(v) for k, v in table.iloc[code].items() if v}, gid

@@ -77,3 +77,37 @@ def test_near_duplicates_report_progress_to_the_end():
     pairs = near_duplicate_keys(graph, 0.5, progress=seen.append)
     assert seen and seen[-1] == 1.0 and seen == sorted(seen)
     assert pairs.equals(near_duplicate_keys(graph, 0.5))
+
+
+def test_keys_naming_different_objects_come_last_and_say_why():
+    from g2po.analysis.diagnostics import object_difference
+
+    counter1 = "You arrive at countertop 1. On the countertop 1, you see a apple 1."
+    counter2 = "You arrive at countertop 2. On the countertop 2, you see a apple 1."
+    fridge = "You arrive at fridge 1. The fridge 1 is closed."
+    drawer = "You arrive at drawer 1. The drawer 1 is closed."
+    kitchen = "You are in the kitchen. There is a fridge and a table here, and a long rug."
+    steps = keyed([["start", counter1, fridge, kitchen], ["start", counter2, drawer,
+                                                          kitchen + " "]], [10.0, 0.0])
+    pairs = near_duplicate_keys(state_graph(steps), threshold=0.7)
+    texts = [{a.strip(), b.strip()} for a, b in zip(pairs["key_a"], pairs["key_b"],
+                                                     strict=True)]
+    assert {kitchen} in texts and {counter1, counter2} in texts and {fridge, drawer} in texts
+    # the kitchen pair (a trailing blank: merge them) first, the object pairs after it
+    assert texts[0] == {kitchen} and not pairs["different_objects"].iloc[0]
+    assert pairs["different_objects"].iloc[1:].all()
+    assert pairs["note"].iloc[0] == ""
+    notes = dict(zip(map(frozenset, texts), pairs["note"], strict=True))
+    assert notes[frozenset({fridge, drawer})] == "different objects: fridge 1 ≠ drawer 1"
+    assert "countertop 1" in notes[frozenset({counter1, counter2})]
+    # a step counter is no object: keys differing there are still advised for merging
+    assert object_difference("Step 3: the kitchen", "Step 4: the kitchen") is None
+    assert object_difference("Turn 3. You see a key 1.", "Turn 9. You see a key 1.") is None
+
+
+def test_the_diagnostics_docstring_examples_hold():
+    import doctest
+
+    import g2po.analysis.diagnostics as diagnostics
+
+    assert doctest.testmod(diagnostics).failed == 0

@@ -1,0 +1,249 @@
+"""Groups: every group of a training step, or of every training step, as one table, worst
+first (no training signal, then most kinds of credit alarm), sortable and filterable by alarm,
+task and success rate; click a row to open that group in the group explorer. Sort and filters
+live in the URL (``gscope``, ``gsort``, ``gorder``, ``galarm``, ``gtask``, ``gsuccess``).
+
+The numbers are :func:`g2po.analysis.triage.triage_log`'s, the same as ``g2po triage``; a whole
+run is computed once with a progress bar and then read from its on-disk cache. The Run
+overview links here first and shows, per training step, the share of groups with each alarm
+(:func:`groups_link`, :func:`alarm_shares`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import pandas as pd
+import streamlit as st
+
+from app import data
+from app.context import AppContext, OpenLog
+from app.ui import md, show_error
+from app.url_state import seed_from_url, write_url
+from g2po.analysis.alarms import ALARM_KINDS, ALARM_TITLES
+from g2po.analysis.triage import (
+    ALARM_COLUMNS,
+    TRIAGE_COLUMNS,
+    filter_groups,
+    sort_groups,
+    step_shares,
+    triage_log,
+)
+from g2po.errors import G2POError
+from g2po.outcomes import OutcomeRule
+
+__all__ = ["render", "run_rule", "groups_table", "groups_link", "alarm_shares", "SCOPES",
+           "SORTS", "ALARM_FILTERS", "AUTO_SHARES_ROWS"]
+
+SCOPES = {"step": "This training step", "all": "Every training step"}
+#: Column → header shown (the library's names stay in CSV / JSON and the URL).
+HEADERS = {
+    "train_step": "step", "group_id": "group", "task": "task", "rollouts": "rollouts",
+    "steps": "steps", "success_rate": "success", "reward_mean": "reward mean",
+    "reward_std": "reward std", "zero_adv_share": "A≈0 share", "adv_abs_mean": "mean |A|",
+    "adv_ec_abs_mean": "mean |A^EC|", "state_nodes": "state nodes", "merge_rate": "merge rate",
+    "max_value_var": "max Var(V)", "invalid_rate": "invalid", "truncated_share": "truncated",
+    "no_signal": "no signal (G2PO)", "no_signal_grpo": "no signal (GRPO)",
+    "n_alarms": "alarm kinds",
+    **{f"alarm_{k}": ALARM_TITLES[k] for k in ALARM_KINDS},
+}
+#: Columns the table can be sorted by ("" = the default order, worst first).
+SORTS = {"": "worst first (no signal, then most alarm kinds)",
+         **{c: HEADERS[c] for c in TRIAGE_COLUMNS}}
+#: Alarm filters: the kinds, and G2PO's / GRPO's own "no signal".
+ALARM_FILTERS = {"no_signal_g2po": "No training signal under G2PO",
+                 "no_signal_grpo": "No training signal under GRPO",
+                 **{k: ALARM_TITLES[k] for k in ALARM_KINDS if k != "no_signal"}}
+#: The order shown: what is wrong first (the library's order stays in CSV / JSON).
+SHOWN_ORDER = ["train_step", "group_id", "task", "no_signal", "no_signal_grpo", "n_alarms",
+               *ALARM_COLUMNS, *[c for c in TRIAGE_COLUMNS if c not in
+                                 ("train_step", "group_id", "task", "no_signal",
+                                  "no_signal_grpo", "n_alarms", *ALARM_COLUMNS)]]
+_PERCENT = ("success_rate", "zero_adv_share", "merge_rate", "invalid_rate", "truncated_share")
+#: The run overview computes the shares without asking for runs up to this many step rows.
+AUTO_SHARES_ROWS = 300_000
+#: Session key: the (training step, group id) of each row shown, for the row-click callback.
+_ROWS = "_g2po_groups_rows"
+_PICK = "_g2po_groups_pick"
+#: Computed tables (log key, version, steps, params, rule) → table; here (not st.cache_data)
+#: so the progress bar is drawn by the computation itself, never replayed.
+_TABLES: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+_TABLES_MAX = 16
+
+
+def run_rule(ctx: AppContext, opened: OpenLog | None = None) -> OutcomeRule:
+    """The outcome rule of a run (default: the active one), as the sidebar keeps it for every
+    page (:mod:`app.rules`)."""
+    return ctx.rule_of(opened or ctx.active)
+
+
+def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
+                 rule: OutcomeRule, bar=None) -> pd.DataFrame:
+    """The groups table of ``steps`` (None: every training step) of a run under the sidebar's
+    G2PO parameters and ``rule``; ``bar`` (an ``st.progress``) shows the work."""
+    params = ctx.params
+    version = data.log_version(opened.log)
+    key = (opened.key, version, None if steps is None else tuple(steps), params, rule)
+    if key in _TABLES:
+        _TABLES.move_to_end(key)
+        return _TABLES[key]
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None and total:
+            bar.progress(min(done / total, 1.0), text="Computing the groups table…")
+
+    table = triage_log(opened.log, steps, rule=rule, gamma=params.gamma, w=params.w,
+                       mode=params.mode, penalty=params.penalty, state_key=params.state_key,
+                       progress=progress)
+    _TABLES[key] = table
+    while len(_TABLES) > _TABLES_MAX:
+        _TABLES.popitem(last=False)
+    return table
+
+
+def _parse_range(text: str) -> tuple[float, float]:
+    lo, _, hi = text.partition(",")
+    lo_v, hi_v = float(lo), float(hi)
+    if not 0.0 <= lo_v <= hi_v <= 1.0:
+        raise ValueError(text)
+    return lo_v, hi_v
+
+
+#: Session key: the table's sort and filters, kept while another page is shown (Streamlit
+#: forgets the state of widgets a page did not draw), so coming back from a group finds the
+#: table as it was left.
+_VIEW = "_g2po_groups_view"
+_WIDGETS = ("gr_scope", "gr_sort", "gr_desc", "gr_alarms", "gr_task", "gr_success")
+
+
+def _seed() -> None:
+    """The table's sort and filters: from the URL once per session, else as last left."""
+    kept = st.session_state.get(_VIEW, {})
+    for key in _WIDGETS:
+        if key not in st.session_state and key in kept:
+            st.session_state[key] = kept[key]
+    seed_from_url("gr_scope", "gscope", str, SCOPES)
+    seed_from_url("gr_sort", "gsort", str, SORTS)
+    seed_from_url("gr_desc", "gorder", lambda s: {"desc": True, "asc": False}[s])
+    seed_from_url("gr_alarms", "galarm",
+                  lambda s: [a for a in s.split(",") if a in ALARM_FILTERS])
+    seed_from_url("gr_task", "gtask", str)
+    seed_from_url("gr_success", "gsuccess", _parse_range)
+    for key, default in (("gr_scope", "step"), ("gr_sort", ""), ("gr_desc", True),
+                         ("gr_alarms", []), ("gr_task", ""), ("gr_success", (0.0, 1.0))):
+        st.session_state.setdefault(key, default)
+
+
+def _row_clicked() -> None:
+    event = st.session_state.get("gr_table")
+    rows = st.session_state.get(_ROWS) or []
+    picked = list(getattr(getattr(event, "selection", None), "rows", None) or
+                  (event or {}).get("selection", {}).get("rows", []))
+    if picked and picked[0] < len(rows):
+        st.session_state[_PICK] = rows[picked[0]]
+
+
+def render(ctx: AppContext) -> None:
+    st.title("Groups")
+    opened = ctx.active
+    if opened is None or ctx.train_step is None:
+        st.info("No run open: choose or open one in the sidebar.")
+        return
+    pick = st.session_state.pop(_PICK, None)
+    if pick is not None:
+        from app.views.overview import goto_step  # the explorer's entry, on use
+
+        goto_step(ctx, opened, int(pick[0]), str(pick[1]))
+    _seed()
+    rule = run_rule(ctx)
+    top = st.columns([2, 3, 1])
+    scope = top[0].selectbox("Groups of", list(SCOPES), key="gr_scope", format_func=SCOPES.get)
+    sort = top[1].selectbox("Sort by", list(SORTS), key="gr_sort", format_func=SORTS.get)
+    descending = top[2].toggle("Largest first", key="gr_desc", disabled=sort == "",
+                               help="Numbers and flags largest first; off: smallest first.")
+    filters = st.columns([3, 2, 2])
+    alarms = filters[0].multiselect("Only groups with", list(ALARM_FILTERS), key="gr_alarms",
+                                    format_func=ALARM_FILTERS.get, placeholder="any alarm or none")
+    task = filters[1].text_input("Task or group contains", key="gr_task")
+    success = filters[2].slider("Success rate", 0.0, 1.0, step=0.05, key="gr_success")
+    steps = [ctx.train_step] if scope == "step" else None
+    section = st.empty()
+    with section.container():
+        bar = st.progress(0.0, text="Computing the groups table…")
+        try:
+            table = groups_table(ctx, opened, steps, rule, bar)
+        except data.LOADER_ERRORS + (G2POError,) as err:
+            show_error("Cannot compute the groups table", err)
+            return
+    shown = filter_groups(table, alarms=alarms, task=task or None,
+                          min_success=success[0], max_success=success[1])
+    shown = sort_groups(shown, sort or None, None if sort == "" else bool(descending))
+    with section.container():
+        where = f"training step {ctx.train_step}" if scope == "step" else \
+            f"{table['train_step'].nunique()} training steps"
+        md("{} group(s) of {} · {} shown · outcome rule: {} · click a row to open the group in "
+           "the group explorer", f"{len(table):,}", where, f"{len(shown):,}", rule.describe())
+        st.session_state[_ROWS] = list(zip(shown["train_step"].astype(int),
+                                           shown["group_id"].astype(str), strict=True))
+        columns = [c for c in SHOWN_ORDER if c != "task" or
+                   not (shown["task"].astype(str) == shown["group_id"].astype(str)).all()]
+        st.dataframe(shown[columns].rename(columns=HEADERS), hide_index=True, key="gr_table",
+                     on_select=_row_clicked, selection_mode="single-row",
+                     column_config={HEADERS[c]: st.column_config.NumberColumn(
+                         HEADERS[c], format="percent") for c in _PERCENT})
+    st.session_state[_VIEW] = {key: st.session_state.get(key) for key in _WIDGETS}
+    write_url(gscope=None if scope == "step" else scope, gsort=sort or None,
+              gorder=None if sort == "" or descending else "asc", galarm=list(alarms),
+              gtask=task or None,
+              gsuccess=None if tuple(success) == (0.0, 1.0) else
+              f"{success[0]:g},{success[1]:g}")
+
+
+# -- on the run overview -------------------------------------------------------------------
+
+def groups_link(ctx: AppContext) -> None:
+    """The overview's first link: the groups table."""
+    page = ctx.pages.get("groups")
+    if page is not None:
+        st.page_link(page, label="Groups: every group of a training step, worst first "
+                                 "(no training signal, credit alarms) →")
+
+
+def alarm_shares(ctx: AppContext) -> None:
+    """Per training step of the active run: the share of groups with no training signal and
+    with each alarm (computed for runs up to :data:`AUTO_SHARES_ROWS` step rows, else on
+    request)."""
+    opened = ctx.active
+    if opened is None:
+        return
+    st.subheader("Groups with no training signal or an alarm")
+    md("Run **{}**, per training step: the share of its groups where each credit alarm "
+       "fires (the Groups page lists them).", opened.name)
+    try:
+        rows = int(data.run_summary(opened.log, opened.key, data.log_version(opened.log)
+                                    )["n_steps"].sum())
+    except data.LOADER_ERRORS + (G2POError,) as err:
+        show_error("Cannot summarise the run", err)
+        return
+    if rows > AUTO_SHARES_ROWS and not st.checkbox(
+            "Compute them (reads every training step once; cached on disk afterwards)",
+            key="ov_alarm_shares"):
+        return
+    section = st.empty()
+    with section.container():
+        bar = st.progress(0.0, text="Computing the groups table…")
+        try:
+            table = groups_table(ctx, opened, None, run_rule(ctx), bar)
+        except data.LOADER_ERRORS + (G2POError,) as err:
+            show_error("Cannot compute the groups table", err)
+            return
+    shares = step_shares(table)
+    labels = {"no_signal": "no signal (G2PO)", "no_signal_grpo": "no signal (GRPO)",
+              **{c: HEADERS[c] for c in ALARM_COLUMNS if c != "alarm_no_signal"}}
+    with section.container():
+        chart = shares.set_index("train_step")[list(labels)].rename(columns=labels)
+        st.line_chart(chart, x_label="training step", y_label="share of groups", height=260)
+        st.dataframe(shares.rename(columns={"train_step": "step", **labels}),
+                     hide_index=True, height=200,
+                     column_config={v: st.column_config.NumberColumn(v, format="percent")
+                                    for v in labels.values()})

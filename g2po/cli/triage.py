@@ -1,0 +1,120 @@
+"""``g2po triage``: the groups table of a log in a terminal, or as CSV / JSON for pandas and
+scripts: one row per group, worst first (no training signal, most kinds of alarm), with the
+same numbers as the app's Groups page (:mod:`g2po.analysis.triage`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from g2po.analysis.alarms import ALARM_KINDS
+from g2po.cli.logs import add_log_options, log_options
+
+__all__ = ["add_parser"]
+
+#: G2PO parameters ``-p`` may set (the outcome rule has its own flags).
+PARAMS = ("gamma", "w", "mode", "penalty")
+
+
+def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    """A progress bar on stderr (tqdm's when installed) and a function closing it; silent
+    when stderr is no terminal."""
+    if not enabled or not sys.stderr.isatty():
+        return (lambda done, total: None), (lambda: None)
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        def show(done: int, total: int) -> None:
+            print(f"\rtriage: {done}/{total} training steps", end="", file=sys.stderr,
+                  flush=True)
+        return show, lambda: print(file=sys.stderr)
+    bar = tqdm(total=0, unit="step", desc="triage", file=sys.stderr, leave=False)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+    return update, bar.close
+
+
+def _triage(args: argparse.Namespace) -> int:
+    from g2po.analysis.triage import filter_groups, sort_groups, triage_log
+    from g2po.cli.analysis import _parse_params, terminal_table
+    from loaders import open_log
+
+    params = _parse_params(args.param)
+    unknown = sorted(set(params) - set(PARAMS))
+    if unknown:
+        raise ValueError(f"-p takes {', '.join(PARAMS)} (the outcome rule has its own flags: "
+                         f"--success-reward, --success-min, --truncate-at); got "
+                         f"{', '.join(unknown)}")
+    log = open_log(args.path, **log_options(args))
+    steps = None
+    if args.step is not None:
+        log._check_step(args.step)
+        steps = [args.step]
+    rule = log.rule()
+    update, close = _progress(args.output == "table" or args.progress)
+    try:
+        table = triage_log(log, steps, rule=rule, state_key=args.state_key,
+                           cache=not args.no_cache, progress=update, **params)
+    finally:
+        close()
+    shown = filter_groups(table, alarms=args.alarm or (), task=args.task)
+    shown = sort_groups(shown, args.sort, False if args.ascending else None)
+    if args.top is not None:
+        shown = shown.head(args.top)
+    if args.output == "csv":
+        sys.stdout.write(shown.to_csv(index=False, lineterminator="\r\n"))
+    elif args.output == "json":
+        print(json.dumps(shown.to_dict(orient="records"), indent=1, ensure_ascii=False,
+                         default=str))
+    else:
+        n_steps = table["train_step"].nunique()
+        print(f"{len(table):,} group(s) of {n_steps:,} training step(s) · outcome rule: "
+              f"{rule.describe()}" + (f" · {len(shown):,} shown" if len(shown) != len(table)
+                                      else ""))
+        print(terminal_table(shown, max_rows=args.max_rows))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "triage", help="the groups table: one row per group, worst first (no training "
+                       "signal, alarms), to find the groups that need a look",
+        description="One row per group of a log (every training step, or --step N): task, "
+                    "rollouts, success rate, reward mean and spread, share of steps with a ~0 "
+                    "G2PO advantage, mean |A| and |A^EC|, state nodes and merge rate, largest "
+                    "node value variance, invalid and truncated shares, and the count of each "
+                    "credit alarm. Cached per step file in $G2PO_CACHE/triage (default "
+                    "~/.cache/g2po/triage).")
+    p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
+                                "batch dump")
+    p.add_argument("--step", type=int, metavar="N", help="only training step N (default: all)")
+    p.add_argument("--sort", metavar="COL",
+                   help="sort by this column, numbers largest first, text A-Z (default: no "
+                        "G2PO signal, then most kinds of alarm, then share of ~0 advantages)")
+    p.add_argument("--ascending", action="store_true", help="sort --sort's column smallest "
+                                                            "first")
+    p.add_argument("--top", type=int, metavar="K", help="only the first K rows")
+    p.add_argument("--alarm", action="append", metavar="KIND",
+                   choices=[*ALARM_KINDS, "no_signal_g2po", "no_signal_grpo"],
+                   help="only groups where this alarm fires (repeat: any of them); "
+                        f"{', '.join(ALARM_KINDS)}, no_signal_g2po, no_signal_grpo")
+    p.add_argument("--task", help="only groups whose task or group id contains this text")
+    p.add_argument("--format", dest="output", choices=["table", "csv", "json"],
+                   default="table", help="output: a table for the terminal (default), CSV or "
+                                         "JSON records")
+    p.add_argument("--state-key", default="exact",
+                   help="exact | normalized | regex:PATTERN | similarity[:THRESHOLD]")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
+                   help="G2PO parameter: gamma, w, mode, penalty (e.g. -p gamma=0.9)")
+    p.add_argument("--no-cache", action="store_true", help="compute everything again, and "
+                                                           "leave the cache alone")
+    p.add_argument("--progress", action="store_true",
+                   help="show the progress bar with --format csv/json too (on a terminal)")
+    p.add_argument("--max-rows", type=int, default=200, help="rows printed as a table")
+    add_log_options(p, format_option="--log-format")
+    p.set_defaults(func=_triage)

@@ -1,0 +1,126 @@
+"""The Groups page: the groups table of a training step or of every step, its sort and filters
+in the URL, a row opening the group explorer; and the Run overview's link and alarm shares."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import loaders
+from app.views.groups import _PICK, HEADERS
+from g2po.analysis.triage import sort_groups, step_shares, triage_log
+from tests.app.builders import app_test, entry, texts
+from tests.app.views.conftest import assert_no_markup_from_logs
+
+
+def table_of(at) -> pd.DataFrame:
+    return next(d.value for d in at.dataframe if HEADERS["zero_adv_share"] in d.value.columns)
+
+
+def run_a(runs_root):
+    log = loaders.open_log(runs_root / "run_a")
+    return log, f"auto:{(runs_root / 'run_a').resolve()}"
+
+
+def with_url(argv: list[str], **query) -> AppTest:
+    at = AppTest.from_function(entry, kwargs={"page": "groups", "argv": argv},
+                               default_timeout=60)
+    at.query_params.update(query)
+    return at.run()
+
+
+def test_the_groups_of_the_chosen_step_worst_first(runs_root):
+    at = app_test("groups", ["--log", str(runs_root / "run_a")])
+    assert not at.exception
+    assert at.title[0].value == "Groups"
+    log, _ = run_a(runs_root)
+    step = log.train_steps()[-1]
+    want = sort_groups(triage_log(log, [step]))
+    shown = table_of(at)
+    assert list(shown[HEADERS["group_id"]]) == list(want["group_id"])
+    assert list(shown[HEADERS["alarm_aliased"]]) == list(want["alarm_aliased"])
+    assert shown[HEADERS["success_rate"]].tolist() == pytest.approx(
+        want["success_rate"].tolist())
+    assert f"{len(want)} group(s) of training step {step}" in texts(at)
+    assert "outcome rule: reward = success reward 10" in texts(at)
+
+
+def test_sort_and_filters_land_in_the_url(runs_root):
+    at = app_test("groups", ["--log", str(runs_root / "run_a")])
+    at.selectbox(key="gr_sort").select("success_rate").run()
+    at.toggle(key="gr_desc").set_value(False).run()
+    assert not at.exception
+    rates = table_of(at)[HEADERS["success_rate"]].tolist()
+    assert rates == sorted(rates)
+    assert at.query_params["gsort"] == "success_rate" and at.query_params["gorder"] == "asc"
+    at.slider(key="gr_success").set_value((0.2, 0.6)).run()
+    rates = table_of(at)[HEADERS["success_rate"]]
+    assert rates.between(0.2 - 1e-9, 0.6 + 1e-9).all()
+    assert at.query_params["gsuccess"] == "0.2,0.6"
+    at.multiselect(key="gr_alarms").set_value(["aliased"]).run()
+    assert (table_of(at)[HEADERS["alarm_aliased"]] > 0).all()
+    assert at.query_params["galarm"] == "aliased"
+
+
+def test_the_url_sets_scope_sort_and_filters(runs_root):
+    log, _ = run_a(runs_root)
+    at = with_url(["--log", str(runs_root / "run_a")], gscope="all", gsort="steps",
+                  gorder="asc", gtask="task-1")
+    assert not at.exception
+    assert at.selectbox(key="gr_scope").value == "all"
+    shown = table_of(at)
+    everything = triage_log(log)
+    want = everything[everything["group_id"].str.contains("task-1")]
+    assert set(shown[HEADERS["train_step"]]) == set(log.train_steps())
+    assert len(shown) == len(want) > 0
+    assert shown[HEADERS["steps"]].tolist() == sorted(want["steps"].tolist())
+
+
+def test_a_picked_row_opens_its_group_in_the_group_explorer(runs_root):
+    log, key = run_a(runs_root)
+    at = app_test("groups", ["--log", str(runs_root / "run_a")])
+    step = log.train_steps()[0]
+    group = log.groups(step)[-1]
+    at.session_state[_PICK] = (step, group)
+    at.run()
+    assert not at.exception
+    assert at.title[0].value == "Group explorer"
+    assert at.selectbox(key=f"train_step:{key}").value == step
+    assert at.selectbox(key=f"group:{key}:{step}").value == group
+
+
+def test_the_run_overview_links_here_first_and_shows_alarm_shares(runs_root):
+    at = app_test("overview", ["--log", str(runs_root / "run_a")])
+    assert not at.exception
+    links = at.get("page_link")
+    assert links and "Groups" in links[0].proto.label
+    shares = next(d.value for d in at.dataframe if "no signal (GRPO)" in d.value.columns)
+    log, _ = run_a(runs_root)
+    want = step_shares(triage_log(log))
+    assert shares["step"].tolist() == log.train_steps()
+    assert shares["no signal (GRPO)"].tolist() == pytest.approx(want["no_signal_grpo"].tolist())
+    assert shares[HEADERS["alarm_aliased"]].tolist() == pytest.approx(
+        want["alarm_aliased"].tolist())
+
+
+def test_hostile_group_ids_show_as_text(hostile_run):
+    at = app_test("groups", ["--log", str(hostile_run)])
+    assert_no_markup_from_logs(at)
+    at.selectbox(key="gr_scope").select("all").run()
+    assert_no_markup_from_logs(at)
+    assert len(table_of(at)) > 0
+
+
+def test_a_task_column_is_shown_and_filters_groups_sharing_a_task(training_runs):
+    at = app_test("groups", ["--log", str(training_runs / "train_a")])
+    at.selectbox(key="gr_scope").select("all").run()
+    assert not at.exception
+    shown = table_of(at)
+    assert (shown[HEADERS["task"]] != shown[HEADERS["group_id"]]).all()  # s1-task-0 → task-0
+    task = shown[HEADERS["task"]].iloc[0]
+    at.text_input(key="gr_task").input(task).run()
+    same = table_of(at)
+    assert set(same[HEADERS["task"]]) == {task}
+    assert same[HEADERS["train_step"]].nunique() == len(same) > 1  # one group per step
+    assert at.query_params["gtask"] == task

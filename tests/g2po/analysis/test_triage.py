@@ -1,0 +1,304 @@
+"""The groups table, column by column, on hand-built groups; a whole run through its cache."""
+
+from __future__ import annotations
+
+import doctest
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from g2po import compute_advantages
+from g2po.analysis import triage as triage_module
+from g2po.analysis.alarms import ALARM_KINDS, credit_alarms
+from g2po.analysis.triage import (
+    ALARM_COLUMNS,
+    TRIAGE_COLUMNS,
+    filter_groups,
+    sort_groups,
+    step_shares,
+    triage_groups,
+    triage_log,
+)
+from g2po.errors import StepTableError
+from g2po.graph import state_graph
+from g2po.outcomes import OutcomeRule
+from loaders import RunWriter, open_log
+from loaders.summary import group_summary, trajectory_table
+from tests.app.builders import group_steps
+from tests.g2po.analysis.groups import (
+    ALL_FAILED,
+    ALL_SUCCEEDED,
+    cut_group,
+    hub_group,
+    random_walks,
+)
+from tests.g2po.builders import THREE, TWO, trajectories
+
+RULE = OutcomeRule(truncate_at=4)
+
+
+@pytest.fixture
+def mixed() -> pd.DataFrame:
+    """Six groups, each with something to find, one with invalid actions and two trajectory
+    lengths (THREE)."""
+    return pd.concat([trajectories(THREE, "three"), trajectories(TWO, "two"),
+                      trajectories(ALL_FAILED, "failed"), trajectories(ALL_SUCCEEDED, "won"),
+                      hub_group(), cut_group()], ignore_index=True)
+
+
+def row(table: pd.DataFrame, group_id: str) -> pd.Series:
+    return table.set_index("group_id").loc[group_id]
+
+
+def test_every_column_against_the_estimators_graphs_and_run_summaries(mixed):
+    table = triage_groups(mixed, rule=RULE)
+    assert list(table.columns) == TRIAGE_COLUMNS
+    assert list(table["group_id"]) == sorted(mixed["group_id"].unique())
+    adv = compute_advantages(mixed, "g2po")
+    summary = group_summary(trajectory_table(mixed), RULE).set_index("group_id")
+    for gid, rows in mixed.groupby("group_id"):
+        got = row(table, gid)
+        rewards = rows.drop_duplicates("traj_id")["episode_reward"].to_numpy()
+        a = adv.loc[rows.index]
+        graph = state_graph(rows)
+        states = graph.nodes[graph.nodes["kind"] == "state"]
+        assert got["task"] == gid  # no task column: the group id
+        assert got["rollouts"] == rows["traj_id"].nunique() == summary.loc[gid, "n_traj"]
+        assert got["steps"] == len(rows)
+        assert got["success_rate"] == pytest.approx((rewards == 10).mean())
+        assert got["success_rate"] == pytest.approx(summary.loc[gid, "success_rate"])
+        assert got["reward_mean"] == pytest.approx(rewards.mean())
+        assert got["reward_std"] == pytest.approx(rewards.std())
+        assert got["zero_adv_share"] == pytest.approx((a["adv"].abs() <= 1e-6).mean())
+        assert got["adv_abs_mean"] == pytest.approx(a["adv"].abs().mean())
+        assert got["adv_ec_abs_mean"] == pytest.approx(a["adv_ec"].abs().mean())
+        assert got["state_nodes"] == len(states)
+        assert got["merge_rate"] == pytest.approx(1 - len(states) / len(rows))
+        assert got["max_value_var"] == pytest.approx(states["value_var"].max())
+        assert got["invalid_rate"] == pytest.approx(summary.loc[gid, "invalid_rate"])
+        assert got["truncated_share"] == pytest.approx(summary.loc[gid, "truncated_rate"])
+        assert got["no_signal"] == bool((a["adv"].abs() <= 1e-6).all())
+        grpo = compute_advantages(rows, "grpo")["adv"]
+        assert got["no_signal_grpo"] == bool((grpo.abs() <= 1e-6).all())
+        alarms = {x.kind: x.count for x in credit_alarms(graph, rule=RULE)}
+        assert {k: int(got[f"alarm_{k}"]) for k in ALARM_KINDS if got[f"alarm_{k}"]} == alarms
+        assert got["n_alarms"] == len(alarms)
+
+
+def test_what_the_hand_built_groups_show(mixed):
+    table = triage_groups(mixed, rule=RULE)
+    failed, won = row(table, "failed"), row(table, "won")
+    assert failed["no_signal"] and failed["no_signal_grpo"] and failed["zero_adv_share"] == 1
+    assert failed["adv_abs_mean"] == 0 and failed["alarm_no_signal"] == failed["steps"]
+    assert not won["no_signal"] and won["no_signal_grpo"] and won["zero_adv_share"] < 1
+    assert won["success_rate"] == 1 and won["reward_std"] == 0
+    assert row(table, "alf")["alarm_hub"] == 1
+    assert row(table, "alf")["invalid_rate"] == pytest.approx(2 / 5)
+    cut = row(table, "cut")
+    assert cut["truncated_share"] == pytest.approx(3 / 5) and cut["alarm_truncation"] == 3
+    # without the rule, a log without done has no truncation
+    assert row(triage_groups(mixed), "cut")["truncated_share"] == 0
+    # the default order puts the group without a G2PO signal first
+    assert sort_groups(table)["group_id"].iloc[0] == "failed"
+
+
+def test_groups_sharing_a_task():
+    a = trajectories(THREE, "s1-cook").assign(task="cook the egg")
+    b = trajectories(TWO, "s2-cook").assign(task="cook the egg")
+    c = trajectories(TWO, "other").assign(task=None)
+    table = triage_groups(pd.concat([a, b, c], ignore_index=True))
+    assert list(table["task"]) == ["other", "cook the egg", "cook the egg"]
+    assert len(table) == 3  # one row per group, not per task
+    cooking = filter_groups(table, task="COOK THE")
+    assert sorted(cooking["group_id"]) == ["s1-cook", "s2-cook"]
+    assert list(filter_groups(table, task="other")["group_id"]) == ["other"]
+
+
+def test_training_steps_keep_their_groups_apart():
+    one = trajectories(THREE, "g").assign(train_step=1)
+    two = trajectories(ALL_FAILED, "g").assign(train_step=2)
+    table = triage_groups(pd.concat([one, two], ignore_index=True))
+    assert list(table["train_step"]) == [1, 2] and list(table["group_id"]) == ["g", "g"]
+    assert list(table["no_signal"]) == [False, True]
+    pd.testing.assert_frame_equal(table.iloc[[1]].reset_index(drop=True),
+                                  triage_groups(two))
+
+
+def test_categorical_state_keys_give_the_same_table_under_every_strategy():
+    steps = group_steps(seed=4, rows=900)
+    coded = steps.assign(state_key=steps["state_key"].astype("category"),
+                         action=steps["action"].astype("category"))
+    for strategy in ("exact", "normalized", "regex:room \\d+", "similarity:0.9"):
+        pd.testing.assert_frame_equal(triage_groups(coded, state_key=strategy),
+                                      triage_groups(steps, state_key=strategy),
+                                      obj=strategy)
+    # a missing key or action is still a missing value, named by the validation
+    broken = coded.copy()
+    broken.loc[5, "action"] = None
+    with pytest.raises(StepTableError, match="'action' has null"):
+        triage_groups(broken)
+
+
+def test_parameters_and_rule_change_the_numbers():
+    steps = pd.concat([trajectories(THREE, "g"), random_walks(groups=2)], ignore_index=True)
+    base = triage_groups(steps)
+    assert not np.allclose(triage_groups(steps, gamma=0.5)["adv_ec_abs_mean"],
+                           base["adv_ec_abs_mean"])
+    flat = triage_groups(steps, w=0.0)
+    assert (flat["adv_ec_abs_mean"] == base["adv_ec_abs_mean"]).all()  # A^EC itself stays
+    assert not np.allclose(flat["adv_abs_mean"], base["adv_abs_mean"])
+    ones = steps.assign(episode_reward=steps["episode_reward"] / 10)
+    assert (triage_groups(ones)["success_rate"] == 0).all()
+    np.testing.assert_allclose(triage_groups(ones, rule=OutcomeRule(success_reward=1.0)
+                                             )["success_rate"], base["success_rate"])
+
+
+def test_sort_and_filter():
+    table = pd.DataFrame({
+        "train_step": [1, 1, 2], "group_id": ["b", "a", "a"], "task": ["t", "u", "t"],
+        "success_rate": [0.5, 1.0, 0.0], "no_signal": [False, True, False],
+        "no_signal_grpo": [False, True, True], "n_alarms": [2, 1, 0],
+        "zero_adv_share": [0.0, 1.0, 0.2],
+        **{c: [0, 0, 0] for c in ALARM_COLUMNS}})
+    table["alarm_hub"] = [3, 0, 0]
+    assert list(sort_groups(table)["group_id"]) == ["a", "b", "a"]
+    by = sort_groups(table, "success_rate")
+    assert list(by["success_rate"]) == [1.0, 0.5, 0.0]
+    assert list(sort_groups(table, "success_rate", descending=False)["success_rate"]) == \
+        [0.0, 0.5, 1.0]
+    assert list(sort_groups(table, "task")["task"]) == ["t", "t", "u"]  # text: A to Z
+    with pytest.raises(KeyError, match="no column 'nope'"):
+        sort_groups(table, "nope")
+    assert list(filter_groups(table, alarms=["hub"])["group_id"]) == ["b"]
+    assert len(filter_groups(table, alarms=["hub", "no_signal_grpo"])) == 3
+    assert list(filter_groups(table, alarms=["no_signal_g2po"])["success_rate"]) == [1.0]
+    assert list(filter_groups(table, min_success=0.4, max_success=0.6)["group_id"]) == ["b"]
+    assert list(filter_groups(table, train_steps=[2])["train_step"]) == [2]
+    with pytest.raises(KeyError, match="unknown alarm"):
+        filter_groups(table, alarms=["boom"])
+
+
+def test_step_shares(mixed):
+    parts = [mixed.assign(train_step=1),
+             trajectories(ALL_FAILED, "x").assign(train_step=2)]
+    table = triage_groups(pd.concat(parts, ignore_index=True), rule=RULE)
+    shares = step_shares(table).set_index("train_step")
+    assert list(shares["groups"]) == [6, 1]
+    assert shares.loc[1, "no_signal"] == pytest.approx(1 / 6)
+    assert shares.loc[1, "no_signal_grpo"] == pytest.approx(2 / 6)
+    assert shares.loc[1, "alarm_hub"] == pytest.approx(1 / 6)
+    # cut, and the hub group, whose failures are 5 steps long (≥ truncate_at 4)
+    assert shares.loc[1, "alarm_truncation"] == pytest.approx(2 / 6)
+    assert shares.loc[2, "no_signal"] == 1.0
+
+
+def test_the_triage_docstring_examples_hold():
+    assert doctest.testmod(triage_module).failed == 0
+
+
+# -- a whole run, cached ---------------------------------------------------------------------
+
+@pytest.fixture
+def run(tmp_path):
+    writer = RunWriter(tmp_path / "run", {"config": {"success_reward": 10.0}})
+    for step in (1, 2, 3):
+        steps = group_steps(seed=step, rows=700)
+        writer.write_step(step, steps.assign(task="task " + steps["group_id"].astype(str)))
+    return tmp_path / "run"
+
+
+def calls():
+    seen = []
+    return seen, lambda done, total: seen.append((done, total))
+
+
+def test_a_run_equals_its_training_steps_and_is_cached(run, tmp_path):
+    log = open_log(run)
+    cache = tmp_path / "cache"
+    seen, progress = calls()
+    table = triage_log(log, cache=cache, progress=progress)
+    direct = pd.concat([triage_groups(log.load_step(s), rule=log.rule())
+                        for s in log.train_steps()], ignore_index=True)
+    pd.testing.assert_frame_equal(table, direct)
+    assert table["task"].str.startswith("task ").all()
+    assert seen[0] == (0, 3) and seen[-1] == (3, 3)
+    assert len(list(cache.glob("*.parquet"))) == 1
+
+    # opened again: every step from the cache
+    seen, progress = calls()
+    pd.testing.assert_frame_equal(triage_log(open_log(run), cache=cache, progress=progress),
+                                  table)
+    assert seen == [(3, 3)]
+
+    # a step file that changed is computed again, and its new rows are used
+    RunWriter(run, {}, resume=True).write_step(2, trajectories(ALL_FAILED, "new").assign(
+        task="new"), overwrite=True)
+    seen, progress = calls()
+    again = triage_log(open_log(run), cache=cache, progress=progress)
+    assert seen[0] == (2, 3)
+    assert list(again[again["train_step"] == 2]["group_id"]) == ["new"]
+    assert bool(again[again["train_step"] == 2]["no_signal"].iloc[0])
+    pd.testing.assert_frame_equal(again[again["train_step"] != 2].reset_index(drop=True),
+                                  table[table["train_step"] != 2].reset_index(drop=True))
+
+    # a touched file (same bytes, new mtime) is read again too
+    path = open_log(run).step_source(3)
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    seen, progress = calls()
+    triage_log(open_log(run), cache=cache, progress=progress)
+    assert seen[0] == (2, 3)
+
+
+def test_another_rule_or_parameter_is_another_cache_entry(run, tmp_path):
+    log, cache = open_log(run), tmp_path / "cache"
+    base = triage_log(log, cache=cache)
+    seen, progress = calls()
+    other = triage_log(log, cache=cache, rule=OutcomeRule(success_reward=0.0),
+                       progress=progress)
+    assert seen[0] == (0, 3)
+    assert not np.allclose(other["success_rate"], base["success_rate"])
+    seen, progress = calls()
+    triage_log(log, cache=cache, gamma=0.5, progress=progress)
+    assert seen[0] == (0, 3)
+    assert len(list(cache.glob("*.parquet"))) == 3
+    # one step asked for: only it
+    one = triage_log(log, [2], cache=cache)
+    assert set(one["train_step"]) == {2}
+    pd.testing.assert_frame_equal(one, base[base["train_step"] == 2].reset_index(drop=True))
+
+
+def test_a_table_log_has_no_step_files_and_is_not_cached(tmp_path):
+    path = tmp_path / "steps.csv"
+    trajectories(THREE).assign(train_step=4).to_csv(path, index=False)
+    log = open_log(path)
+    assert log.step_source(4) is None
+    table = triage_log(log, cache=tmp_path / "cache")
+    assert list(table["train_step"]) == [4] and not (tmp_path / "cache").exists()
+
+
+def test_the_cache_folder_follows_g2po_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("G2PO_CACHE", str(tmp_path))
+    assert triage_module.cache_dir() == tmp_path / "triage"
+
+
+def test_a_verl_group_where_every_advantage_is_zero_says_so(tmp_path):
+    from tests.loaders.builders import agent_loop_entries, write_verl_dump
+
+    entries = agent_loop_entries(1)
+    failed = entries[0]["uid"].rsplit("_", 2)[0]  # the first prompt: every score set to 0
+    for e in entries:
+        if e["uid"].startswith(failed):
+            e["score"] = 0.0
+    write_verl_dump(tmp_path / "dump", 1, entries)
+    log = open_log(tmp_path / "dump")
+    table = triage_log(log, cache=tmp_path / "cache").set_index("group_id")
+    assert table.loc[failed, "no_signal"] and table.loc[failed, "no_signal_grpo"]
+    assert table.loc[failed, "alarm_no_signal"] == table.loc[failed, "steps"]
+    other = table.drop(index=failed)
+    assert not other["no_signal"].any()
+    graph = state_graph(log.load_group(1, failed))
+    assert credit_alarms(graph)[0].title == "No training signal: G2PO and GRPO"
+    assert list(tmp_path.joinpath("cache").glob("*.parquet"))  # dump files are cached too
