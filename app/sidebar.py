@@ -192,7 +192,8 @@ def _choose_group(ctx: AppContext) -> None:
 
 def _group_labels(groups: list[str], summary) -> tuple[dict[str, str], str]:
     """Group id → picker label, short enough for the sidebar: the task's name (verl's gts)
-    where the log has one the id does not show, then what tells the id apart from the others
+    where the log has one the id does not show and the step's groups do not all share it,
+    then what tells the id apart from the others
     (``s3`` of ``cooking-…-train-s3``, cut in the middle when long), then the success rate (by
     the run's outcome rule, as every page counts it) and the rollouts, within
     :data:`GROUP_LABEL_CHARS` but for the task; and the prefix every id shares (the picker's
@@ -206,6 +207,8 @@ def _group_labels(groups: list[str], summary) -> tuple[dict[str, str], str]:
             tails[gid] = f" · success {row.success_rate:.0%} of {int(row.n_traj)}"
             if isinstance(task, str) and task and task not in gid:
                 tasks[gid] = truncate(task, GROUP_LABEL_CHARS)
+    if len(set(tasks.values())) < 2:  # one task for every group tells none apart
+        tasks = {}
     room = GROUP_LABEL_CHARS - max((len(t) for t in tails.values()), default=0)
     parts, shared = lead_with_difference(groups, limit=max(room, 8))
     labels = {g: (f"{tasks[g]} · " if g in tasks else "") + p + tails.get(g, "")
