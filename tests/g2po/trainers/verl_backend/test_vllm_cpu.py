@@ -38,11 +38,14 @@ kept = linear(1)
 layer_utils.dispatch_cpu_unquantized_gemm(kept, remove_weight=True)  # as linear.py calls it
 print(tuple(kept.weight.shape), hasattr(kept.weight, "weight_loader"))
 # verl's reload: load through the loader, then pack again; the output follows the new weight.
-new = torch.randn(64, 64, dtype=torch.bfloat16)
-kept.weight.weight_loader(kept.weight, new)
-layer_utils.dispatch_cpu_unquantized_gemm(kept, remove_weight=True)
-err = (kept.cpu_linear(x, kept.weight, None).float() - x.float() @ new.float().T).abs().max()
-print(float(err) < 0.1)
+if hasattr(kept.weight, "weight_loader"):
+    new = torch.randn(64, 64, dtype=torch.bfloat16)
+    kept.weight.weight_loader(kept.weight, new)
+    layer_utils.dispatch_cpu_unquantized_gemm(kept, remove_weight=True)
+    out = kept.cpu_linear(x, kept.weight, None).float()
+    print(float((out - x.float() @ new.float().T).abs().max()) < 0.1)
+else:
+    print("no reload")
 """
 
 
@@ -60,8 +63,7 @@ def test_plugin_keeps_packed_linear_weights_reloadable_in_verls_cpu_mode():
 
 
 def test_plugin_does_nothing_outside_verls_cpu_mode():
-    lines = _child(VERL_PLATFORM="")
-    assert lines[:2] == ["(0,) False", "(0,) False"]
+    assert _child(VERL_PLATFORM="") == ["(0,) False", "(0,) False", "no reload"]
 
 
 def test_plugin_is_a_vllm_general_plugin():
