@@ -111,7 +111,7 @@ def cpu_problems(config: DictConfig) -> list[str]:
     if rollout not in CPU_ROLLOUTS:
         problems.append(
             f"actor_rollout_ref.rollout.name={rollout} cannot run with trainer.device=cpu "
-            f"(SGLang and TensorRT-LLM need a GPU): choose one of "
+            "(SGLang and TensorRT-LLM need a GPU): choose one of "
             + "; ".join(f"{name}: {what}" for name, what in CPU_ROLLOUTS.items()))
     for key, (value, why) in _REQUIRED.items():
         found = OmegaConf.select(config, key, default=None)
