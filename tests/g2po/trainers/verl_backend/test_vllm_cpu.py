@@ -3,6 +3,7 @@ version and head-size checks (the whole path trains in tests/g2po/cli/test_train
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -13,7 +14,8 @@ import pytest
 
 from g2po.trainers.verl_backend import vllm_cpu
 
-pytest.importorskip("vllm", reason="the CPU vLLM environment (make setup) has it")
+if importlib.util.find_spec("vllm") is None:  # not imported here: it takes seconds
+    pytest.skip("the CPU vLLM environment (make setup) has vLLM", allow_module_level=True)
 
 _CHILD = """
 import torch
