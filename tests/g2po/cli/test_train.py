@@ -295,18 +295,19 @@ def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run):
 
 
 def test_verl_cpu_vllm_follows_the_actor(verl_cpu_run):
-    """Each update reaches vLLM: after large-lr steps the actor's log-perplexity of the sampled
-    tokens moves far, and vLLM's own stays with it (a vLLM still on older weights would sample
-    tokens the updated actor scores very differently)."""
+    """Each update reaches vLLM: after the first large-lr step the actor's log-perplexity of the
+    sampled tokens is far from the initial policy's (steps 2 and 3, the latter after the resume
+    loaded the checkpoint), and vLLM's own stays with it. A vLLM still on older weights would
+    sample tokens the updated actor scores very differently."""
     out, _, rollout, _ = verl_cpu_run
     if rollout != "vllm":
         pytest.skip("the vLLM rollout's check")
     metrics = open_run(out).metrics().set_index("train_step")
     actor, vllm = metrics["rollout_corr/training_log_ppl"], metrics["rollout_corr/rollout_log_ppl"]
     apart = (vllm - actor).abs()
-    moved = actor.diff().abs().iloc[1:]  # steps 2 and 3 against the step before
+    moved = (actor - actor.iloc[0]).abs().iloc[1:]  # steps 2 and 3 against the initial policy
     assert apart.le(0.02).all(), apart.tolist()
-    assert moved.ge(10 * apart.max()).all() and moved.ge(0.1).all(), (actor.tolist(),
+    assert moved.ge(0.1).all() and moved.ge(10 * apart.max()).all(), (actor.tolist(),
                                                                        apart.tolist())
 
 
