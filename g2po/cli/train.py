@@ -38,9 +38,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--total-steps 20 --out runs/tiny-g2po. Rerun the same command to resume.",
     )
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                   help="configuration overrides: TrainConfig keys for --backend local "
-                   "(lr=1e-3 estimator_params.w=0.8, see --list-config), Hydra overrides for "
-                   "--backend verl")
+                   help="configuration overrides, anywhere among the flags: TrainConfig keys "
+                   "for --backend local (lr=1e-3 estimator_params.w=0.8, see --list-config), "
+                   "Hydra overrides for --backend verl")
     p.add_argument("--backend", choices=("local", "verl"), default="local",
                    help="local: one process, transformers, CPU or one GPU (default); "
                    "verl: Ray + vLLM + FSDP (see docs/verl.md)")
@@ -61,12 +61,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-steps", type=int, help="environment steps per episode")
     p.add_argument("--device", help="auto, cpu, cuda, cuda:N")
     p.add_argument("--threads", type=int, help="CPU threads for torch (0 = torch's default)")
+    p.add_argument("--rollout", help="--backend verl: the rollout engine "
+                   "(actor_rollout_ref.rollout.name); with --device cpu hf (default) or vllm")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--print-config", action="store_true",
                    help="print the resolved configuration and exit")
     p.add_argument("--list-config", action="store_true",
                    help="list every configuration key with its default and meaning, and exit")
-    p.set_defaults(func=_train)
+    p.set_defaults(func=_train, intermixed="overrides")
 
 
 def _overrides(args: argparse.Namespace) -> list[str]:
@@ -115,6 +117,9 @@ def _list_config() -> int:
 def _train(args: argparse.Namespace) -> int:
     if args.backend == "verl":
         return _train_verl(args)
+    if args.rollout:
+        raise ValueError("--rollout applies to --backend verl (the local backend generates with "
+                         "its own model)")
     if args.list_config:
         return _list_config()
     config = resolve_config(args)
@@ -152,6 +157,8 @@ def _train_verl(args: argparse.Namespace) -> int:
              if getattr(args, name, None) is not None}
     if args.out:
         flags["out"] = args.out
+    if args.rollout:
+        flags["rollout"] = args.rollout
     if flags:
         translate = getattr(backend, "overrides_from_flags", None)
         if translate is None:

@@ -20,6 +20,14 @@ made in three steps, all local and seeded:
 The result is cached under ``$G2PO_CACHE/models`` (default ``~/.cache/g2po/models``) keyed by
 the environment and the recipe, built in a temporary folder and moved into place. Recipe
 settings are overridden in the model name: ``tiny:hidden_size=128,layers=4,warmup_steps=0``.
+
+Building takes minutes (the corpus games, then the warm-up: 1,000 optimizer steps over ~350-token
+prompts, 8-19 minutes on a loaded 2-core machine), so the models of the documented first commands
+ship with g2po in :data:`SHIPPED` (under 1 MB each, the recipe's own output, named by the same
+key): ``tiny`` for ``textworld`` (``textworld:coin_collector-level5``) and ``tiny:heads=2`` for
+``textworld:coin_collector-level2`` (head size 32, which vLLM's CPU attention takes). First use
+copies one into the cache in well under a second; any other environment or recipe is built.
+``python -m g2po.trainers.tiny ENV [MODEL]`` rebuilds one into :data:`SHIPPED`.
 """
 
 from __future__ import annotations
@@ -49,6 +57,8 @@ __all__ = [
     "train_tokenizer",
     "format_warmup",
     "models_cache",
+    "SHIPPED",
+    "ship",
 ]
 
 #: Bump when the recipe changes what it builds, so cached models are rebuilt.
@@ -57,6 +67,8 @@ RECIPE_VERSION = 1
 TAGS = ("<think>", "</think>", "<action>", "</action>")
 PAD, EOS = "<|pad|>", "<|eos|>"
 INFO_FILE = "g2po_tiny.json"
+#: Tiny models shipped with g2po, one folder each, named as in the cache.
+SHIPPED = Path(__file__).resolve().parent / "tiny_models"
 
 
 @dataclass(frozen=True)
@@ -132,27 +144,48 @@ def _key(env: str, recipe: TinyRecipe) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def _folder_name(env: str, recipe: TinyRecipe) -> str:
+    slug = env.replace(":", "-").replace("/", "-")
+    return f"tiny-{slug}-{_key(env, recipe)}"
+
+
 def tiny_model(env: str, recipe: TinyRecipe | str | None = None, *,
                cache: Path | None = None, verbose: bool = True) -> Path:
-    """The folder of the tiny model for ``env``, built on first use (2-4 minutes on CPU).
+    """The folder of the tiny model for ``env``: from the cache, else copied from the models
+    shipped with g2po (:data:`SHIPPED`), else built (minutes on CPU, see the module docstring).
 
     ``recipe`` is a :class:`TinyRecipe` or a model name (``tiny:layers=4``).
     """
     if recipe is None or isinstance(recipe, str):
         recipe = parse_tiny(recipe or "tiny")
     root = cache or models_cache()
-    slug = env.replace(":", "-").replace("/", "-")
-    target = root / f"tiny-{slug}-{_key(env, recipe)}"
+    target = root / _folder_name(env, recipe)
     if (target / INFO_FILE).is_file():
         return target
     root.mkdir(parents=True, exist_ok=True)
+    shipped = SHIPPED / target.name
     with tempfile.TemporaryDirectory(dir=root, prefix=".build-") as tmp:
-        build_tiny_model(env, Path(tmp) / "model", recipe, verbose=verbose)
+        if (shipped / INFO_FILE).is_file():
+            shutil.copytree(shipped, Path(tmp) / "model")
+        else:
+            build_tiny_model(env, Path(tmp) / "model", recipe, verbose=verbose)
         try:
             os.replace(Path(tmp) / "model", target)
         except OSError:  # another process built it meanwhile
             if not (target / INFO_FILE).is_file():
                 raise
+    return target
+
+
+def ship(env: str, recipe: TinyRecipe | str | None = None) -> Path:
+    """Build the tiny model for ``env`` into :data:`SHIPPED` (replacing one of the same key)."""
+    if recipe is None or isinstance(recipe, str):
+        recipe = parse_tiny(recipe or "tiny")
+    target = SHIPPED / _folder_name(env, recipe)
+    with tempfile.TemporaryDirectory(prefix="g2po-tiny-") as tmp:
+        build_tiny_model(env, Path(tmp) / "model", recipe)
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(Path(tmp) / "model", target)
     return target
 
 
@@ -315,3 +348,11 @@ def remove_tiny_models(cache: Path | None = None) -> int:
         shutil.rmtree(path, ignore_errors=True)
         gone += 1
     return gone
+
+
+if __name__ == "__main__":
+    import sys
+
+    if not 2 <= len(sys.argv) <= 3:
+        sys.exit("usage: python -m g2po.trainers.tiny ENV [MODEL]  (rebuilds a shipped tiny model)")
+    print(ship(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else None))

@@ -4,7 +4,8 @@
 (``config/g2po.yaml``) and starts verl's v1 trainer in the ``g2po`` mode, with the ``g2po_env``
 agent loop playing a ``g2po.envs`` environment and the advantage estimators of the same library
 the app uses. ``trainer.device=cpu`` (``--device cpu``) runs the same trainer on CPU (the
-``cpu`` platform, the ``hf`` rollout). See ``docs/verl.md``.
+``cpu`` platform, the ``hf`` rollout or verl's vLLM rollout on vLLM's CPU platform). See
+``docs/verl.md``.
 
 Importing this package is cheap (no verl, no torch); :mod:`.plugin` imports the verl parts.
 """

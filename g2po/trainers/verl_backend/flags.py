@@ -22,7 +22,9 @@ flag                      overrides
 ``--out DIR``             ``g2po_log.run_dir``, checkpoints in ``DIR/checkpoints``
 ``--device cpu``          verl's CPU mode: :data:`~g2po.trainers.verl_backend.devices.CPU_OVERRIDES`
                           (``trainer.device=cpu``, FSDP2, eager attention, the ``hf`` rollout,
-                          one logical GPU, …); the launcher sets the rest
+                          no sleep mode, one logical GPU, …); the launcher sets the rest
+``--rollout NAME``        ``actor_rollout_ref.rollout.name`` (after the CPU mode's ``hf``: with
+                          ``--device cpu``, ``hf`` or ``vllm``)
 ========================  ==========================================================
 
 ``--device cuda``/``auto`` (or no ``--device``) is verl's GPU path, unchanged; ``cuda:N`` is
@@ -83,8 +85,8 @@ def overrides_from_flags(flags: Mapping[str, Any]) -> list[str]:
 
     ``flags`` maps flag names (``env``, ``model``, ``estimator``, ``total_steps``, ``seed``,
     ``lr``, ``tasks_per_step``, ``rollouts_per_task``, ``max_steps``, ``device``, ``threads``,
-    ``out``) to values; None values are skipped. Raises :class:`VerlConfigError` for a flag
-    verl has no meaning for.
+    ``out``, ``rollout``) to values; None values are skipped. Raises :class:`VerlConfigError`
+    for a flag verl has no meaning for.
 
     >>> overrides_from_flags({"env": "alfworld:train", "max_steps": 50, "lr": 1e-6})
     ['g2po_env.name=alfworld:train', 'actor_rollout_ref.actor.optim.lr=1e-06', \
@@ -114,7 +116,8 @@ def overrides_from_flags(flags: Mapping[str, Any]) -> list[str]:
     simple = {"total_steps": "trainer.total_training_steps",
               "lr": "actor_rollout_ref.actor.optim.lr",
               "rollouts_per_task": "actor_rollout_ref.rollout.n",
-              "max_steps": "g2po_env.max_steps"}
+              "max_steps": "g2po_env.max_steps",
+              "rollout": "actor_rollout_ref.rollout.name"}
     for flag, key in simple.items():
         if flag in flags:
             out.append(f"{key}={hydra_value(flags[flag])}")

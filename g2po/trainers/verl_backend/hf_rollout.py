@@ -2,9 +2,10 @@
 
 verl 0.9.1 wires only vLLM, SGLang and TensorRT-LLM into its rollout registries
 (``_ROLLOUT_REGISTRY`` for the adapter inside the FSDP worker, ``RolloutReplicaRegistry`` for
-the server replicas); none runs without a GPU. This module registers a fourth through those
-same open registries, so verl's own client, load balancer, naive checkpoint engine and agent
-loop workers drive it unchanged:
+the server replicas); only vLLM runs without a GPU, and only with its CPU build (~2 GiB,
+``--rollout vllm``, :mod:`.vllm_cpu`). This module registers a fourth, the light default of the
+CPU mode, through those same open registries, so verl's own client, load balancer, naive
+checkpoint engine and agent loop workers drive it unchanged:
 
 - :class:`HFServer`, one Ray actor per replica: the model (transformers, eager attention,
   float32 on the CPU) answering verl's token-in-token-out ``generate`` with the sampled tokens

@@ -9,9 +9,12 @@ trainer on CPU (:mod:`g2po.trainers.verl_backend.devices`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -119,7 +122,12 @@ def runtime_problems(config: DictConfig) -> list[str]:
     address = os.environ.get("RAY_ADDRESS") or OmegaConf.select(
         config, "ray_kwargs.ray_init.address", default=None)
     if devices.is_cpu(config):
-        return devices.cpu_problems(config)
+        problems = devices.cpu_problems(config)
+        if devices.rollout_name(config) == "vllm":
+            from g2po.trainers.verl_backend.vllm_cpu import vllm_problems
+
+            problems += vllm_problems(str(config.actor_rollout_ref.model.path))
+        return problems
     if address:
         return []
     problems = []
@@ -197,5 +205,37 @@ def run(overrides: Sequence[str] | None = None, config_path: str | Path | None =
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config),
                     use_critic=need_critic(config))
-    run_ppo(config, task_runner_class=TaskRunnerV1)
+    if not cpu:
+        run_ppo(config, task_runner_class=TaskRunnerV1)
+        return 0
+    from g2po.trainers.verl_backend.scratch import cleaned_up
+
+    # What verl's and vLLM's processes leave in /dev/shm and /tmp goes when the run ends, also
+    # when it fails or is terminated: Ray stops first, so nothing of this run still holds it.
+    with cleaned_up(), _terminated_as_exit():
+        try:
+            run_ppo(config, task_runner_class=TaskRunnerV1)
+        finally:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
     return 0
+
+
+@contextlib.contextmanager
+def _terminated_as_exit():
+    """SIGTERM raises SystemExit in the block (Python's default ends the process without
+    running ``finally`` clauses)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

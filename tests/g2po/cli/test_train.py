@@ -1,9 +1,11 @@
 """``g2po train`` run as a user runs it: configuration, the verl branch, a kill and a resume,
-and verl's real trainer on CPU (``--backend verl --device cpu``): two steps with validation and
+and verl's real trainer on CPU (``--backend verl --device cpu``) with each of its two rollouts,
+the ``hf`` server and verl's vLLM rollout on vLLM's CPU platform: two steps with validation and
 a checkpoint, resumed for a third."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -19,6 +21,9 @@ import g2po.cli.train as train_cli
 from g2po.cli import main
 from loaders import open_run
 from tests.g2po.trainers.fixtures import ENV, TINY, tiny_path  # noqa: F401
+
+#: The vLLM run's tiny model: TINY with heads of 64 / 2 = 32, a size vLLM's CPU attention takes.
+TINY_VLLM = TINY.replace("hidden_size=32", "hidden_size=64")
 
 
 def test_print_config_merges_file_flags_and_overrides(tmp_path, capsys):
@@ -80,6 +85,41 @@ def test_verl_branch_hands_over_hydra_overrides(tmp_path, monkeypatch, capsys):
                         lambda flags: [f"g2po_env.name={flags['env']}"], raising=False)
     assert main(["train", "--backend", "verl", "--env", "alfworld", "x=1"]) == 0
     assert recording_backend.calls[-1][0] == ["g2po_env.name=alfworld", "x=1"]
+
+
+def test_overrides_go_anywhere_among_the_flags(tmp_path, monkeypatch, capsys):
+    """KEY=VALUE words before, between and after flags keep their order (the last one wins)."""
+    assert main(["train", "lr=1e-3", "--env", "textworld", "task_pool=9", "--total-steps", "3",
+                 "lr=2e-3", "--print-config"]) == 0
+    config = yaml.safe_load(capsys.readouterr().out)
+    assert (config["lr"], config["task_pool"], config["total_steps"]) == (2e-3, 9, 3)
+    module = tmp_path / "recording_backend2.py"
+    module.write_text(
+        "calls = []\n"
+        "def overrides_from_flags(flags):\n"
+        "    return ['g2po_env.name=' + flags['env'], 'n=' + str(flags['total_steps'])]\n"
+        "def run(overrides=None, config_path=None, *, print_config=False):\n"
+        "    calls.append(list(overrides))\n"
+        "    return 0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(train_cli, "VERL_MODULE", "recording_backend2")
+    import recording_backend2
+
+    assert main(["train", "--backend", "verl", "--env", "x", "trainer.save_freq=2",
+                 "--total-steps", "3", "trainer.resume_mode=auto", "--set", "y=1"]) == 0
+    assert recording_backend2.calls[-1] == ["g2po_env.name=x", "n=3", "trainer.save_freq=2",
+                                            "trainer.resume_mode=auto", "y=1"]
+    with pytest.raises(SystemExit):
+        main(["train", "a=1", "--no-such-flag", "b=2"])
+    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["validate", "x.csv", "extra-word"])
+    assert "unrecognized arguments: extra-word" in capsys.readouterr().err
+
+
+def test_rollout_is_a_verl_flag(capsys):
+    assert main(["train", "--rollout", "vllm", "--print-config"]) == 2
+    assert "--rollout applies to --backend verl" in capsys.readouterr().err
 
 
 def _command(out, steps):
@@ -145,12 +185,20 @@ def test_help_shows_the_documented_form(capsys):
 VERL_STEP_LINE = "g2po step "
 
 
-def _verl_command(out, steps):
+#: rollout -> (model, learning rate, seconds a command may take). vLLM's run takes large steps,
+#: so that a rollout still on the previous weights would be far from the actor
+#: (test_verl_cpu_vllm_follows_the_actor); its engine starts slowly on a loaded machine (a
+#: command took 3 minutes on a quiet one, 37 at a load average of 30-50).
+VERL_CPU_ROLLOUTS = {"hf": (TINY, "1e-3", 900), "vllm": (TINY_VLLM, "0.05", 2400)}
+
+
+def _verl_command(out, steps, rollout):
     """2 tasks x 4 rollouts x <= 4 steps; validation and a checkpoint at step 2."""
+    model, lr, _ = VERL_CPU_ROLLOUTS[rollout]
     return [sys.executable, "-m", "g2po", "train", "--backend", "verl", "--device", "cpu",
-            "--env", ENV, "--model", TINY, "--out", str(out), "--total-steps", str(steps),
-            "--tasks-per-step", "2", "--rollouts-per-task", "4", "--max-steps", "4",
-            "--lr", "1e-3",
+            "--rollout", rollout, "--env", ENV, "--model", model, "--out", str(out),
+            "--total-steps", str(steps), "--tasks-per-step", "2", "--rollouts-per-task", "4",
+            "--max-steps", "4", "--lr", lr,
             "g2po_env.train_tasks=2", "g2po_env.val_tasks=2", "data.val_batch_size=2",
             "data.max_prompt_length=1024", "data.max_response_length=24",
             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
@@ -162,30 +210,49 @@ def _verl_command(out, steps):
             "trainer.logger=[console]", f"trainer.rollout_data_dir={out / 'verl_dump'}"]
 
 
-@pytest.fixture(scope="module")
-def verl_cpu_run(tiny_path, tmp_path_factory):  # noqa: F811
-    """One real verl run per test session: steps 1-2, then the same command resumed for 3.
-    Ray's workers get this checkout through PYTHONPATH (an installed package needs nothing)."""
-    out = tmp_path_factory.mktemp("verl-cpu") / "run"
+def _shared_files() -> set[Path]:
+    from g2po.trainers.verl_backend.scratch import leftovers
+
+    return leftovers()
+
+
+@pytest.fixture(scope="module", params=list(VERL_CPU_ROLLOUTS))
+def verl_cpu_run(request, tmp_path_factory):
+    """One real verl run per rollout and test session: steps 1-2, then the same command resumed
+    for 3. Ray's workers get this checkout through PYTHONPATH (an installed package needs
+    nothing). Returns the run directory, both logs, the rollout and the initial model."""
+    from g2po.trainers.tiny import tiny_model
+
+    rollout = request.param
+    if rollout == "vllm" and importlib.util.find_spec("vllm") is None:
+        message = "verl's vLLM rollout on CPU needs the CPU vLLM environment (make setup)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    model = tiny_model(ENV, VERL_CPU_ROLLOUTS[rollout][0], verbose=False)
+    out = tmp_path_factory.mktemp(f"verl-cpu-{rollout}") / "run"
     root = str(Path(__file__).resolve().parents[3])
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "RAY_DEDUP_LOGS": "0",
            "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
     logs = []
+    before = _shared_files()
     for steps in (2, 3):
-        done = subprocess.run(_verl_command(out, steps), env=env, capture_output=True,
-                              text=True, timeout=900)
+        done = subprocess.run(_verl_command(out, steps, rollout), env=env, capture_output=True,
+                              text=True, timeout=VERL_CPU_ROLLOUTS[rollout][2])
         logs.append(done.stdout + done.stderr)
         assert done.returncode == 0, logs[-1][-6000:]
-    return out, logs
+    # What the processes left in /dev/shm and /tmp went with them.
+    assert not _shared_files() - before, _shared_files() - before
+    return out, logs, rollout, model
 
 
-def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run, tiny_path):  # noqa: F811
+def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run):
     import math
 
     import torch
     from safetensors.torch import load_file
 
-    out, (first, resumed) = verl_cpu_run
+    out, (first, resumed), rollout, model_dir = verl_cpu_run
     run = open_run(out)
     assert run.train_steps() == [1, 2, 3]
     for step in (1, 2, 3):
@@ -210,7 +277,7 @@ def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run, tiny_path):  # no
     # Validation ran (step 2 and the last step) and the actor's parameters changed.
     assert {"val-core/g2po/" + ENV + "/reward/mean@1"} <= set(metrics.columns)
     assert metrics["val-core/g2po/" + ENV + "/reward/mean@1"].notna().sum() == 2
-    initial = load_file(str(tiny_path / "model.safetensors"))
+    initial = load_file(str(model_dir / "model.safetensors"))
     saved = {}
     for step in (2, 3):
         state = torch.load(out / "checkpoints" / f"global_step_{step}" / "actor" /
@@ -221,6 +288,31 @@ def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run, tiny_path):  # no
     name = "model.layers.0.mlp.down_proj.weight"
     assert not torch.equal(saved[2][name], initial[name].float())
     assert not torch.equal(saved[3][name], saved[2][name])
+    # The rollout samples what the actor computes: probabilities correlate at every step. vLLM's
+    # run at lr 0.05 turns the policy near-deterministic after step 1; there bf16 rounding of
+    # probabilities near 1 dominates the correlation (0.9997, then 0.9963 measured), while the
+    # log-perplexities still agree (test_verl_cpu_vllm_follows_the_actor).
+    corr = metrics["training/rollout_actor_probs_pearson_corr"]
+    assert (corr.iloc[:1] if rollout == "vllm" else corr).ge(0.999).all(), corr.tolist()
+    assert corr.ge(0.99).all(), corr.tolist()
+    assert ("vLLMHttpServer" in first) == (rollout == "vllm")  # the rollout asked for served
+
+
+def test_verl_cpu_vllm_follows_the_actor(verl_cpu_run):
+    """Each update reaches vLLM: after the first large-lr step the actor's log-perplexity of the
+    sampled tokens is far from the initial policy's (steps 2 and 3, the latter after the resume
+    loaded the checkpoint), and vLLM's own stays with it. A vLLM still on older weights would
+    sample tokens the updated actor scores very differently."""
+    out, _, rollout, _ = verl_cpu_run
+    if rollout != "vllm":
+        pytest.skip("the vLLM rollout's check")
+    metrics = open_run(out).metrics().set_index("train_step")
+    actor, vllm = metrics["rollout_corr/training_log_ppl"], metrics["rollout_corr/rollout_log_ppl"]
+    apart = (vllm - actor).abs()
+    moved = (actor - actor.iloc[0]).abs().iloc[1:]  # steps 2 and 3 against the initial policy
+    assert apart.le(0.02).all(), apart.tolist()
+    assert moved.ge(0.1).all() and moved.ge(10 * apart.max()).all(), (actor.tolist(),
+                                                                       apart.tolist())
 
 
 def test_verl_cpu_advantages_are_the_librarys(verl_cpu_run):
@@ -228,7 +320,7 @@ def test_verl_cpu_advantages_are_the_librarys(verl_cpu_run):
     verl's token-level statistics (critic/advantages/*) and the estimator's per-step ones."""
     from g2po import compute_advantages
 
-    out, _ = verl_cpu_run
+    out = verl_cpu_run[0]
     run = open_run(out)
     manifest = run.manifest
     assert manifest["estimator"] == "g2po" and manifest["backend"] == "verl"
@@ -254,7 +346,7 @@ def test_verl_cpu_dump_merges_states_as_the_run_directory(verl_cpu_run):
     from g2po.estimators import estimate
     from loaders.verl import open_verl_dump
 
-    out, _ = verl_cpu_run
+    out = verl_cpu_run[0]
     dump = open_verl_dump(out / "verl_dump")
     run = open_run(out)
     assert dump.train_steps() == run.train_steps()

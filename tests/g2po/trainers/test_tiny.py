@@ -79,3 +79,42 @@ def test_free_form_environments_are_refused():
 
     with pytest.raises(G2POError, match="needs an environment with admissible actions"):
         _CorpusAgent("appworld:dev", 0).act([Turn()])
+
+
+def test_shipped_models_are_the_recipes_and_first_use_copies_them(tmp_path):
+    """Each shipped folder is named by the key of the recipe and environment it records, loads
+    as a normal model folder and is what first use puts in the cache (no build)."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from g2po.trainers.tiny import INFO_FILE, RECIPE_VERSION, SHIPPED, _folder_name
+
+    folders = sorted(SHIPPED.glob("tiny-*"))
+    assert folders
+    for folder in folders:
+        info = json.loads((folder / INFO_FILE).read_text())
+        recipe = TinyRecipe(**info["recipe"])
+        assert info["version"] == RECIPE_VERSION
+        assert folder.name == _folder_name(info["env"], recipe)
+        got = tiny_model(info["env"], recipe, cache=tmp_path, verbose=False)
+        assert got == tmp_path / folder.name
+        assert json.loads((got / INFO_FILE).read_text()) == info  # copied, not rebuilt
+        shipped, copied = load_file(folder / "model.safetensors"), load_file(
+            got / "model.safetensors")
+        assert all(torch.equal(shipped[k], copied[k]) for k in shipped)
+        model = AutoModelForCausalLM.from_pretrained(got)
+        assert model.config.hidden_size == recipe.hidden_size
+        tok = AutoTokenizer.from_pretrained(got)
+        assert all(len(tok(tag)["input_ids"]) == 1 for tag in TAGS)
+    assert not list(tmp_path.glob(".build-*"))
+
+
+@pytest.mark.parametrize("env, model", [
+    ("textworld", "tiny"),  # the README's first training command
+    ("textworld:coin_collector-level2", "tiny:heads=2"),  # the verl CPU commands, hf and vLLM
+])
+def test_the_documented_first_commands_find_a_shipped_model(env, model):
+    from g2po.trainers.config import resolve_env
+    from g2po.trainers.tiny import INFO_FILE, SHIPPED, _folder_name
+
+    assert (SHIPPED / _folder_name(resolve_env(env), parse_tiny(model)) / INFO_FILE).is_file()

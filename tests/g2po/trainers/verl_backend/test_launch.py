@@ -105,3 +105,20 @@ def test_an_existing_run_is_continued_only_from_a_checkpoint(tmp_path, monkeypat
     cfg = prepare(checked_config(given))
     assert resume_checkpoint(cfg) == str(ckpt / "global_step_3")
     assert cfg.trainer.default_local_dir == str(ckpt)
+
+
+def test_cpu_vllm_checks_the_model_before_anything_starts(tmp_path):
+    """The default tiny model's heads (64 / 4 = 16) are no size vLLM's CPU attention takes: the
+    run is refused up front, naming the fix, instead of failing inside vLLM's engine."""
+    import json
+
+    from g2po.trainers.verl_backend import checked_config, overrides_from_flags
+
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 64,
+                                                      "num_attention_heads": 4}))
+    config = checked_config(overrides_from_flags({"device": "cpu", "rollout": "vllm"}) +
+                            [f"actor_rollout_ref.model.path={tmp_path}"])
+    assert any("heads of size 16" in p for p in runtime_problems(config))
+    hf = checked_config(overrides_from_flags({"device": "cpu"}) +
+                        [f"actor_rollout_ref.model.path={tmp_path}"])
+    assert runtime_problems(hf) == []
