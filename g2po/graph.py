@@ -16,7 +16,7 @@ import pandas as pd
 
 from g2po.analysis.labels import distinguishing_labels
 from g2po.index import StepIndex
-from g2po.outcomes import cut_at_limit, success_mask
+from g2po.outcomes import cut_at_limit, flag_values, success_mask
 from g2po.segments import powers, segment_mean_var
 
 if TYPE_CHECKING:
@@ -284,9 +284,7 @@ def truncated_steps(steps: pd.DataFrame, ix: StepIndex, success: np.ndarray,
     """
     last = np.flatnonzero(ix.next_row < 0)
     if "done" in steps.columns:
-        flags = steps["done"].to_numpy()[last]
-        done = np.array([float(bool(v)) if pd.notna(v) else np.nan for v in flags],
-                        dtype=np.float64)
+        done = flag_values(steps["done"])[last]
     else:
         done = np.full(len(last), np.nan)
     cut = cut_at_limit(ix.length[last], done, np.asarray(success, dtype=bool)[last],

@@ -19,7 +19,7 @@ import pandas as pd
 
 __all__ = ["OutcomeRule", "OutcomeCheck", "Fix", "check_outcomes", "trajectory_outcomes",
            "truncated_trajectories", "success_reward_from_won", "success_threshold_from_won",
-           "success_rule_from_won", "rule_from_won", "TERMINAL_RULES",
+           "success_rule_from_won", "rule_from_won", "TERMINAL_RULES", "flag_values",
            "success_mask", "success_rule", "check_success_threshold", "cut_at_limit",
            "TruncationHint", "detect_truncation", "MIN_CUT", "MIN_CUT_SHARE"]
 
@@ -305,6 +305,18 @@ def trajectory_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
     return table
 
 
+def flag_values(values: pd.Series) -> np.ndarray:
+    """A log's boolean-ish column (``done``, ``won``) as (n,) float64: 1.0, 0.0, or NaN where
+    the log says nothing. One reading of such flags for the graph, the alarms and the
+    summaries."""
+    if values.dtype == bool:
+        return values.to_numpy(dtype=np.float64)
+    out = np.full(len(values), np.nan)
+    known = values.notna().to_numpy()
+    out[known] = values[known].astype(bool).to_numpy(dtype=np.float64)
+    return out
+
+
 def _last_done(ordered: pd.DataFrame) -> pd.Series:
     """Per ``traj_id`` of rows sorted by (traj_id, t): the ``done`` flag of the last step as
     1.0 / 0.0, NaN where the log does not say (or has no ``done`` column)."""
@@ -312,9 +324,7 @@ def _last_done(ordered: pd.DataFrame) -> pd.Series:
     if "done" not in ordered.columns:
         return pd.Series(np.nan, index=ids)
     last = ordered.groupby("traj_id", sort=False).tail(1)
-    done = last["done"].map(lambda v: float(bool(v)) if pd.notna(v) else np.nan)
-    return pd.Series(done.to_numpy(dtype=np.float64),
-                     index=pd.Index(last["traj_id"], name="traj_id"))
+    return pd.Series(flag_values(last["done"]), index=pd.Index(last["traj_id"], name="traj_id"))
 
 
 def truncated_trajectories(steps: pd.DataFrame) -> pd.Series:

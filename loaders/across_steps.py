@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from g2po.steps import REQUIRED_COLUMNS
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError
+from loaders.files import file_key
 from loaders.log import Log
 from loaders.report import LoadReport
 from loaders.rundir import META_KEY, Run
@@ -165,11 +166,7 @@ def _table_step_tasks(log: Log, step: int) -> dict[str, str]:
 def _file_meta(path: Path) -> tuple[tuple[str, int, int], pq.FileMetaData, list[dict]]:
     """A step file's cache key, parsed footer and ``g2po.step`` group layout (empty when the
     file was written by another tool). Safe to call from several threads."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise LoaderError(f"{path}: the step file disappeared; call refresh()") from None
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    key = (str(path), *file_key(path))
     with _LOCK:
         meta = _FOOTERS.get(key)
         known = _LAYOUTS.get(key)
@@ -195,11 +192,7 @@ def _file_meta(path: Path) -> tuple[tuple[str, int, int], pq.FileMetaData, list[
 
 def _run_step_tasks(path: Path) -> dict[str, str]:
     """group_id → task of one step file, from its footer where the statistics suffice."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise LoaderError(f"{path}: the step file disappeared; call refresh()") from None
-    known = _LAYOUTS.get((str(path), stat.st_mtime_ns, stat.st_size))
+    known = _LAYOUTS.get((str(path), *file_key(path)))
     if known is not None and known[1] is not None:  # matched before: no footer needed
         return known[1]
     key, meta, layout = _file_meta(path)

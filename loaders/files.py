@@ -8,6 +8,7 @@ from a bounded prefix, and a line longer than :data:`MAX_LINE_BYTES` is an error
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import numpy as np
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
 
 __all__ = ["MAX_LINE_BYTES", "SNIFF_BYTES", "regular_file", "is_regular_file", "read_prefix",
-           "read_bytes", "check_line_lengths"]
+           "read_bytes", "check_line_lengths", "part_stat", "file_key"]
 
 #: The longest line a text log may hold (a verl prompt of 100k tokens is ~0.5 MB).
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -25,6 +26,21 @@ SNIFF_BYTES = 1024 * 1024
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def part_stat(path: Path, what: str = "step file") -> os.stat_result:
+    """``os.stat`` of one part of an opened log (a step file, a dump file); a part deleted
+    since the log was listed is a :class:`LoaderError` that says to refresh."""
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        raise LoaderError(f"{path}: the {what} disappeared; call refresh()") from None
+
+
+def file_key(path: Path, what: str = "step file") -> tuple[int, int]:
+    """(mtime in ns, size) of a log's part: what caches of it are keyed by."""
+    info = part_stat(path, what)
+    return info.st_mtime_ns, info.st_size
 
 
 def _kind(mode: int) -> str:

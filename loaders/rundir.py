@@ -36,7 +36,7 @@ from g2po.outcomes import OutcomeRule
 from g2po.steps import check_steps
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
-from loaders.files import read_bytes
+from loaders.files import file_key, read_bytes
 from loaders.lines import read_jsonl
 from loaders.log import Log, manifest_rule
 from loaders.report import LoadReport, attach_report
@@ -428,11 +428,7 @@ class Run(Log):
     def _footer(self, train_step: int) -> dict:
         """The ``g2po.step`` metadata of a step file (computed from columns if absent)."""
         path = self.step_file(train_step)
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            raise LoaderError(f"{path}: the step file disappeared; call refresh()") from None
-        key = (stat.st_mtime_ns, stat.st_size)
+        key = file_key(path)
         cached = self._footers.get(train_step)
         if cached and cached[0] == key:
             return cached[1]
@@ -472,11 +468,7 @@ class Run(Log):
         """One row per trajectory (:func:`loaders.summary.trajectory_table`), from the few
         columns it needs; cached per step file until the file changes."""
         path = self.step_file(train_step)
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            raise LoaderError(f"{path}: the step file disappeared; call refresh()") from None
-        key = (stat.st_mtime_ns, stat.st_size)
+        key = file_key(path)
         cached = self._trajectories.get(train_step)
         if cached and cached[0] == key:
             return cached[1]

@@ -18,7 +18,7 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
-from g2po.outcomes import OutcomeRule, TruncationHint, detect_truncation
+from g2po.outcomes import OutcomeRule, TruncationHint, detect_truncation, flag_values
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -44,16 +44,6 @@ TRAJECTORY_COLUMNS = ["group_id", "traj_id", "length", "reward", "invalid", "won
 #: Summary column → the step-table column it is computed from, where a log may lack that
 #: column (its loader then assumes a value): the summary is NaN there, never the assumed value.
 UNKNOWN_WITHOUT = {"invalid_rate": "is_action_valid"}
-
-
-def _flag(values: pd.Series) -> np.ndarray:
-    """A boolean-ish column as float64: 1.0, 0.0, or NaN where the log says nothing."""
-    if values.dtype == bool:
-        return values.to_numpy(dtype=np.float64)
-    out = np.full(len(values), np.nan)
-    known = values.notna().to_numpy()
-    out[known] = values[known].astype(bool).to_numpy(dtype=np.float64)
-    return out
 
 
 def trajectory_table(steps: pd.DataFrame, assumed: Collection[str] = ()) -> pd.DataFrame:
@@ -91,11 +81,11 @@ def trajectory_table(steps: pd.DataFrame, assumed: Collection[str] = ()) -> pd.D
         "invalid": invalid_counts,
     })
     if "won" in steps.columns and steps["won"].notna().any():
-        won = np.nan_to_num(_flag(steps["won"]), nan=0.0)
+        won = np.nan_to_num(flag_values(steps["won"]), nan=0.0)
         table["won"] = (np.bincount(codes, weights=won, minlength=n) > 0).astype(np.float64)
     else:
         table["won"] = np.nan
-    table["done"] = _flag(steps["done"])[last] if "done" in steps.columns else np.nan
+    table["done"] = flag_values(steps["done"])[last] if "done" in steps.columns else np.nan
     if "task" in steps.columns:
         table["task"] = steps["task"].to_numpy()[first]
     return table

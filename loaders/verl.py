@@ -47,6 +47,7 @@ from g2po.steps import real_numbers
 from g2po.user_regex import UserPattern, compile_user_pattern
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
+from loaders.files import file_key, part_stat
 from loaders.lines import read_jsonl
 from loaders.log import Log, TableLog
 from loaders.report import LoadReport, attach_report
@@ -503,13 +504,7 @@ class VerlDump(Log):
         for step in [s for s in self._tables.entries if s not in self._files]:
             self._tables.drop(step)  # a file gone since
             self._store_dirty = True
-        stats = {}
-        for step in steps:
-            try:
-                stats[step] = self._files[step].stat()
-            except FileNotFoundError:
-                raise LoaderError(f"{self._files[step]}: the dump file disappeared; call "
-                                  "refresh()") from None
+        stats = {step: part_stat(self._files[step], "dump file") for step in steps}
         entries = self._tables.entries
         stale = [s for s in steps if s not in entries or not entries[s].fresh(stats[s])
                  or entries[s].name != self._files[s].name]
@@ -569,11 +564,7 @@ class VerlDump(Log):
     def load_step(self, train_step: int) -> pd.DataFrame:
         self._check_step(train_step)
         path = self._files[train_step]
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            raise LoaderError(f"{path}: the dump file disappeared; call refresh()") from None
-        key = (stat.st_mtime_ns, stat.st_size)
+        key = file_key(path, "dump file")
         cached = self._cache.get(train_step)
         if cached and cached[0] == key:
             return cached[1].copy(deep=False)

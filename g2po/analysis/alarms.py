@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from g2po.estimators import estimate, get_estimator
-from g2po.graph import StateGraph
+from g2po.graph import StateGraph, truncated_steps
 from g2po.index import StepIndex
 from g2po.outcomes import OutcomeRule
 from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
@@ -147,16 +147,6 @@ class GroupSignals:
         return self.mixed | self.wide
 
 
-def _flags(values: pd.Series) -> np.ndarray:
-    """A boolean-ish column as float64: 1.0, 0.0, or NaN where the log says nothing."""
-    if values.dtype == bool:
-        return values.to_numpy(dtype=np.float64)
-    out = np.full(len(values), np.nan)
-    known = values.notna().to_numpy()
-    out[known] = values[known].astype(bool).to_numpy(dtype=np.float64)
-    return out
-
-
 def _count(seg: np.ndarray, mask: np.ndarray, n: int) -> np.ndarray:
     """How many rows of each of ``n`` segments ``mask`` holds, (n,) float64."""
     return np.bincount(seg, weights=np.asarray(mask, dtype=np.float64), minlength=n)
@@ -205,14 +195,10 @@ def group_signals(
     last = ix.next_row < 0
 
     # outcomes per trajectory: success by the rule, cut at the step limit by the rule
-    traj_success = rule.success(ix.traj_reward)
-    done = np.full(ix.n_traj, np.nan)
-    if "done" in steps.columns:
-        done[ix.traj[last]] = _flags(steps["done"])[last]
-    traj_len = np.bincount(ix.traj, minlength=ix.n_traj)
-    truncated = rule.truncated(traj_len, done, traj_success)
+    cut_rows = truncated_steps(steps, ix, success, rule.truncate_at)
     if truncated_rows is not None:
-        truncated = truncated | (_count(ix.traj, truncated_rows, ix.n_traj) > 0)
+        cut_rows = cut_rows | truncated_rows
+    truncated = _count(ix.traj, cut_rows, ix.n_traj) > 0
 
     # per node: the credit the merge moves, mixed outcomes, spread, arrivals
     node, n_nodes = ix.node, ix.n_nodes
