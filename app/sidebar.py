@@ -12,6 +12,7 @@ from app import data, open_logs
 from app.context import AppContext, OpenLog
 from app.options import AppOptions
 from app.params import NORM_MODES, STATE_KEY_CHOICES, TERMINAL_RULES, SpecParams
+from app.safe import fmt
 from app.ui import keep_widget_value, show_error
 from app.url_state import seed_from_url, url_value, write_url
 from g2po.analysis.labels import shorten_middle
@@ -78,7 +79,7 @@ def _choose_group(ctx: AppContext) -> None:
         show_error(f"Cannot list the training steps of {opened.name}", err)
         return
     if not steps:
-        st.info(f"{opened.name} holds no training steps yet.")
+        st.info(fmt("{} holds no training steps yet.", opened.name))
         return
     step_key = f"train_step:{opened.key}"
     last_key = f"_g2po_last_step:{opened.key}"
@@ -106,7 +107,7 @@ def _choose_group(ctx: AppContext) -> None:
         show_error(f"Cannot list the groups of training step {ctx.train_step}", err)
         return
     if not groups:
-        st.info(f"Training step {ctx.train_step} holds no groups.")
+        st.info(fmt("Training step {} holds no groups.", ctx.train_step))
         return
     labels = _group_labels(groups, summary)
     group_key = f"group:{opened.key}:{ctx.train_step}"
@@ -314,7 +315,7 @@ def _live_watcher(ctx: AppContext, options: AppOptions) -> None:
     runs = [o for o in ctx.logs if o.log.format == "run"]
     if not runs or options.refresh <= 0:
         return
-    live = st.toggle(f"Live: watch for new training steps (every {options.refresh:g} s)",
+    live = st.toggle(fmt("Live: watch for new training steps (every {:g} s)", options.refresh),
                      value=True, key="live")
     if not live:
         return
@@ -329,7 +330,7 @@ def _live_watcher(ctx: AppContext, options: AppOptions) -> None:
                 continue
             if data.log_version(o.log) != seen[o.key]:
                 changed = True
-        st.caption(f"Checked {time.strftime('%H:%M:%S')}")
+        st.caption(fmt("Checked {}", time.strftime("%H:%M:%S")))
         if changed:
             st.rerun(scope="app")
 

@@ -15,7 +15,7 @@ from app import data
 from app.charts import advantage_lines, correlation_heatmap
 from app.context import AppContext
 from app.params import STATE_KEY_CHOICES, SpecParams
-from app.safe import escape_markdown, truncate
+from app.safe import fmt, truncate
 from app.tables import style_diverging
 from app.ui import group_page, md, show_error
 from g2po.analysis.compare import (
@@ -74,22 +74,23 @@ def _param_inputs(name: str, defaults: dict[str, object]) -> dict[str, object]:
     for param, value in defaults.items():
         key = f"cmp_{name}_{param}"
         if own[param] is None:  # an optional number (the success threshold): off is None
-            on = st.checkbox(f"{param} on", value=value is not None, key=f"{key}_on")
-            number = st.number_input(param, value=0.0 if value is None else float(value),
+            on = st.checkbox(fmt("{} on", param), value=value is not None, key=f"{key}_on")
+            number = st.number_input(fmt("{}", param), value=0.0 if value is None else float(value),
                                      key=key, format="%.4g", disabled=not on)
             chosen[param] = float(number) if on else None
         elif param in choices:
             options = list(choices[param])
             index = options.index(value) if value in options else 0
-            chosen[param] = st.selectbox(param, options, index=index, key=key)
+            chosen[param] = st.selectbox(fmt("{}", param), options, index=index, key=key)
         elif isinstance(value, bool):
-            chosen[param] = st.checkbox(param, value=value, key=key)
+            chosen[param] = st.checkbox(fmt("{}", param), value=value, key=key)
         elif isinstance(value, int):
-            chosen[param] = int(st.number_input(param, value=value, step=1, key=key))
+            chosen[param] = int(st.number_input(fmt("{}", param), value=value, step=1, key=key))
         elif isinstance(value, float):
-            chosen[param] = st.number_input(param, value=value, key=key, format="%.4g")
+            chosen[param] = st.number_input(fmt("{}", param), value=value, key=key,
+                                            format="%.4g")
         else:
-            chosen[param] = st.text_input(param, value=str(value), key=key)
+            chosen[param] = st.text_input(fmt("{}", param), value=str(value), key=key)
     return chosen
 
 
@@ -138,10 +139,10 @@ def render(ctx: AppContext) -> None:
     shown_table = zscore(table, ran) if z else table
 
     st.subheader("Per-step advantages" + (" (z-scored over the group)" if z else ""))
-    st.caption(f"`{result.text_column}`: "
-               + ("what the policy saw at the step (the log's observation)."
-                  if result.text_column == "observation" else
-                  "the state key the step merged by (the log has no observation column)."))
+    st.caption("`observation`: what the policy saw at the step (the log's observation)."
+               if result.text_column == "observation" else
+               "`state_key`: the state key the step merged by (the log has no observation "
+               "column).")
     st.dataframe(style_diverging(shown_table, ran), hide_index=True, height=360)
 
     st.subheader("Per trajectory")
@@ -178,7 +179,7 @@ def render(ctx: AppContext) -> None:
             st.caption("Choose two different estimators.")
         else:
             diff = sign_disagreements(table, a, b)
-            st.caption(f"{len(diff)} of {len(table)} steps get opposite signs from "
-                       f"{escape_markdown(a)} and {escape_markdown(b)}:"
-                       " the places where graph credit differs from outcome credit.")
+            st.caption(fmt("{} of {} steps get opposite signs from {} and {}: the places "
+                           "where graph credit differs from outcome credit.", len(diff),
+                           len(table), a, b))
             st.dataframe(style_diverging(diff, [a, b]), hide_index=True)

@@ -26,7 +26,7 @@ from app.graph_html import (
     network_data,
 )
 from app.params import SpecParams
-from app.safe import escape_html, truncate
+from app.safe import escape_html, fmt, truncate
 from app.sidebar import remember_success, remember_threshold
 from app.tables import (
     OUTCOMES,
@@ -125,10 +125,11 @@ def render(ctx: AppContext) -> None:
         _critical(graph, style, limits)
         alarms = _alarms(graph, current, ctx)
         _alarm_list(ctx, alarms)
-    st.caption(f"{len(graph.nodes)} nodes ({graph.n_states} states + terminals) · "
-               f"{len(graph.edges)} edges · {stats['merge_rate']:.0%} merged · hover for "
-               "details, click a node or an edge to list its steps, click a step row to find "
-               "it in the graph · columns by step depth (Fit all shows the whole graph)")
+    st.caption(fmt("{} nodes ({} states + terminals) · {} edges · {:.0%} merged · hover for "
+                   "details, click a node or an edge to list its steps, click a step row to "
+                   "find it in the graph · columns by step depth (Fit all shows the whole "
+                   "graph)", len(graph.nodes), graph.n_states, len(graph.edges),
+                   stats["merge_rate"]))
 
     write_url(traj=list(chosen), node=node, edge=edge, outcome=list(outcomes or []),
               edge_color=None if edge_color == "td" else edge_color,
@@ -149,8 +150,8 @@ def render(ctx: AppContext) -> None:
                 height=min(38 + 35 * len(shown), 300))
             ids = shown_ids
             if len(ids) > MAX_ROLLOUT_TABLES:
-                st.caption(f"{len(ids)} rollouts: showing the first {MAX_ROLLOUT_TABLES}; "
-                           "the Steps tab has them all.")
+                st.caption(fmt("{} rollouts: showing the first {}; the Steps tab has them "
+                               "all.", len(ids), MAX_ROLLOUT_TABLES))
             for t in ids[:MAX_ROLLOUT_TABLES]:
                 md("**{}**", labels[t])
                 st.dataframe(style_diverging(step_table(graph, t), limits), hide_index=True)
@@ -283,13 +284,13 @@ def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:
 # -- headline, outcome check -------------------------------------------------------------
 
 def _headline(outcome: OutcomeCheck, stats: dict, params: SpecParams) -> None:
-    source = "from `won`" if outcome.n_won is not None else \
+    source = fmt("from `won`") if outcome.n_won is not None else \
         success_rule(params.success_reward, params.success_threshold)
-    truncated = f" · **{outcome.n_truncated}** truncated" if outcome.n_truncated else ""
-    st.markdown(f"**{outcome.n_traj}** rollouts · success rate **{outcome.success_rate:.0%}** "
-                f"({source}){truncated} · **{stats['steps']}** steps · "
-                f"**{stats['state_nodes']}** state nodes · merge rate "
-                f"**{stats['merge_rate']:.0%}**")
+    truncated = fmt(" · **{}** truncated", outcome.n_truncated) if outcome.n_truncated else ""
+    st.markdown(fmt("**{}** rollouts · success rate **{:.0%}** ({}){} · **{}** steps · **{}** "
+                    "state nodes · merge rate **{:.0%}**", outcome.n_traj, outcome.success_rate,
+                    source, truncated, stats["steps"], stats["state_nodes"],
+                    stats["merge_rate"]))
 
 
 def _outcome_warning(ctx: AppContext, outcome: OutcomeCheck) -> None:
@@ -300,8 +301,8 @@ def _outcome_warning(ctx: AppContext, outcome: OutcomeCheck) -> None:
         md("⚠ {}", " ".join(outcome.problems))
         cols = st.columns(max(len(outcome.fixes), 1) + 1)
         for i, fix in enumerate(outcome.fixes):
-            cols[i].button(fix.label, key=f"g_fix_{i}", on_click=_apply_fix, help=fix.label,
-                           args=(ctx.active, fix))
+            cols[i].button(fmt("{}", fix.label), key=f"g_fix_{i}", on_click=_apply_fix,
+                           help=fmt("{}", fix.label), args=(ctx.active, fix))
         cols[-1].caption("The success rule and the success reward are also in the sidebar's "
                          "G2PO parameters (kept per run).")
 
@@ -351,7 +352,8 @@ def _alarm_list(ctx: AppContext, alarms: list[Alarm]) -> None:
         st.caption("None for this group.")
         return
     for alarm in alarms:
-        st.button(alarm.title, key=f"g_alarm_{alarm.kind}", help=alarm.detail,
+        st.button(fmt("{}", alarm.title), key=f"g_alarm_{alarm.kind}",
+                  help=fmt("{}", alarm.detail),
                   on_click=_set_filter, args=(("alarm", alarm.kind),), width="stretch")
         if alarm.kind == "disagreement" and "compare" in ctx.pages:
             st.page_link(ctx.pages["compare"], label="compare G2PO and GRPO →")
@@ -407,7 +409,7 @@ def _steps_tab(graph: StateGraph, full: pd.DataFrame, alarms: list[Alarm],
         pages = (len(table) + PAGE_ROWS - 1) // PAGE_ROWS
         if st.session_state.get("g_steps_page", 1) > pages:
             st.session_state["g_steps_page"] = 1
-        page = st.number_input(f"Page (of {pages}, {PAGE_ROWS} steps each)", 1, pages,
+        page = st.number_input(fmt("Page (of {}, {} steps each)", pages, PAGE_ROWS), 1, pages,
                                key="g_steps_page")
         table = table.iloc[(page - 1) * PAGE_ROWS: page * PAGE_ROWS]
     st.session_state[STEP_ROWS] = table.index.tolist()
@@ -478,8 +480,8 @@ def _key_diff(graph: StateGraph, a: int, b: int) -> None:
             parts.append(f'<ins style="background:#c4f0c4;color:#000">{safe}</ins>')
         else:
             parts.append(safe)
-    st.markdown(f"**Key diff, node {int(a)} → node {int(b)}** (struck out: only in {int(a)}; "
-                f"underlined: only in {int(b)})")
+    st.markdown(fmt("**Key diff, node {} → node {}** (struck out: only in {}; underlined: "
+                    "only in {})", int(a), int(b), int(a), int(b)))
     st.html('<pre style="white-space:pre-wrap;font-size:0.85em">' + "".join(parts) + "</pre>")
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 from app import data
 from app.charts import OVERVIEW_METRICS, assign_run_colors, overview_figure, overview_runs
 from app.context import AppContext, OpenLog
-from app.safe import escape_markdown
+from app.safe import fmt
 from app.sidebar import GOTO_STEP
 from app.ui import show_error
 from g2po.errors import G2POError
@@ -85,11 +85,11 @@ def render(ctx: AppContext) -> None:
         return
 
     n_runs = summary["run"].nunique()
-    st.caption(f"{n_runs} run(s) · {summary['n_steps'].sum():,} step rows · "
-               f"{summary['n_traj'].sum():,} trajectories")
+    st.caption(fmt("{} run(s) · {:,} step rows · {:,} trajectories", n_runs,
+                   int(summary["n_steps"].sum()), int(summary["n_traj"].sum())))
     if pending:
-        st.checkbox(f"Compute the state-merge rate (reads every step row of: "
-                    f"{escape_markdown(', '.join(pending))})", key="ov_compute_merge")
+        st.checkbox(fmt("Compute the state-merge rate (reads every step row of: {})",
+                        ", ".join(pending)), key="ov_compute_merge")
 
     clicked = None
     colors = run_colors(ctx.logs)
@@ -112,7 +112,7 @@ def render(ctx: AppContext) -> None:
     steps = active.log.train_steps() if active else []
     if active is not None and steps:
         default = ctx.train_step if ctx.train_step in steps else steps[-1]
-        choice = st.selectbox(f"Training step of {active.name}", steps,
+        choice = st.selectbox(fmt("Training step of {}", active.name), steps,
                               index=steps.index(default), key="ov_step")
         go = st.button("Open in the group explorer", key="ov_go", type="primary")
         if clicked is not None:

@@ -16,7 +16,7 @@ from app import data
 from app.charts import history_figure
 from app.context import AppContext, OpenLog
 from app.params import SpecParams
-from app.safe import escape_markdown, truncate
+from app.safe import fmt, truncate
 from app.ui import md, show_error
 from app.views.overview import goto_step
 from g2po.analysis.history import history_of, state_table
@@ -121,7 +121,7 @@ def render(ctx: AppContext) -> None:
     version = data.log_version(opened.log)
     tasks = index.tasks()
     if not tasks:
-        st.info(f"{escape_markdown(opened.name)} holds no groups.")
+        st.info(fmt("{} holds no groups.", opened.name))
         return
     n_steps = index.table.groupby("task")["train_step"].nunique().to_dict()
     here = (request["train_step"], request["group_id"]) if request else \
@@ -134,7 +134,7 @@ def render(ctx: AppContext) -> None:
         st.session_state["sh_task"] = current
     if st.session_state.get("sh_task") not in tasks:
         st.session_state["sh_task"] = current if current in tasks else tasks[0]
-    task = st.selectbox(f"Task ({index.by})", tasks, key="sh_task",
+    task = st.selectbox(fmt("Task ({})", index.by), tasks, key="sh_task",
                         format_func=lambda t: task_label(t, n_steps.get(t, 0)))
     groups = index.groups_of(task)
     occurs = groups["train_step"].tolist()
@@ -147,7 +147,8 @@ def render(ctx: AppContext) -> None:
     pairs = tuple(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
                       strict=True))
     placeholder = st.empty()
-    with placeholder, st.spinner(f"Reading one group of each of {len(pairs)} training steps…"):
+    with placeholder, st.spinner(fmt("Reading one group of each of {} training steps…",
+                                     len(pairs))):
         try:
             pairs_key = hashlib.sha256(repr(pairs).encode()).hexdigest()
             table = _state_table(opened.log, opened.key, version, pairs, pairs_key, ctx.params)
@@ -174,10 +175,10 @@ def render(ctx: AppContext) -> None:
     cols[0].metric("Training steps with the task", len(history))
     cols[1].metric("… where the state is reached", len(reached))
     if len(reached):
-        cols[2].metric("V, first → last", f"{reached['value'].iloc[0]:.3g} → "
-                                          f"{reached['value'].iloc[-1]:.3g}")
-        cols[3].metric("Visits, first → last", f"{int(reached['visits'].iloc[0])} → "
-                                               f"{int(reached['visits'].iloc[-1])}")
+        cols[2].metric("V, first → last", fmt("{:.3g} → {:.3g}", reached["value"].iloc[0],
+                                              reached["value"].iloc[-1]))
+        cols[3].metric("Visits, first → last", fmt("{} → {}", int(reached["visits"].iloc[0]),
+                                                   int(reached["visits"].iloc[-1])))
     if (groups["n_groups"] > 1).any():
         st.caption("Some training steps hold the task in several groups; the first group (by "
                    "id) of each is shown.")

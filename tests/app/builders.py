@@ -3,6 +3,7 @@ hostile text for the escaping tests, and an AppTest factory for the app's pages.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,11 @@ def app_test(page: str, argv: list[str], timeout: float = 60) -> AppTest:
     at = AppTest.from_function(entry, kwargs={"page": page, "argv": list(argv)},
                                default_timeout=timeout)
     return at.run()
+
+
+def shown(markdown: str) -> str:
+    """The text a label or message made by ``app.safe.fmt`` shows: its escapes undone."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def texts(at: AppTest) -> str:
