@@ -212,7 +212,7 @@ def verl_steps(
     if keys is not None and all(parsed):
         group = [m.group(1) for m in parsed]
         traj = [f"{m.group(1)}_{m.group(2)}" for m in parsed]
-        t = np.array([int(m.group(3)) for m in parsed], dtype=np.int64)
+        t = _turn_indices(parsed, frame.index, source)
     else:
         if keys is not None:
             group = keys
@@ -312,6 +312,23 @@ def verl_steps(
     return steps
 
 
+#: Digits of the largest turn index a uid may carry (int64 holds 18 digits whole).
+_MAX_TURN_DIGITS = 18
+
+
+def _turn_indices(parsed: list[re.Match], lines, source: str) -> np.ndarray:
+    """(n_lines,) int64: the turn index ending each ``{uid}_{session}_{index}`` uid; a
+    :class:`LogFormatError` naming the line when one is too large to be a turn number."""
+    for match, line in zip(parsed, lines, strict=True):
+        if len(match.group(3).lstrip("0")) > _MAX_TURN_DIGITS:
+            index = match.group(3)
+            shown = index if len(index) <= 24 else f"{index[:20]}… ({len(index)} digits)"
+            raise LogFormatError(f"{source}:{line}: field 'uid' ends in turn index {shown}, "
+                                 "too large for a turn number; the uid must be "
+                                 "'{uid}_{session}_{index}' with index 0, 1, …")
+    return np.array([int(m.group(3)) for m in parsed], dtype=np.int64)
+
+
 def _json_kind(value) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -348,6 +365,9 @@ def load_verl_file(path: str | Path, report: LoadReport | None = None, *,
     if train_step is None:
         match = _STEP_FILE.match(path.name)
         train_step = int(match.group(1)) if match else None
+    if train_step is not None and train_step > np.iinfo(np.int64).max:
+        raise LogFormatError(f"{path}: the global step in the file name ({len(str(train_step))} "
+                             "digits) is too large for a training step")
     records, lines = read_jsonl(path, report)
     if not records:
         raise LogFormatError(f"{path}: no complete line to read")
