@@ -11,7 +11,10 @@ page load each). Per K it reports:
   first drawing of that group);
 - failed views: not drawn within ``--timeout`` seconds, another group drawn, or an error or
   exception box on the page;
-- the server's peak resident memory (the process's ``VmHWM``), a fresh server per K.
+- the server's peak resident memory, a fresh server per K: the process's own peak
+  (``VmHWM``), or, where it ran worker processes (:mod:`app.workers`), the largest sum of its
+  and its workers' resident memory seen (sampled twice a second), whichever is larger;
+- the CPU seconds the server (with its workers) and the browsers used.
 
 With ``--slow``, one more session keeps the server busy with a slow script run (the Run
 overview's state-merge rate, which reads every row of the run) while the K users browse: what
@@ -30,6 +33,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -89,12 +93,44 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def peak_rss_mib(pid: int) -> float:
-    """The peak resident memory of a process (``VmHWM`` in ``/proc/PID/status``), in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used (``/proc/PID/stat``); 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, their children, …), from ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def peak_rss_mib(pid: int, field: str = "VmHWM") -> float:
+    """The peak resident memory of a process (``VmHWM`` in ``/proc/PID/status``; ``VmRSS``:
+    the current one), in MiB; 0 once the process is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return 0.0
+    for line in lines:
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024.0
-    raise RuntimeError(f"no VmHWM for process {pid}")
+    raise RuntimeError(f"no {field} for process {pid}")
 
 
 @dataclass
@@ -117,6 +153,8 @@ class Round:
     peak_mib: float = float("nan")
     wall_s: float = 0.0
     slow_s: float | None = None
+    server_cpu_s: float = float("nan")
+    browser_cpu_s: float = float("nan")
 
     def summary(self) -> dict:
         ok = [v.seconds for v in self.visits if v.error is None]
@@ -126,6 +164,8 @@ class Round:
                 "p95_s": round(percentile(ok, 95), 2) if ok else None,
                 "max_s": round(max(ok), 2) if ok else None,
                 "peak_mib": round(self.peak_mib), "wall_s": round(self.wall_s, 1),
+                "server_cpu_s": round(self.server_cpu_s, 1),
+                "browser_cpu_s": round(self.browser_cpu_s, 1),
                 "slow_run_s": None if self.slow_s is None else round(self.slow_s, 1),
                 "errors": sorted({v.error for v in failed})[:5]}
 
@@ -210,20 +250,27 @@ async def _user(browser, user: int, base: str, run: str, plan: list[tuple[int, s
         await context.close()
 
 
-async def _slow_session(browser, base: str, run: str, done: asyncio.Event) -> float:
+async def _slow_session(browser, base: str, run: str, done: asyncio.Event) -> float | None:
     """A session running a slow script: the Run overview computing the state-merge rate of
-    the whole run; returns its seconds (until ``done`` when it is still running)."""
+    the whole run. Returns the seconds its script run took, or None when it was still
+    running once ``done`` (every user finished)."""
     context = await browser.new_context(viewport=VIEWPORT)
     page = await context.new_page()
-    start = time.perf_counter()
     try:
         await page.goto(f"{base}/overview?{urlencode({'run': run})}")
-        box = page.get_by_role("checkbox", name="Compute the state-merge rate")
-        await box.first.wait_for(timeout=120_000)
-        await box.first.click()
-        while not done.is_set():  # running until every user is done
-            await asyncio.sleep(0.2)
-        return time.perf_counter() - start
+        label = page.get_by_text("Compute the state-merge rate")
+        await label.first.wait_for(timeout=120_000)
+        await label.first.click()
+        start = time.perf_counter()
+        running = page.locator("[data-testid='stStatusWidget']").filter(has_text="Running")
+        seen = False
+        while not done.is_set():
+            if await running.count():
+                seen = True
+            elif seen:
+                return time.perf_counter() - start
+            await asyncio.sleep(0.5)
+        return None
     finally:
         await context.close()
 
@@ -253,13 +300,41 @@ async def _round(users: int, base: str, run: str, plans: list[list[tuple[int, st
 
 def run_round(run_dir: Path, run: str, users: int, plans: list[list[tuple[int, str]]],
               address: str, timeout: float, slow: bool) -> Round:
-    """K users on a fresh server; its peak memory read before it stops."""
+    """K users on a fresh server; its peak memory read before it stops, and the CPU time the
+    server and the browsers (this process's Chromium processes) used meanwhile."""
     with serve(run_dir, address) as (base, pid):
+        server_cpu = cpu_seconds(pid)
+        browsers: dict[int, float] = {}
+        workers: dict[int, float] = {}
+        together = [0.0]  # the largest server + workers resident memory seen
+
+        async def watch_browsers(done: asyncio.Event) -> None:
+            while not done.is_set():  # processes come and go: the last reading of each
+                below = descendants(pid)
+                for child in below:
+                    workers[child] = max(workers.get(child, 0.0), cpu_seconds(child))
+                together[0] = max(together[0], peak_rss_mib(pid, "VmRSS")
+                                  + sum(peak_rss_mib(c, "VmRSS") for c in below))
+                for child in (c for c in descendants(os.getpid()) if c != pid
+                              and c not in below):
+                    browsers[child] = max(browsers.get(child, 0.0), cpu_seconds(child))
+                await asyncio.sleep(0.5)
+
+        async def measured():
+            done = asyncio.Event()
+            watcher = asyncio.create_task(watch_browsers(done))
+            try:
+                return await _round(users, base, run, plans, timeout, slow)
+            finally:
+                done.set()
+                await watcher
+
         start = time.perf_counter()
-        visits, slow_s = asyncio.run(_round(users, base, run, plans, timeout, slow))
+        visits, slow_s = asyncio.run(measured())
         wall = time.perf_counter() - start
-        peak = peak_rss_mib(pid)
-    return Round(users, visits, peak, wall, slow_s)
+        peak = max(peak_rss_mib(pid), together[0])
+        server_cpu = cpu_seconds(pid) - server_cpu + sum(workers.values())
+    return Round(users, visits, peak, wall, slow_s, server_cpu, sum(browsers.values()))
 
 
 def scale_run(run_dir: Path | None) -> Path:
@@ -315,8 +390,10 @@ def main() -> int:
             print(f"K={users}: {figures['views']} views, median {figures['median_s']} s, "
                   f"p95 {figures['p95_s']} s, max {figures['max_s']} s, failed "
                   f"{figures['failed']}, server peak {figures['peak_mib']} MiB, wall "
-                  f"{figures['wall_s']} s"
-                  + (f", slow run {figures['slow_run_s']} s" if args.slow else "")
+                  f"{figures['wall_s']} s, CPU s: server {figures['server_cpu_s']}, browsers "
+                  f"{figures['browser_cpu_s']}"
+                  + (f", slow run {figures['slow_run_s'] or 'still going'} s" if args.slow
+                     else "")
                   + (f"; errors: {figures['errors']}" if figures["errors"] else ""),
                   flush=True)
     if args.json:

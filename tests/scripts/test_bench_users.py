@@ -57,3 +57,25 @@ def test_peak_memory_is_read_from_the_process_and_grows_with_it():
     after = bench.peak_rss_mib(os.getpid())
     assert before > 10 and after >= before + 50
     del block
+
+
+def test_cpu_seconds_and_descendants_follow_a_child_process():
+    import subprocess
+    import sys
+    import time
+
+    bench = _bench()
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.5: pass\ntime.sleep(30)"])
+    try:
+        assert child.pid in bench.descendants(os.getpid())
+        deadline = time.monotonic() + 60
+        while bench.cpu_seconds(child.pid) < 0.4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert bench.cpu_seconds(child.pid) >= 0.4
+        assert bench.peak_rss_mib(child.pid, "VmRSS") > 1
+    finally:
+        child.kill()
+        child.wait()
+    assert bench.cpu_seconds(child.pid) == 0.0 and bench.peak_rss_mib(child.pid) == 0.0
