@@ -31,9 +31,9 @@ import pyarrow.parquet as pq
 import streamlit as st
 
 import loaders
-from app import workers
 from app.options import AppOptions
 from app.params import SpecParams
+from g2po.estimators import estimate
 from g2po.graph import StateGraph, state_graph
 
 __all__ = [
@@ -367,17 +367,18 @@ def graph_id(key: str, train_step: int, group_id: str, params: SpecParams) -> st
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def merge_rates(_log: loaders.Log, key: str, version: tuple[int, int],
-                state_key: str = "exact", _ref: LogRef | None = None) -> pd.DataFrame:
+                state_key: str = "exact") -> pd.DataFrame:
     """State-merge rate per training step, 1 − (state nodes / step rows), summed over groups.
 
     Reads every training step's rows once: the overview asks for it only when the run is
-    small or the user asks. A log read from disk step by step (``_ref`` given) is read in a
-    worker process (:mod:`app.workers`), so the other sessions do not wait behind it.
+    small or the user asks.
     """
-    if _ref is not None and _log.format in workers.DISK_FORMATS:
-        return workers.in_worker(workers.log_merge_rates, _ref.path, _ref.format,
-                                 _ref.open_kwargs(), state_key)
-    return workers.merge_rates_of(_log, state_key)
+    rows = []
+    for step in _log.train_steps():
+        steps = _log.load_step(step)
+        _, ix = estimate(steps, "grpo", state_key=state_key)
+        rows.append({"train_step": step, "merge_rate": 1.0 - ix.n_nodes / max(ix.n_steps, 1)})
+    return pd.DataFrame(rows, columns=["train_step", "merge_rate"])
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -52,7 +52,7 @@ def _summary_of(opened: OpenLog, compute_merge: bool,
         summary = summary.merge(metrics[["train_step", logged]].rename(
             columns={logged: "merge_rate"}), on="train_step", how="left")
     elif compute_merge or summary["n_steps"].sum() <= AUTO_MERGE_RATE_ROWS:
-        rates = data.merge_rates(opened.log, opened.key, version, state_key, _ref=opened.ref)
+        rates = data.merge_rates(opened.log, opened.key, version, state_key)
         summary = summary.merge(rates, on="train_step", how="left")
     else:
         summary["merge_rate"] = float("nan")
