@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 import loaders
+from app import data
 from app.data import (
     LogCache,
     LogRef,
@@ -23,7 +24,7 @@ from app.data import (
     upload_root,
     with_mapping,
 )
-from tests.app.builders import group_steps
+from tests.app.builders import group_steps, write_run
 
 
 def test_a_folder_of_runs_lists_each_run(runs_root):
@@ -182,3 +183,23 @@ def test_sessions_opening_one_log_at_once_read_it_once():
     for t in threads:
         t.join()
     assert len(made) == 1 and len(got) == 4 and all(g is got[0] for g in got)
+
+
+def test_merge_rates_of_a_run_counted_in_arrow_equal_the_graphs(tmp_path):
+    from g2po.graph import state_graph
+
+    run = write_run(tmp_path / "run", 3, rows=300)
+    log = loaders.open_log(run)
+    fast = data._exact_merge_rates(log)
+    assert fast["train_step"].tolist() == [1, 2, 3]
+    for step, rate in zip(fast["train_step"], fast["merge_rate"], strict=True):
+        nodes = sum(state_graph(log.load_group(step, g)).n_states for g in log.groups(step))
+        assert rate == pytest.approx(1.0 - nodes / len(log.load_step(step)))
+    # the page's cached function takes it for the exact key, the estimator's index otherwise
+    assert data.merge_rates(log, "k", (3, 3), "exact").equals(fast)
+    normalized = data.merge_rates(log, "k", (3, 3), "normalized")
+    assert normalized["merge_rate"].ge(fast["merge_rate"] - 1e-12).all()
+    # a step file without a state_key column: the full path, which says what is wrong
+    pd.DataFrame({"group_id": ["g"], "x": [1]}).to_parquet(
+        run / "rollouts" / "step-000004.parquet")
+    assert data._exact_merge_rates(loaders.open_log(run)) is None
