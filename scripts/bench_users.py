@@ -18,13 +18,16 @@ page load each). Per K it reports:
 
 With ``--slow``, one more session keeps the server busy with a slow script run (the Run
 overview's state-merge rate, which reads every row of the run) while the K users browse: what
-one session's long script run costs the others.
+one session's long script run costs the others. ``--beside`` measures the same without
+browsers, in this process: a group's graph and drawing data (a view's main server work) built
+again and again, alone and then while another thread computes that merge rate
+(``app.data.merge_rates``), and how long the merge rate took.
 
 The browser and the server share this machine's cores, so the figures include the browsers'
 own drawing; on a loaded machine they are noisy: repeat them (``--repeats``).
 
 Usage: ``python scripts/bench_users.py [--run-dir DIR] [--users 1 4 8] [--visits 5]
-[--address 127.0.0.1] [--slow] [--repeats 1]``.
+[--address 127.0.0.1] [--slow] [--repeats 1] [--beside]``.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ def descendants(pid: int) -> list[int]:
 
 def peak_rss_mib(pid: int, field: str = "VmHWM") -> float:
     """The peak resident memory of a process (``VmHWM`` in ``/proc/PID/status``; ``VmRSS``:
-    the current one), in MiB; 0 once the process is gone."""
+    the current one), in MiB; 0 once the process is gone (or a zombie, not yet reaped)."""
     try:
         lines = Path(f"/proc/{pid}/status").read_text().splitlines()
     except OSError:
@@ -130,7 +133,7 @@ def peak_rss_mib(pid: int, field: str = "VmHWM") -> float:
     for line in lines:
         if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024.0
-    raise RuntimeError(f"no {field} for process {pid}")
+    return 0.0
 
 
 @dataclass
@@ -260,9 +263,11 @@ async def _slow_session(browser, base: str, run: str, done: asyncio.Event) -> fl
         await page.goto(f"{base}/overview?{urlencode({'run': run})}")
         label = page.get_by_text("Compute the state-merge rate")
         await label.first.wait_for(timeout=120_000)
-        await label.first.click()
-        start = time.perf_counter()
         running = page.locator("[data-testid='stStatusWidget']").filter(has_text="Running")
+        while await running.count():  # the page's own first run done: the box is stable
+            await asyncio.sleep(0.2)
+        await label.first.click(timeout=120_000)
+        start = time.perf_counter()
         seen = False
         while not done.is_set():
             if await running.count():
@@ -337,6 +342,46 @@ def run_round(run_dir: Path, run: str, users: int, plans: list[list[tuple[int, s
     return Round(users, visits, peak, wall, slow_s, server_cpu, sum(browsers.values()))
 
 
+def bench_beside(run_dir: Path, views: int = 60, seed: int = 0) -> dict:
+    """Seconds of a group's graph and drawing data (load, ``state_graph``, ``network_data``)
+    alone, then while another thread computes the run's merge rate with the app's own
+    ``app.data.merge_rates``; and the merge rate's seconds."""
+    import threading
+
+    from app import data
+    from app.graph_html import Highlight, network_data
+    from g2po.graph import state_graph
+    from loaders import open_log
+
+    log = open_log(run_dir)
+    rng = random.Random(seed)
+    steps = log.train_steps()
+    picks = [(s, str(rng.choice(log.groups(s)))) for s in rng.choices(steps, k=views)]
+
+    def view(step: int, group: str) -> float:
+        start = time.perf_counter()
+        graph = state_graph(log.load_group(step, group))
+        network_data(graph, Highlight(), success_reward=10.0, title="bench", graph_id="bench")
+        return time.perf_counter() - start
+
+    view(*picks[0])  # imports and first-use costs
+    alone = [view(*p) for p in picks[: views // 4]]
+    start = time.perf_counter()
+    slow = threading.Thread(target=data.merge_rates, args=(log, f"bench:{run_dir}",
+                                                           (len(steps), steps[-1]), "exact"))
+    slow.start()
+    beside = []
+    for pick in picks[views // 4:]:
+        if not slow.is_alive():
+            break
+        beside.append(view(*pick))
+    slow.join()
+    return {"merge_rate_s": round(time.perf_counter() - start, 1),
+            "view_alone_median_s": round(statistics.median(alone), 3),
+            "view_beside_median_s": round(statistics.median(beside), 3) if beside else None,
+            "views_beside": len(beside)}
+
+
 def scale_run(run_dir: Path | None) -> Path:
     """The ~1.2 M-row scale run: ``run_dir`` when it holds one, else written there (or in a
     temporary folder)."""
@@ -363,6 +408,8 @@ def main() -> int:
                         help="one more session runs a slow script meanwhile")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--beside", action="store_true",
+                        help="only the in-process measure of views beside the merge rate")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     why = chromium_missing()
@@ -372,6 +419,10 @@ def main() -> int:
     from loaders import open_log
 
     run_dir = scale_run(args.run_dir)
+    if args.beside:
+        for _ in range(args.repeats):
+            print(json.dumps(bench_beside(run_dir, seed=args.seed)), flush=True)
+        return 0
     log = open_log(run_dir)
     groups = {s: [str(g) for g in log.groups(s)] for s in log.train_steps()}
     rows = int(log.summary()["n_steps"].sum())
