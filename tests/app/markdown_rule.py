@@ -44,6 +44,8 @@ MARKDOWN_ARGS: dict[str, tuple] = {
 }
 #: Calls whose option labels are markdown too (``options`` and ``format_func``'s results).
 OPTION_MARKDOWN = {"radio", "pills", "segmented_control", "menu_button"}
+#: Where ``format_func`` sits among the positional arguments.
+_FORMAT_FUNC_POSITION = {"radio": 3, "pills": 5, "segmented_control": 5}
 #: Calls refused outright, with what to use instead.
 REFUSED = {"table": "st.table renders every cell as markdown: use st.dataframe",
            "write": "st.write renders strings as markdown: use st.markdown(fmt(...)), "
@@ -244,8 +246,8 @@ class _Checker:
 
     def _check_options(self, call: ast.Call, name: str, scope: _Scope) -> None:
         func = _argument(call, "format_func")
-        if func is None and name in ("radio",):
-            func = _argument(call, 3)
+        if func is None and name in _FORMAT_FUNC_POSITION:
+            func = _argument(call, _FORMAT_FUNC_POSITION[name])
         if func is not None:
             if isinstance(func, ast.Lambda):
                 self._expect_text(func.body, scope, f"st.{name} format_func result",

@@ -63,6 +63,7 @@ CAUGHT = {
     "a tab label": "st.tabs(['Steps', f'{name}'])",
     "radio options from a name": "def f(names):\n    st.radio('Pick', names)",
     "a format_func of pills": "st.pills('P', opts, format_func=lambda o: labels[o])",
+    "a positional format_func": "st.radio('P', opts, 0, lambda o: f'{o}')",
     "fmt with an f-string template": 'st.caption(fmt(f"Run {name}"))',
     "fmt with a variable template": "st.caption(fmt(template, name))",
     "a spinner": 'with st.spinner(f"Reading {name}…"):\n    pass',
