@@ -255,8 +255,9 @@ async def _user(browser, user: int, base: str, run: str, plan: list[tuple[int, s
 
 async def _slow_session(browser, base: str, run: str, done: asyncio.Event) -> float | None:
     """A session running a slow script: the Run overview computing the state-merge rate of
-    the whole run. Returns the seconds its script run took, or None when it was still
-    running once ``done`` (every user finished)."""
+    the whole run. Returns the seconds until that was done (the box asking for it is gone
+    once the rates are shown), or None when it was still running once ``done`` (every user
+    finished)."""
     context = await browser.new_context(viewport=VIEWPORT)
     page = await context.new_page()
     try:
@@ -268,13 +269,10 @@ async def _slow_session(browser, base: str, run: str, done: asyncio.Event) -> fl
             await asyncio.sleep(0.2)
         await label.first.click(timeout=120_000)
         start = time.perf_counter()
-        seen = False
         while not done.is_set():
-            if await running.count():
-                seen = True
-            elif seen:
+            if not await label.count():
                 return time.perf_counter() - start
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.25)
         return None
     finally:
         await context.close()
