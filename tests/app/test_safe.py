@@ -1,4 +1,12 @@
-from app.safe import Markdown, escape_html, escape_markdown, fmt, one_line, truncate
+from app.safe import (
+    Markdown,
+    escape_html,
+    escape_inline_markdown,
+    escape_markdown,
+    fmt,
+    one_line,
+    truncate,
+)
 from tests.app.browser import ROOT
 from tests.app.builders import XSS_IMG, XSS_MD, XSS_SCRIPT
 from tests.app.markdown_rule import RULE, app_files, check_source
@@ -31,21 +39,45 @@ def test_escape_markdown_breaks_streamlits_own_directives_and_folder_name_links(
     assert ":" not in out.replace("\\:", "")
     # a markdown image split over a folder and a run name, once joined by the path
     joined = escape_markdown("![i](https:" + "/" + "evil.example)")
-    assert joined == "\\!\\[i\\]\\(https\\:/evil\\.example\\)"
+    assert joined == "\\!\\[i\\]\\(https\\:\u2060/evil\\.example\\)"
 
 
 def test_fmt_escapes_the_values_and_keeps_the_template():
     name = "![pixinj](https://evil.example) **boldinj** :red[redinj] ~~delinj~~"
     out = fmt("Training step of **{}** · {:.0%} · {:,} rows", name, 0.25, 1234567)
     assert isinstance(out, Markdown)
-    assert out.startswith("Training step of **") and out.endswith("** · 25% · 1,234,567 rows")
-    assert out == f"Training step of **{escape_markdown(name)}** · 25% · 1,234,567 rows"
+    assert out == (f"Training step of **{escape_inline_markdown(name)}** · 25% · 1,234,567 "
+                   "rows")
+    assert escape_inline_markdown(name) == ("!\\[pixinj\\](https:\u2060//evil.example) "
+                                            "\\*\\*boldinj\\*\\* :\u2060red\\[redinj\\] "
+                                            "\\~\\~delinj\\~\\~")
     # a fmt result inside another is escaped once; numbers keep their sign (metric deltas)
-    inner = fmt("**{}**", "a_b")
-    assert fmt("{} and {}", inner, "c_d") == "**a\\_b** and c\\_d"
+    inner = fmt("**{}**", "_a_b_")
+    assert fmt("{} and {}", inner, "*c*") == "**\\_a_b\\_** and \\*c\\*"
     assert fmt("{:+.0%} vs {}", -0.5, 3).startswith("-50%")
     assert fmt("{who} ran", who="[x](javascript:alert(1))") == \
-        "\\[x\\]\\(javascript\\:alert\\(1\\)\\) ran"
+        "\\[x\\](javascript:\u2060alert(1)) ran"
+
+
+def test_inline_escaping_leaves_ordinary_names_alone_and_breaks_every_markup():
+    for plain in ("group_id", "run (2)", "reward: 10", "0.8", "State-merge rate", "a.b.c",
+                  "R&D", "50% of x", "100 steps!", "task #3", "x | y", "{a}", "12:30:45"):
+        assert escape_inline_markdown(plain) == plain, plain
+    cases = {
+        "_em_": "\\_em\\_", "a*b*c": "a\\*b\\*c", "`code`": "\\`code\\`",
+        ":smile:": ":\u2060smile:", ":material/home:": ":\u2060material/home:",
+        ":100:": ":\u2060100:",
+        "https://e.org": "https:\u2060//e.org", "www.e.org": "www\u2060.e.org",
+        "a WWW.e.org": "a WWW\u2060.e.org", "me@e.org": "me@\u2060e.org",
+        "&lt;b&gt;": "\\&lt;b\\&gt;",
+        "<b>x</b>": "\\<b\\>x\\</b\\>", "$x$": "\\$x\\$", "# h": "\\# h",
+        "- item": "\\- item", "+ item": "\\+ item", "12. item": "12\\. item",
+        "3) item": "3\\) item", "> quote": "\\> quote", "=== x": "\\=== x",
+        "| a | b |": "\\| a | b |", "    code block": "code block", "a\nb\r\nc": "a b c",
+        "back\\slash": "back\\\\slash",
+    }
+    for text, escaped in cases.items():
+        assert escape_inline_markdown(text) == escaped, (text, escape_inline_markdown(text))
 
 
 #: Each a way the Drill-in label's bug could be written again; the rule must catch every one.

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from app.safe import JOINER
 from app.shell import PAGES
 from tests.app.browser import (
     ARTIFACTS,
+    ROOT,
     canvas_ink,
     choose,
     graph_frame,
@@ -19,7 +21,7 @@ from tests.app.browser import (
     wait_idle,
     watch,
 )
-from tests.app.builders import group_steps, write_run
+from tests.app.builders import MARKDOWN_CASES, group_steps, write_run
 
 VIEWPORT = {"width": 1600, "height": 1100}
 #: Folder names that are markup: a markdown image whose URL is split by the folder's slash
@@ -98,7 +100,7 @@ def test_hostile_names_render_as_text_on_every_page(browser, app_url):
     page.goto(app_url)
     graph_frame(page, timeout=60_000)
     wait_idle(page)
-    body = page.inner_text("body")
+    body = page.inner_text("body").replace(JOINER, "")  # the joiner fmt puts in ":red"
     # each name shows, as the text it is (the run chooser, the headline)
     for name in HOSTILE_RUNS:
         assert name in body, name
@@ -117,7 +119,8 @@ def test_hostile_names_render_as_text_on_every_page(browser, app_url):
             assert_no_markup(page, seen, f"{title}, {run}")
             if title == PAGES["overview"][1]:
                 label = page.get_by_text("Training step of ", exact=False).first
-                assert label.inner_text().strip() == f"Training step of {run}"
+                assert label.inner_text().replace(JOINER, "").strip() == \
+                    f"Training step of {run}"
     page.screenshot(path=str(ARTIFACTS / "app-hostile-names.png"))
     # an upload with a hostile name: its entry, its success message and its report
     page.goto(app_url)
@@ -175,3 +178,38 @@ def test_a_csv_with_its_own_column_names_opens_through_the_mapping_form(browser,
     page.screenshot(path=str(ARTIFACTS / "app-mapped-upload.png"))
     assert seen.external() == [] and seen.console_errors == []
     page.close()
+
+
+#: Elements markdown makes (emphasis, code, links, images, headings, lists, quotes, rules,
+#: formulas, Streamlit's icons) that text through fmt must never become.
+MADE = """(root) => [...root.querySelectorAll(
+    'a, img, strong, b, em, i, del, s, code, h1, h2, h3, h4, h5, h6, li, blockquote, pre, hr, ' +
+    '.katex, [data-testid="stIconMaterial"], [data-testid="stMarkdownColoredText"]')]
+    .filter(e => !/^keyboard_arrow_(right|down)$/.test(e.textContent))  // the expander's own
+    .map(e => e.tagName + ':' + e.textContent.slice(0, 40))"""
+
+
+def test_text_through_fmt_shows_as_written_in_every_kind_of_element(browser):
+    """Every text of MARKDOWN_CASES through app.safe.fmt in a markdown block, a caption, an
+    info box, a checkbox, selectbox, radio option, metric and expander: nothing but the text."""
+    with serve_app([], script=ROOT / "tests" / "app" / "markdown_page.py") as url:
+        page = browser.new_page(viewport=VIEWPORT)
+        seen = watch(page)
+        page.goto(url)
+        page.get_by_text("done").first.wait_for(timeout=60_000)
+        wait_idle(page)
+        for i, text in enumerate(MARKDOWN_CASES):
+            box = page.locator(f".st-key-case{i}")
+            made = box.evaluate(MADE)
+            assert made == [], (text, made)
+            shown = box.inner_text().replace(JOINER, "")
+            # as written: in the markdown, caption, info, the five labels and the metric value
+            assert shown.count(" ".join(text.split()) if text.startswith(" ") else text) >= 8, \
+                (text, shown)
+        assert page.evaluate("typeof window.__xss") == "undefined"
+        # an ordinary name is its own accessible name (no escapes read out)
+        plain = MARKDOWN_CASES[-1]
+        assert page.get_by_role("combobox", name=plain, exact=True).count() == 1
+        assert seen.external() == [] and seen.dialogs == [], seen.external()
+        page.screenshot(path=str(ARTIFACTS / "app-markdown-cases.png"), full_page=True)
+        page.close()
