@@ -12,9 +12,9 @@ page load each). Per K it reports:
 - failed views: not drawn within ``--timeout`` seconds, another group drawn, or an error or
   exception box on the page;
 - the server's peak resident memory, a fresh server per K: the process's own peak
-  (``VmHWM``), or, where it ran worker processes (:mod:`app.workers`), the largest sum of its
-  and its workers' resident memory seen (sampled twice a second), whichever is larger;
-- the CPU seconds the server (with its workers) and the browsers used.
+  (``VmHWM``), or, should it start child processes, the largest sum of its and their
+  resident memory seen (sampled twice a second), whichever is larger;
+- the CPU seconds the server (with any children) and the browsers used.
 
 With ``--slow``, one more session keeps the server busy with a slow script run (the Run
 overview's state-merge rate, which reads every row of the run) while the K users browse: what
@@ -308,14 +308,14 @@ def run_round(run_dir: Path, run: str, users: int, plans: list[list[tuple[int, s
     with serve(run_dir, address) as (base, pid):
         server_cpu = cpu_seconds(pid)
         browsers: dict[int, float] = {}
-        workers: dict[int, float] = {}
-        together = [0.0]  # the largest server + workers resident memory seen
+        children: dict[int, float] = {}
+        together = [0.0]  # the largest server + children resident memory seen
 
         async def watch_browsers(done: asyncio.Event) -> None:
             while not done.is_set():  # processes come and go: the last reading of each
                 below = descendants(pid)
                 for child in below:
-                    workers[child] = max(workers.get(child, 0.0), cpu_seconds(child))
+                    children[child] = max(children.get(child, 0.0), cpu_seconds(child))
                 together[0] = max(together[0], peak_rss_mib(pid, "VmRSS")
                                   + sum(peak_rss_mib(c, "VmRSS") for c in below))
                 for child in (c for c in descendants(os.getpid()) if c != pid
@@ -336,7 +336,7 @@ def run_round(run_dir: Path, run: str, users: int, plans: list[list[tuple[int, s
         visits, slow_s = asyncio.run(measured())
         wall = time.perf_counter() - start
         peak = max(peak_rss_mib(pid), together[0])
-        server_cpu = cpu_seconds(pid) - server_cpu + sum(workers.values())
+        server_cpu = cpu_seconds(pid) - server_cpu + sum(children.values())
     return Round(users, visits, peak, wall, slow_s, server_cpu, sum(browsers.values()))
 
 
