@@ -21,7 +21,7 @@ from app import data
 from app.context import OpenLog
 from app.data import LogRef
 from app.options import SAMPLE_DIR, AppOptions
-from app.safe import escape_markdown
+from app.safe import fmt
 from app.ui import show_short_error
 from g2po.errors import G2POError
 from g2po.steps import REQUIRED_COLUMNS
@@ -89,7 +89,7 @@ def log_sources(options: AppOptions, panel) -> Sources:
             continue
         refs.extend(_mapped(found))
         for note in notes:
-            st.caption(f"Skipped: {escape_markdown(note)}")
+            st.caption(fmt("Skipped: {}", note))
     allowed = roots(options, refs)
     with panel:
         st.markdown("**Open another log**")
@@ -235,15 +235,15 @@ def _mapping_form(key: str, name: str, columns: list[str], missing: list[str],
                   current: dict[str, str]) -> dict[str, str] | None:
     """A column for each role, prefilled with the current mapping or the loaders'
     suggestions; returns the mapping once submitted with every required role filled."""
-    st.warning(f"{escape_markdown(name)} has no column for "
-               f"{escape_markdown(', '.join(missing))}: choose one for each role.")
+    st.warning(fmt("{} has no column for {}: choose one for each role.", name,
+                   ", ".join(missing)))
     suggested = {**suggest_mapping(columns), **current}
     options = [_NONE, *columns]
     with st.form(key, border=True):
         picked = {}
         for role in MAPPING_ROLES:
             default = suggested.get(role)
-            label = role if role in REQUIRED_COLUMNS else f"{role} (optional)"  # ours: plain
+            label = fmt("{}", role) if role in REQUIRED_COLUMNS else fmt("{} (optional)", role)
             picked[role] = st.selectbox(label, options, key=f"{key}:{role}",
                                         index=options.index(default) if default in options
                                         else 0)
@@ -252,7 +252,7 @@ def _mapping_form(key: str, name: str, columns: list[str], missing: list[str],
         return None
     unset = [r for r in REQUIRED_COLUMNS if r != "is_action_valid" and picked[r] == _NONE]
     if unset:
-        st.error(f"Choose a column for {escape_markdown(', '.join(unset))}.")
+        st.error(fmt("Choose a column for {}.", ", ".join(unset)))
         return None
     return {role: col for role, col in picked.items() if col != _NONE}
 
@@ -267,7 +267,7 @@ def _last_report(options: AppOptions) -> None:
     except _ERRORS:
         return
     steps = log.train_steps()
-    st.success(f"Opened {escape_markdown(ref.name)}: {len(steps)} training step(s).")
+    st.success(fmt("Opened {}: {} training step(s).", ref.name, len(steps)))
     _report(ref.name, log, expanded=True)
 
 
@@ -340,6 +340,6 @@ def _report(name: str, log: loaders.Log, expanded: bool = False) -> None:
     report = getattr(log, "report", None)
     lines = report.lines() if report is not None else []
     if lines:
-        with st.expander(f"Load report: {escape_markdown(name)} ({len(lines)})",
+        with st.expander(fmt("Load report: {} ({})", name, len(lines)),
                          expanded=expanded):
             st.code("\n".join(lines), language=None, wrap_lines=True)

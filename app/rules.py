@@ -18,7 +18,7 @@ import streamlit as st
 
 from app import data
 from app.context import OpenLog
-from app.safe import escape_markdown
+from app.safe import fmt
 from app.ui import keep_widget_value, md, show_error
 from app.url_state import seed_from_url, write_url
 from g2po.errors import G2POError
@@ -201,6 +201,6 @@ def truncation_offer(opened: OpenLog, hint: TruncationHint | None, where: str) -
         return
     with st.container(border=True):
         md("⚠ **{}**: {}", opened.name, hint.message())
-        st.button(escape_markdown(f"Count length ≥ {hint.length} without success as truncated"),
+        st.button(fmt("Count length ≥ {} without success as truncated", hint.length),
                   key=f"truncate_offer:{where}:{opened.key}", on_click=apply_fix,
                   args=(opened.key, Fix("truncate_at", "", float(hint.length))))

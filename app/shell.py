@@ -20,7 +20,7 @@ import streamlit as st
 
 from app.context import AppContext
 from app.options import OptionsError, parse_options
-from app.sidebar import build_context, missing_run_message
+from app.sidebar import build_context, warn_missing_run
 from app.ui import show_error, show_internal_error
 
 __all__ = ["run", "PAGES", "load_plugins"]
@@ -93,6 +93,6 @@ def run(argv: Sequence[str] | None = None, start_page: str | None = None) -> Non
     }
     ctx.pages = pages
     if ctx.missing_run is not None:  # above every page: no other run is shown in its place
-        st.warning(missing_run_message(ctx.missing_run))
+        warn_missing_run(ctx.missing_run)
     st.navigation(list(pages.values())).run()
 

@@ -12,13 +12,13 @@ from app import data, open_logs, rules
 from app.context import AppContext, OpenLog
 from app.options import AppOptions
 from app.params import NORM_MODES, STATE_KEY_CHOICES, SpecParams
-from app.safe import escape_markdown, truncate
+from app.safe import fmt, truncate
 from app.ui import keep_widget_value, show_error
 from app.url_state import seed_from_url, url_value, write_url
 from g2po.analysis.labels import lead_with_difference
 from g2po.errors import G2POError
 
-__all__ = ["build_context", "GOTO_STEP", "MISSING_RUN", "missing_run_message"]
+__all__ = ["build_context", "GOTO_STEP", "MISSING_RUN", "warn_missing_run"]
 
 #: Session key: a training step requested by another page (overview click).
 GOTO_STEP = "_g2po_goto_step"
@@ -60,17 +60,16 @@ MISSING_RUN = "_g2po_missing_run"
 RUN_URL_NAMES = ("step", "group", "traj", "node", "edge", "outcome", *rules.URL_NAMES)
 
 
-def missing_run_message(name: str) -> str:
-    """What to say when the URL names run ``name``, not open in this session (markdown,
-    ``name`` escaped)."""
+def warn_missing_run(name: str) -> None:
+    """Say that the URL names run ``name``, not open in this session, and how to open it."""
     if name.startswith("upload: "):
         how = ("Uploads stay with the browser session that made them: upload the file again "
                "(at the foot of the sidebar) to open it, or choose a run to show instead.")
     else:
         how = ("Open it again (the path box at the foot of the sidebar), or choose a run to "
                "show instead.")
-    return f"The link names the run “{escape_markdown(name)}”, which is not open in this " \
-           f"session. {how}"
+    st.warning(fmt("The link names the run “{}”, which is not open in this session. {}",
+                   name, how))
 
 
 def _choose_active(ctx: AppContext) -> OpenLog | None:
@@ -113,7 +112,7 @@ def _missing_without_logs(ctx: AppContext) -> None:
         wanted = url_value("run")
         if wanted is not None:
             ctx.missing_run = wanted
-            st.warning(missing_run_message(wanted))
+            warn_missing_run(wanted)
 
 
 def _instead_of_missing(ctx: AppContext, missing: str, names: list[str]) -> OpenLog | None:
@@ -122,7 +121,7 @@ def _instead_of_missing(ctx: AppContext, missing: str, names: list[str]) -> Open
     choice = st.session_state.get("active_run_instead")
     if choice not in names:
         ctx.missing_run = missing
-        st.warning(missing_run_message(missing))
+        warn_missing_run(missing)
         st.selectbox("Run to inspect", names, index=None, key="active_run_instead",
                      placeholder="choose a run to show instead")
         return None
@@ -144,7 +143,7 @@ def _choose_group(ctx: AppContext) -> None:
         show_error(f"Cannot list the training steps of {opened.name}", err)
         return
     if not steps:
-        st.info(f"{opened.name} holds no training steps yet.")
+        st.info(fmt("{} holds no training steps yet.", opened.name))
         return
     step_key = f"train_step:{opened.key}"
     last_key = f"_g2po_last_step:{opened.key}"
@@ -173,7 +172,7 @@ def _choose_group(ctx: AppContext) -> None:
         show_error(f"Cannot list the groups of training step {ctx.train_step}", err)
         return
     if not groups:
-        st.info(f"Training step {ctx.train_step} holds no groups.")
+        st.info(fmt("Training step {} holds no groups.", ctx.train_step))
         return
     labels, shared = _group_labels(groups, summary)
     group_key = f"group:{opened.key}:{ctx.train_step}"
@@ -184,8 +183,9 @@ def _choose_group(ctx: AppContext) -> None:
     keep_widget_value(group_key)
     ctx.group_id = st.selectbox(
         "Group (task)", groups, key=group_key, format_func=lambda g: labels.get(g, g),
-        help=("Each group by what tells it apart, its success rate and rollouts"
-              + (f"; every id starts with {escape_markdown(shared)}" if shared else "")))
+        help=fmt("Each group by what tells it apart, its success rate and rollouts; every "
+                 "id starts with {}", shared) if shared else
+        "Each group by what tells it apart, its success rate and rollouts")
     st.session_state["_g2po_last_group"] = ctx.group_id
     write_url(group=ctx.group_id)
 
@@ -294,7 +294,7 @@ def _live_watcher(ctx: AppContext, options: AppOptions) -> None:
     runs = [o for o in ctx.logs if o.log.format == "run"]
     if not runs or options.refresh <= 0:
         return
-    live = st.toggle(f"Live: watch for new training steps (every {options.refresh:g} s)",
+    live = st.toggle(fmt("Live: watch for new training steps (every {:g} s)", options.refresh),
                      value=True, key="live")
     if not live:
         return
@@ -309,7 +309,7 @@ def _live_watcher(ctx: AppContext, options: AppOptions) -> None:
                 continue
             if data.log_version(o.log) != seen[o.key]:
                 changed = True
-        st.caption(f"Checked {time.strftime('%H:%M:%S')}")
+        st.caption(fmt("Checked {}", time.strftime("%H:%M:%S")))
         if changed:
             st.rerun(scope="app")
 

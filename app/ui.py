@@ -1,4 +1,7 @@
-"""Small Streamlit helpers shared by the views: messages for errors, escaped text."""
+"""Small Streamlit helpers shared by the views: messages for errors, escaped text.
+
+Text reaches Streamlit only as a string literal or through :func:`app.safe.fmt` (the rule,
+and why, are in its docstring); :func:`md` is ``st.markdown(fmt(template, *values))``."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from app import data
-from app.safe import escape_markdown, truncate
+from app.safe import fmt, truncate
 from g2po.errors import G2POError
 
 if TYPE_CHECKING:
@@ -25,7 +28,7 @@ def show_error(title: str, err: BaseException | str) -> None:
     the file, line or field), both escaped, the details verbatim in a code block."""
     detail = str(err) if isinstance(err, str) else f"{type(err).__name__}: {err}"
     first, _, rest = detail.partition("\n")
-    st.error(f"{escape_markdown(title)}: {escape_markdown(first)}")
+    st.error(fmt("{}: {}", title, first))
     if rest.strip():
         st.code(rest, language=None)
 
@@ -39,7 +42,7 @@ def show_short_error(title: str, err: BaseException | str, limit: int = 240) -> 
     first = lines[0] if lines else detail
     if first.endswith(":") and len(lines) > 1:  # "N problem(s) …:" then the problems
         first = f"{first} {lines[1]}"
-    st.error(f"{escape_markdown(title)}: {escape_markdown(truncate(first, limit))}")
+    st.error(fmt("{}: {}", title, truncate(first, limit)))
     if detail.strip() != truncate(first, limit):
         with st.expander("Details"):
             st.code(detail, language=None, wrap_lines=True)
@@ -62,15 +65,14 @@ def show_internal_error(what: str, err: BaseException) -> None:
     """A bug, not bad input: a plain message on the page (no traceback, no server paths, no
     links), the traceback in the server's log."""
     logging.getLogger("app").error("%s failed", what, exc_info=err)
-    st.error(f"{escape_markdown(what)} failed with an internal error "
-             f"({escape_markdown(type(err).__name__)}). The details are in the server's log; "
-             "other pages and choices still work.")
+    st.error(fmt("{} failed with an internal error ({}). The details are in the server's log; "
+                 "other pages and choices still work.", what, type(err).__name__))
 
 
 def md(template: str, *values: object) -> None:
-    """``st.markdown`` of a trusted ``template`` with untrusted ``values`` escaped into its
-    ``{}`` slots."""
-    st.markdown(template.format(*(escape_markdown(v) for v in values)))
+    """``st.markdown(fmt(template, *values))``: a string literal ``template`` with untrusted
+    ``values`` escaped into its ``{}`` slots."""
+    st.markdown(fmt(template, *values))
 
 
 def no_group_message() -> None:
@@ -81,7 +83,7 @@ def no_group_message() -> None:
 def group_page(ctx: AppContext, title: str) -> bool:
     """The title and headline of a page about the chosen group; False, with a hint, when no
     group is chosen yet."""
-    st.title(title)
+    st.title(fmt("{}", title))
     if not ctx.has_group:
         no_group_message()
         return False

@@ -8,7 +8,7 @@ from pathlib import Path
 from loaders.errors import LoaderError, NoLogFoundError
 from loaders.files import SNIFF_BYTES, is_regular_file, read_prefix
 from loaders.pickles import PICKLE_SUFFIXES, is_pickle_bytes
-from loaders.rundir import MANIFEST, is_run_dir
+from loaders.rundir import MANIFEST, ROLLOUTS, is_run_dir
 from loaders.verl import is_verl_record, verl_step_files
 
 __all__ = ["FORMATS", "detect_format", "check_format"]
@@ -63,8 +63,10 @@ def detect_format(path: str | Path) -> str:
                for p in path.iterdir()):
             return "pickle"
         found = sorted(p.name for p in path.iterdir())[:8]
+        hint = f" (a run's {ROLLOUTS}/ folder? pass the run directory, {path.parent})" \
+            if path.name == ROLLOUTS and any(n.startswith("step-") for n in found) else ""
         raise NoLogFoundError(f"{path}: no logs found in this directory; {_EXPECTED}. "
-                              f"It holds: {', '.join(found) if found else 'nothing'}")
+                              f"It holds: {', '.join(found) if found else 'nothing'}{hint}")
     if path.name == MANIFEST:
         return "run"
     suffix = path.suffix.lower()

@@ -216,7 +216,9 @@ class Log:
             if group_id is not None:
                 self._no_group(train_step, group_id,
                                sorted({g for s in steps for g in self.groups(s)}))
-            raise LoaderError(f"{self.path}: the log holds no step rows")
+            notes = "; ".join(self.report.notes)
+            raise LoaderError(f"{self.path}: the log holds no step rows"
+                              + (f" ({notes})" if notes else ""))
         frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
         attach_report(frame, self.report)
         return frame

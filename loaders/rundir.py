@@ -327,6 +327,16 @@ def _scan_step_files(path: Path) -> tuple[dict[int, Path], dict[int, list[Path]]
     return files, {step: paths for step, paths in claims.items() if len(paths) > 1}, special
 
 
+def _not_step_files(path: Path) -> list[str]:
+    """The names in ``rollouts/`` that no training step is read from (hidden names aside: a
+    step file being written is ``.step-*.tmp-*``)."""
+    folder = path / ROLLOUTS
+    if not folder.is_dir():
+        return []
+    return sorted(e.name for e in os.scandir(folder)
+                  if not e.name.startswith(".") and not _STEP_RE.match(e.name))
+
+
 def _footer_problem(path: Path, text: str) -> LogFormatError:
     return LogFormatError(f"{path}: the footer's g2po.step metadata {text}; the file was "
                           "damaged or written by another tool (rewrite the step, or drop the "
@@ -399,6 +409,12 @@ class Run(Log):
         self._files, self._claimed, self._special = _scan_step_files(self.path)
         pending = [p.name for p in (self.path / ROLLOUTS).glob(".step-*.tmp-*")] \
             if (self.path / ROLLOUTS).is_dir() else []
+        others = _not_step_files(self.path)
+        if others:
+            self._base_report.note(
+                f"{self.path / ROLLOUTS}: {len(others)} entr(ies) not named "
+                f"step-NNNNNN.parquet, not read: {', '.join(others[:5])}"
+                + (" …" if len(others) > 5 else ""))
         if pending:
             self._base_report.note(f"{len(pending)} step file(s) being written or left by a crash, "
                              f"ignored: {', '.join(sorted(pending)[:3])}")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -241,7 +242,7 @@ def verl_steps(
 
     # Identity: group, trajectory, turn.
     keys = [str(k) for k in frame["uid"].tolist()] if "uid" in frame.columns else None
-    split = split_keys(keys) if keys is not None else None
+    split = split_keys(keys, frame.index, source) if keys is not None else None
     if split is not None:
         group, traj, t = split
     else:
@@ -334,19 +335,26 @@ def verl_steps(
     return steps
 
 
-def split_keys(keys: list[str]) -> tuple[list[str], list[str], np.ndarray] | None:
+def split_keys(keys: list[str], lines: Sequence | None = None, source: str = ""
+               ) -> tuple[list[str], list[str], np.ndarray] | None:
     """Group, trajectory and turn of agent-loop row keys ``{uid}_{session}_{index}``: the
-    prompt uid; uid plus session; the index, (n,) int64. None unless every key has that form.
+    prompt uid; uid plus session; the index, (n,) int64. None unless every key has that form;
+    a :class:`LogFormatError` naming the line (``lines``: each key's line number in
+    ``source``) when an index is too large to be a turn number.
     """
     parts = [k.rsplit("_", 2) for k in keys]  # the regex's answer where all parts are digits
     if all(len(p) == 3 and p[1].isdecimal() and p[2].isdecimal() for p in parts):
-        return ([p[0] for p in parts], [f"{p[0]}_{p[1]}" for p in parts],
-                np.array([int(p[2]) for p in parts], dtype=np.int64))
-    parsed = [_KEY_FORMAT.match(k) for k in keys]
-    if not all(parsed):
-        return None
-    return ([m.group(1) for m in parsed], [f"{m.group(1)}_{m.group(2)}" for m in parsed],
-            np.array([int(m.group(3)) for m in parsed], dtype=np.int64))
+        group, traj = [p[0] for p in parts], [f"{p[0]}_{p[1]}" for p in parts]
+        index = [p[2] for p in parts]
+    else:
+        parsed = [_KEY_FORMAT.match(k) for k in keys]
+        if not all(parsed):
+            return None
+        group = [m.group(1) for m in parsed]
+        traj = [f"{m.group(1)}_{m.group(2)}" for m in parsed]
+        index = [m.group(3) for m in parsed]
+    return group, traj, _turn_indices(index, range(len(keys)) if lines is None else lines,
+                                      source)
 
 
 def task_labels(values: list) -> list[str | None]:
@@ -378,6 +386,23 @@ def step_disagrees(source: str) -> str:
     """The note for a file whose lines' ``step`` is not the global step of its name."""
     return (f"{source}: field 'step' disagrees with the file name on some lines; the file "
             "name's global step is used")
+
+
+#: Digits of the largest turn index a uid may carry (int64 holds 18 digits whole).
+_MAX_TURN_DIGITS = 18
+
+
+def _turn_indices(indices: list[str], lines: Sequence, source: str) -> np.ndarray:
+    """(n_lines,) int64: the turn indices (digits) ending ``{uid}_{session}_{index}`` uids; a
+    :class:`LogFormatError` naming the line when one is too large to be a turn number."""
+    long = max(map(len, indices), default=0) > _MAX_TURN_DIGITS
+    for index, line in zip(indices, lines, strict=True) if long else ():
+        if len(index.lstrip("0")) > _MAX_TURN_DIGITS:
+            shown = index if len(index) <= 24 else f"{index[:20]}… ({len(index)} digits)"
+            raise LogFormatError(f"{source}:{line}: field 'uid' ends in turn index {shown}, "
+                                 "too large for a turn number; the uid must be "
+                                 "'{uid}_{session}_{index}' with index 0, 1, …")
+    return np.array([int(i) for i in indices], dtype=np.int64)
 
 
 def _json_kind(value) -> str:
@@ -416,6 +441,9 @@ def load_verl_file(path: str | Path, report: LoadReport | None = None, *,
     if train_step is None:
         match = _STEP_FILE.match(path.name)
         train_step = int(match.group(1)) if match else None
+    if train_step is not None and train_step > np.iinfo(np.int64).max:
+        raise LogFormatError(f"{path}: the global step in the file name ({len(str(train_step))} "
+                             "digits) is too large for a training step")
     records, lines = read_jsonl(path, report)
     if not records:
         raise LogFormatError(f"{path}: no complete line to read")

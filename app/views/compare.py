@@ -19,7 +19,7 @@ from app import data
 from app.charts import advantage_lines, correlation_heatmap
 from app.context import AppContext
 from app.params import STATE_KEY_CHOICES, SpecParams
-from app.safe import escape_markdown, truncate
+from app.safe import fmt, truncate
 from app.tables import style_diverging
 from app.ui import group_page, md, show_error
 from app.url_state import reseed
@@ -86,22 +86,23 @@ def _param_inputs(name: str, defaults: dict[str, object]) -> dict[str, object]:
     for param, value in defaults.items():
         key = f"cmp_{name}_{param}"
         if own[param] is None:  # an optional number (the success threshold): off is None
-            on = st.checkbox(f"{param} on", value=value is not None, key=f"{key}_on")
-            number = st.number_input(param, value=0.0 if value is None else float(value),
+            on = st.checkbox(fmt("{} on", param), value=value is not None, key=f"{key}_on")
+            number = st.number_input(fmt("{}", param), value=0.0 if value is None else float(value),
                                      key=key, format="%.4g", disabled=not on)
             chosen[param] = float(number) if on else None
         elif param in choices:
             options = list(choices[param])
             index = options.index(value) if value in options else 0
-            chosen[param] = st.selectbox(param, options, index=index, key=key)
+            chosen[param] = st.selectbox(fmt("{}", param), options, index=index, key=key)
         elif isinstance(value, bool):
-            chosen[param] = st.checkbox(param, value=value, key=key)
+            chosen[param] = st.checkbox(fmt("{}", param), value=value, key=key)
         elif isinstance(value, int):
-            chosen[param] = int(st.number_input(param, value=value, step=1, key=key))
+            chosen[param] = int(st.number_input(fmt("{}", param), value=value, step=1, key=key))
         elif isinstance(value, float):
-            chosen[param] = st.number_input(param, value=value, key=key, format="%.4g")
+            chosen[param] = st.number_input(fmt("{}", param), value=value, key=key,
+                                            format="%.4g")
         else:
-            chosen[param] = st.text_input(param, value=str(value), key=key)
+            chosen[param] = st.text_input(fmt("{}", param), value=str(value), key=key)
     return chosen
 
 
@@ -157,11 +158,12 @@ def render(ctx: AppContext) -> None:
                  state_key == ctx.params.state_key else
                  "the step's state under this page's state key (the group explorer numbers "
                  "the sidebar's)")
-    st.caption("`rollout`: the trajectory id, shortened in the middle; `node`: " + node_text
-               + "; `outcome`: what its trajectory reached. `" + result.text_column + "`: "
-               + ("what the policy saw at the step (the log's observation)."
-                  if result.text_column == "observation" else
-                  "the state key the step merged by (the log has no observation column)."))
+    text_text = (fmt("`observation`: what the policy saw at the step (the log's observation).")
+                 if result.text_column == "observation" else
+                 fmt("`state_key`: the state key the step merged by (the log has no "
+                     "observation column)."))
+    st.caption(fmt("`rollout`: the trajectory id, shortened in the middle; `node`: {}; "
+                   "`outcome`: what its trajectory reached. {}", node_text, text_text))
     st.dataframe(style_diverging(_with_short_ids(shown_table, short), ran), hide_index=True,
                  height=360)
 
@@ -218,12 +220,11 @@ def _disagreements(ctx: AppContext, result: Comparison, short: dict[str, str]) -
         st.caption("Choose two different estimators.")
         return
     diff = sign_disagreements(table, a, b, result.parts)
-    st.caption(f"{len(diff)} of {len(table)} steps get opposite signs from "
-               f"{escape_markdown(a)} and {escape_markdown(b)}, each shown with the parts of "
-               "its advantage. Widest disagreement first: `z gap` compares the two on one "
-               "scale (each estimator's advantages z-scored over the group's steps), since "
-               "their raw values may be normalised differently. Click a row to open the step "
-               "in the group explorer.")
+    st.caption(fmt("{} of {} steps get opposite signs from {} and {}, each shown with the "
+                   "parts of its advantage. Widest disagreement first: `z gap` compares the two "
+                   "on one scale (each estimator's advantages z-scored over the group's steps), "
+                   "since their raw values may be normalised differently. Click a row to open "
+                   "the step in the group explorer.", len(diff), len(table), a, b))
     numbers = [c for c in diff.columns if c == a or c == b or c.startswith((f"{a} · ",
                                                                              f"{b} · "))]
     event = st.dataframe(style_diverging(_with_short_ids(diff, short), [*numbers, "z gap"]),

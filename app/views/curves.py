@@ -13,7 +13,7 @@ import streamlit as st
 from app import data
 from app.charts import metric_figure
 from app.context import AppContext, OpenLog
-from app.safe import escape_markdown
+from app.safe import fmt
 from app.ui import show_error
 from app.views.overview import goto_step, run_colors
 from g2po.analysis.history import metric_namespaces, metric_series, namespace_of
@@ -60,7 +60,7 @@ def _metrics_of(logs: list[OpenLog]) -> dict[str, pd.DataFrame]:
         if len(frame.columns) > 1:
             frames[opened.name] = frame
             for note in report_of(frame).notes:
-                st.caption(escape_markdown(f"{opened.name}: {note}"))
+                st.caption(fmt("{}: {}", opened.name, note))
     return frames
 
 
@@ -81,8 +81,8 @@ def render(ctx: AppContext) -> None:
             groups.setdefault(ns, set()).update(names)
     options = [name for ns in sorted(groups, key=lambda n: (n.startswith("("), n))
                for name in sorted(groups[ns])]
-    st.caption(f"{len(options)} metrics in {len(groups)} namespaces: " + escape_markdown(
-        ", ".join(f"{ns} ({len(names)})" for ns, names in groups.items())))
+    st.caption(fmt("{} metrics in {} namespaces: {}", len(options), len(groups),
+                   ", ".join(f"{ns} ({len(names)})" for ns, names in groups.items())))
     default = default_metrics(options)
     if "cv_metrics" in st.session_state:  # keep the choice; drop what a rerun no longer has
         st.session_state["cv_metrics"] = [m for m in st.session_state["cv_metrics"]
@@ -106,7 +106,7 @@ def render(ctx: AppContext) -> None:
         by_ns.setdefault(namespace_of(name), []).append(name)
     clicked = None
     for ns, names in by_ns.items():
-        st.subheader(escape_markdown(ns))
+        st.subheader(fmt("{}", ns))
         cols = st.columns(2)
         for i, name in enumerate(names):
             fig, trace_runs = metric_figure(series, name, colors, smoothed=smoothing > 0)

@@ -18,7 +18,7 @@ from app import data
 from app.charts import histogram
 from app.context import AppContext
 from app.params import SpecParams
-from app.safe import escape_html
+from app.safe import escape_html, fmt
 from app.ui import chosen_graph, group_page, md, show_error
 from g2po.analysis.diagnostics import (
     char_diff,
@@ -74,7 +74,7 @@ def _near_duplicates(graph: StateGraph, graph_key: str, threshold: float, bar) -
         _PAIRS.move_to_end(key)
         return _PAIRS[key]
     pairs = near_duplicate_keys(graph, threshold, progress=lambda f: bar.progress(
-        min(max(f, 0.0), 1.0), text=f"Comparing state keys… {f:.0%}"))
+        min(max(f, 0.0), 1.0), text=fmt("Comparing state keys… {:.0%}", f)))
     _PAIRS[key] = pairs
     while len(_PAIRS) > _PAIRS_MAX:
         _PAIRS.popitem(last=False)
@@ -96,12 +96,12 @@ def render(ctx: AppContext) -> None:
         return
     stats = merge_stats(graph)
     cols = st.columns(4)
-    cols[0].metric("State nodes", stats["state_nodes"])
-    cols[1].metric("Singleton nodes", f"{stats['singleton_share']:.0%}",
+    cols[0].metric("State nodes", fmt("{}", stats["state_nodes"]))
+    cols[1].metric("Singleton nodes", fmt("{:.0%}", stats["singleton_share"]),
                    help="Nodes seen once: A^NC has no reference set there (it is 0).")
-    cols[2].metric("Merge rate", f"{stats['merge_rate']:.0%}",
+    cols[2].metric("Merge rate", fmt("{:.0%}", stats["merge_rate"]),
                    help="1 − state nodes / steps")
-    cols[3].metric("Most visits", stats["max_visits"])
+    cols[3].metric("Most visits", fmt("{}", stats["max_visits"]))
 
     st.subheader("Near-duplicate state keys that did not merge")
     threshold = st.slider("similarity (difflib ratio) at least", 0.5, 1.0, 0.9, 0.01,
@@ -116,25 +116,24 @@ def render(ctx: AppContext) -> None:
             st.caption("No pair of distinct nodes is that similar.")
         else:
             objects = int(pairs["different_objects"].sum())
-            st.caption(f"{len(pairs)} pair(s), most similar first; the characters only one key "
-                       "has are marked (A struck through in red, B in green). Try the "
-                       "`normalized`, `regex` or `similarity` state key in the sidebar to merge "
-                       "them.")
+            st.caption(fmt("{} pair(s), most similar first; the characters only one key "
+                           "has are marked (A struck through in red, B in green). Try the "
+                           "`normalized`, `regex` or `similarity` state key in the sidebar to "
+                           "merge them.", len(pairs)))
             if objects:
-                st.caption(f"{objects} pair(s) name different objects (an object's name or "
-                           "number differs: `countertop 1` / `countertop 2`, `fridge 1` / "
-                           "`drawer 1`): they are different states, so they come last and "
-                           "merging them is not advised.")
+                st.caption(fmt("{} pair(s) name different objects (an object's name or "
+                               "number differs: `countertop 1` / `countertop 2`, `fridge 1` / "
+                               "`drawer 1`): they are different states, so they come last and "
+                               "merging them is not advised.", objects))
             for row in pairs.head(PAIRS_SHOWN).itertuples():
-                st.markdown(f"**node {row.node_a}** ({row.visits_a} visits) vs **node "
-                            f"{row.node_b}** ({row.visits_b} visits) · similarity "
-                            f"{row.similarity:.3f}")
+                md("**node {}** ({} visits) vs **node {}** ({} visits) · similarity {:.3f}",
+                   row.node_a, row.visits_a, row.node_b, row.visits_b, row.similarity)
                 if row.different_objects:
                     md("Not to merge: {}", row.note)
                 st.html(diff_html(str(row.key_a), str(row.key_b)))
             if len(pairs) > PAIRS_SHOWN:
-                st.caption(f"The first {PAIRS_SHOWN} are drawn; the table lists all "
-                           f"{len(pairs)}.")
+                st.caption(fmt("The first {} are drawn; the table lists all {}.",
+                               PAIRS_SHOWN, len(pairs)))
             st.dataframe(pairs, hide_index=True)
 
     st.subheader("Per-node value variance")
@@ -146,12 +145,12 @@ def render(ctx: AppContext) -> None:
                                   "(visits ≥ 2)", "value variance"), key="diag_var_group")
         st.dataframe(variances.sort_values("value_var", ascending=False), hide_index=True,
                      height=240)
-    if not st.checkbox(f"Over every group of training step {ctx.train_step} (reads the whole "
-                       "step)", key="diag_whole_step"):
+    if not st.checkbox(fmt("Over every group of training step {} (reads the whole step)",
+                           ctx.train_step), key="diag_whole_step"):
         return
     step_section = st.empty()
-    with step_section.container(), st.spinner(f"Reading every group of training step "
-                                              f"{ctx.train_step}…"):
+    with step_section.container(), st.spinner(fmt("Reading every group of training step "
+                                                  "{}…", ctx.train_step)):
         try:
             whole = _step_variances(opened.log, opened.key, ctx.train_step, ctx.params)
         except data.LOADER_ERRORS + (G2POError,) as err:
@@ -164,6 +163,6 @@ def render(ctx: AppContext) -> None:
             st.plotly_chart(histogram(whole["value_var"], f"Value variance of the nodes of "
                                       f"training step {ctx.train_step} ({len(whole)} nodes)",
                                       "value variance"), key="diag_var_step")
-            st.caption(f"mean {whole['value_var'].mean():.4g} · median "
-                       f"{whole['value_var'].median():.4g} · share with variance 0: "
-                       f"{(whole['value_var'] == 0).mean():.0%}")
+            st.caption(fmt("mean {:.4g} · median {:.4g} · share with variance 0: {:.0%}",
+                           whole["value_var"].mean(), whole["value_var"].median(),
+                           (whole["value_var"] == 0).mean()))

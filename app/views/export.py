@@ -15,6 +15,7 @@ from app import data
 from app.context import AppContext
 from app.export import EXPORT_FORMATS, export_metadata, metadata_bytes, table_bytes
 from app.graph_html import graph_html
+from app.safe import fmt
 from app.ui import group_page, show_error
 from g2po.errors import G2POError
 from g2po.estimators import compute_advantages, estimate, list_estimators
@@ -63,12 +64,12 @@ def render(ctx: AppContext) -> None:
     if not group_page(ctx, "Export"):
         return
     opened = ctx.active
-    scope = st.radio("Rows", ["this group", f"all groups of training step {ctx.train_step}"],
+    scope = st.radio("Rows", ["this group", "all groups of the training step"],
                      horizontal=True, key="exp_scope")
     extra = st.multiselect("Add the advantage of other estimators",
                            [n for n in list_estimators() if n != "g2po"], key="exp_extra")
-    fmt = st.radio("Format", list(EXPORT_FORMATS), horizontal=True, key="exp_fmt")
-    guard = fmt == "csv" and st.checkbox(
+    kind = st.radio("Format", list(EXPORT_FORMATS), horizontal=True, key="exp_fmt")
+    guard = kind == "csv" and st.checkbox(
         "Quote text that a spreadsheet would run as a formula", value=True, key="exp_guard",
         help="Text cells starting with = + - @ (log text, e.g. from web pages) get a leading ' "
              "so Excel or LibreOffice show them instead of evaluating them. Untick for the raw "
@@ -84,7 +85,7 @@ def render(ctx: AppContext) -> None:
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error("Cannot compute the table", err)
         return
-    st.caption(f"{len(steps):,} step rows × {preview.shape[1]} columns")
+    st.caption(fmt("{:,} step rows × {} columns", len(steps), preview.shape[1]))
 
     source = {"run": opened.name, "path": opened.ref.path, "format": opened.log.format,
               "train_step": ctx.train_step, "group_id": None if whole else ctx.group_id,
@@ -94,13 +95,13 @@ def render(ctx: AppContext) -> None:
                               [c for c in preview.columns if c not in group.columns])
 
     def make_bytes() -> bytes:
-        return table_bytes(export_table(steps, ctx, extra), fmt, guard=guard,
+        return table_bytes(export_table(steps, ctx, extra), kind, guard=guard,
                            metadata=metadata)
 
-    st.download_button(f"Download the advantage table ({fmt})", make_bytes,
-                       file_name=f"{stem}.{fmt}", mime=EXPORT_FORMATS[fmt], key="exp_table",
+    st.download_button(fmt("Download the advantage table ({})", kind), make_bytes,
+                       file_name=f"{stem}.{kind}", mime=EXPORT_FORMATS[kind], key="exp_table",
                        on_click="ignore", type="primary")
-    if fmt == "csv":
+    if kind == "csv":
         st.download_button("Download how it was computed (JSON sidecar)",
                            metadata_bytes(metadata), file_name=f"{stem}.csv.json",
                            mime="application/json", key="exp_sidecar", on_click="ignore")

@@ -32,7 +32,7 @@ from app.graph_html import (
 )
 from app.params import SpecParams
 from app.rules import apply_fix
-from app.safe import escape_html, escape_markdown, truncate
+from app.safe import escape_html, fmt, truncate
 from app.tables import (
     OUTCOMES,
     critical_table,
@@ -147,11 +147,11 @@ def render(ctx: AppContext) -> None:
     with right:
         _critical(graph, style, limits, assumed)
         _alarm_list(ctx, alarms, graph, style, assumed)
-    st.caption(f"{len(graph.nodes)} nodes ({graph.n_states} states + terminals) · "
-               f"{len(graph.edges)} edges · {stats['merge_rate']:.0%} merged · hover for "
-               "details, click a node or an edge to list its steps, click a step row to find "
-               "it in the graph · columns by step depth, wrapped into bands read left to "
-               "right (Fit all shows the whole graph)")
+    st.caption(fmt("{} nodes ({} states + terminals) · {} edges · {:.0%} merged · hover for "
+                   "details, click a node or an edge to list its steps, click a step row to "
+                   "find it in the graph · columns by step depth, wrapped into bands read left "
+                   "to right (Fit all shows the whole graph)", len(graph.nodes), graph.n_states,
+                   len(graph.edges), stats["merge_rate"]))
 
     write_url(traj=list(chosen), node=node, edge=edge, outcome=list(outcomes or []),
               filter=filter_to_url(st.session_state.get(FILTER)),
@@ -174,8 +174,8 @@ def render(ctx: AppContext) -> None:
                          height=min(38 + 35 * len(shown), 300), column_config=marks)
             ids = shown_ids
             if len(ids) > MAX_ROLLOUT_TABLES:
-                st.caption(f"{len(ids)} rollouts: showing the first {MAX_ROLLOUT_TABLES}; "
-                           "the Steps tab has them all.")
+                st.caption(fmt("{} rollouts: showing the first {}; the Steps tab has them "
+                               "all.", len(ids), MAX_ROLLOUT_TABLES))
             for t in ids[:MAX_ROLLOUT_TABLES]:
                 md("**{}**", labels[t])
                 one = step_table(graph, t)
@@ -399,11 +399,10 @@ def _headline(outcome: OutcomeCheck, stats: dict, params: SpecParams) -> None:
     # success by the run's rule, as on every page (a `won` that disagrees is a warning below)
     rate = outcome.n_success / outcome.n_traj if outcome.n_traj else 0.0
     source = success_rule(params.rule.success_reward, params.rule.success_threshold)
-    truncated = f" · **{outcome.n_truncated}** truncated" if outcome.n_truncated else ""
-    st.markdown(f"**{outcome.n_traj}** rollouts · success rate **{rate:.0%}** "
-                f"({source}){truncated} · **{stats['steps']}** steps · "
-                f"**{stats['state_nodes']}** state nodes · merge rate "
-                f"**{stats['merge_rate']:.0%}**")
+    truncated = fmt(" · **{}** truncated", outcome.n_truncated) if outcome.n_truncated else ""
+    md("**{}** rollouts · success rate **{:.0%}** ({}){} · **{}** steps · **{}** state nodes · "
+       "merge rate **{:.0%}**", outcome.n_traj, rate, source, truncated, stats["steps"],
+       stats["state_nodes"], stats["merge_rate"])
 
 
 def _outcome_warning(ctx: AppContext, outcome: OutcomeCheck) -> None:
@@ -414,7 +413,8 @@ def _outcome_warning(ctx: AppContext, outcome: OutcomeCheck) -> None:
         md("⚠ {}", " ".join(outcome.problems))
         cols = st.columns(max(len(outcome.fixes), 1) + 1)
         for i, fix in enumerate(outcome.fixes):
-            cols[i].button(fix.label, key=f"g_fix_{i}", on_click=apply_fix, help=fix.label,
+            cols[i].button(fmt("{}", fix.label), key=f"g_fix_{i}", on_click=apply_fix,
+                           help=fmt("{}", fix.label),
                            args=(ctx.active.key, fix))
         cols[-1].caption("The run's outcome rule is also in the sidebar's G2PO parameters "
                          "(kept per run; every page counts success by it).")
@@ -472,22 +472,23 @@ def _alarm_list(ctx: AppContext, alarms: list[Alarm], graph: StateGraph,
     critical = critical_edges(graph, style.critical)
     rank_of = dict(zip(critical.index.astype(int), critical["rank"].astype(int), strict=True))
     for alarm in alarms:
-        st.button(alarm.title, key=f"g_alarm_{alarm.kind}", help=alarm.detail,
+        st.button(fmt("{}", alarm.title), key=f"g_alarm_{alarm.kind}",
+                  help=fmt("{}", alarm.detail),
                   on_click=_set_filter, args=(("alarm", alarm.kind),), width="stretch")
         if alarm.ranking is not None and not alarm.ranking.empty:
             for row in alarm.ranking.head(SHOWN).itertuples():
-                what = f"from {row.in_sources} states, {row.invalid_arrival_share:.0%} " \
-                       "after invalid actions" if alarm.kind == "hub" else \
-                       f"moves {row.credit_moved:.3g} of credit"
-                st.button(f"node {row.node}: {what}", key=f"g_alrank_{alarm.kind}_{row.node}",
+                label = fmt("node {}: from {} states, {:.0%} after invalid actions", row.node,
+                            row.in_sources, row.invalid_arrival_share) if alarm.kind == "hub" \
+                    else fmt("node {}: moves {:.3g} of credit", row.node, row.credit_moved)
+                st.button(label, key=f"g_alrank_{alarm.kind}_{row.node}",
                           type="tertiary", on_click=_select_node, args=(int(row.node),))
             if len(alarm.ranking) > SHOWN:
-                st.caption(f"{len(alarm.ranking) - SHOWN} more (the button above lists "
-                           "every step)")
+                st.caption(fmt("{} more (the button above lists every step)",
+                               len(alarm.ranking) - SHOWN))
         for edge in alarm.edges:
             if edge in rank_of:
-                st.button(f"explains critical transition #{rank_of[edge]} (TD error "
-                          f"{graph.edges['td_error'].iloc[edge]:+.3g})",
+                st.button(fmt("explains critical transition #{} (TD error {:+.3g})",
+                              rank_of[edge], graph.edges["td_error"].iloc[edge]),
                           key=f"g_alcrit_{alarm.kind}_{edge}", type="tertiary",
                           on_click=_select_edge, args=(edge,))
         if alarm.kind == "disagreement" and "compare" in ctx.pages:
@@ -549,8 +550,7 @@ def _assumption_caption(columns, assumed: list[Assumption],
     shown = {_SHOWN_AS.get(str(c)) for c in columns}
     for a in assumed:
         if a.columns & shown:
-            st.caption(f"{escape_markdown(ASSUMED_MARK)} assumed: "
-                       f"{escape_markdown(a.note)} ({escape_markdown(what)})")
+            st.caption(fmt("{} assumed: {} ({})", ASSUMED_MARK, a.note, what))
 
 
 # -- the tabs ------------------------------------------------------------------------------
@@ -599,7 +599,7 @@ def _steps_tab(graph: StateGraph, full: pd.DataFrame, alarms: list[Alarm],
         pages = (len(table) + PAGE_ROWS - 1) // PAGE_ROWS
         if st.session_state.get("g_steps_page", 1) > pages:
             st.session_state["g_steps_page"] = 1
-        page = st.number_input(f"Page (of {pages}, {PAGE_ROWS} steps each)", 1, pages,
+        page = st.number_input(fmt("Page (of {}, {} steps each)", pages, PAGE_ROWS), 1, pages,
                                key="g_steps_page")
         table = table.iloc[(page - 1) * PAGE_ROWS: page * PAGE_ROWS]
     st.session_state[STEP_ROWS] = table.index.tolist()
@@ -677,8 +677,8 @@ def _key_diff(graph: StateGraph, a: int, b: int) -> None:
             parts.append(f'<ins style="background:#c4f0c4;color:#000">{safe}</ins>')
         else:
             parts.append(safe)
-    st.markdown(f"**Key diff, node {int(a)} → node {int(b)}** (struck out: only in {int(a)}; "
-                f"underlined: only in {int(b)})")
+    st.markdown(fmt("**Key diff, node {} → node {}** (struck out: only in {}; underlined: "
+                    "only in {})", int(a), int(b), int(a), int(b)))
     st.html('<pre style="white-space:pre-wrap;font-size:0.85em">' + "".join(parts) + "</pre>")
 
 

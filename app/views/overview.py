@@ -13,7 +13,7 @@ from app.charts import OVERVIEW_METRICS, overview_figure, overview_runs
 from app.context import AppContext, OpenLog
 from app.rules import truncation_offer
 from app.run_colors import run_colors_for
-from app.safe import escape_markdown
+from app.safe import fmt
 from app.sidebar import GOTO_STEP
 from app.ui import md, show_error
 from app.views.groups import alarm_shares, groups_link
@@ -105,15 +105,15 @@ def render(ctx: AppContext) -> None:
         return
 
     n_runs = summary["run"].nunique()
-    st.caption(f"{n_runs} run(s) · {summary['n_steps'].sum():,} step rows · "
-               f"{summary['n_traj'].sum():,} trajectories")
+    st.caption(fmt("{} run(s) · {:,} step rows · {:,} trajectories", n_runs,
+                   int(summary["n_steps"].sum()), int(summary["n_traj"].sum())))
     md("Success by each run's outcome rule (sidebar, G2PO parameters): {}", "; ".join(
         f"{o.name}: {ctx.rule_of(o).describe()}" for o in ctx.logs))
     for opened, hint in hints:
         truncation_offer(opened, hint, "overview")
     if pending:
-        st.checkbox(f"Compute the state-merge rate (reads every step row of: "
-                    f"{escape_markdown(', '.join(pending))})", key="ov_compute_merge")
+        st.checkbox(fmt("Compute the state-merge rate (reads every step row of: {})",
+                        ", ".join(pending)), key="ov_compute_merge")
 
     clicked = None
     colors = run_colors(ctx.logs)
@@ -124,7 +124,7 @@ def render(ctx: AppContext) -> None:
             continue
         with cols[i % 2]:
             if summary[metric].isna().all():
-                st.metric(title, "unknown")
+                st.metric(fmt("{}", title), "unknown")
             else:
                 event = st.plotly_chart(overview_figure(summary, metric, title, colors),
                                         key=f"ov_{metric}",
@@ -138,14 +138,14 @@ def render(ctx: AppContext) -> None:
             if unknown:
                 with st.popover("Unknown: why?", key=f"ov_unknown_{metric}"):
                     for name, reason in unknown.items():
-                        st.caption(escape_markdown(f"{name}: {reason}"))
+                        st.caption(fmt("{}: {}", name, reason))
 
     st.subheader("Drill in")
     active = ctx.active
     steps = active.log.train_steps() if active else []
     if active is not None and steps:
         default = ctx.train_step if ctx.train_step in steps else steps[-1]
-        choice = st.selectbox(f"Training step of {active.name}", steps,
+        choice = st.selectbox(fmt("Training step of {}", active.name), steps,
                               index=steps.index(default), key="ov_step")
         go = st.button("Open in the group explorer", key="ov_go", type="primary")
         if clicked is not None:

@@ -17,7 +17,7 @@ from app import data
 from app.charts import history_figure
 from app.context import AppContext, OpenLog
 from app.params import SpecParams
-from app.safe import escape_markdown, truncate
+from app.safe import fmt, truncate
 from app.ui import md, show_error
 from app.views.overview import goto_step
 from g2po.analysis.history import history_of, state_table
@@ -128,7 +128,7 @@ def render(ctx: AppContext) -> None:
     version = data.log_version(opened.log)
     tasks = index.tasks()
     if not tasks:
-        st.info(f"{escape_markdown(opened.name)} holds no groups.")
+        st.info(fmt("{} holds no groups.", opened.name))
         return
     n_steps = index.table.groupby("task")["train_step"].nunique().to_dict()
     # where the user comes from: the node's group (a request), else the sidebar's (the URL's)
@@ -145,7 +145,7 @@ def render(ctx: AppContext) -> None:
         st.session_state["sh_task"] = current
     if st.session_state.get("sh_task") not in tasks:
         st.session_state["sh_task"] = current if current in tasks else tasks[0]
-    task = st.selectbox(f"Task ({index.by})", tasks, key="sh_task",
+    task = st.selectbox(fmt("Task ({})", index.by), tasks, key="sh_task",
                         format_func=lambda t: task_label(t, n_steps.get(t, 0)))
     occurs = index.groups_of(task)["train_step"].astype(int).tolist()
     if fresh and here[0] in occurs:
@@ -160,7 +160,8 @@ def render(ctx: AppContext) -> None:
     pairs = tuple(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
                       strict=True))
     placeholder = st.empty()
-    with placeholder, st.spinner(f"Reading one group of each of {len(pairs)} training steps…"):
+    with placeholder, st.spinner(fmt("Reading one group of each of {} training steps…",
+                                     len(pairs))):
         try:
             pairs_key = hashlib.sha256(repr(pairs).encode()).hexdigest()
             table = _state_table(opened.log, opened.key, version, pairs, pairs_key,
@@ -173,7 +174,7 @@ def render(ctx: AppContext) -> None:
         states["key"], states["visits"], states["value"], strict=True)}
     keys = list(info)
     if not keys:
-        st.info(f"Group {escape_markdown(group)} holds no state at training step {source}.")
+        st.info(fmt("Group {} holds no state at training step {}.", group, source))
         return
     if request and request["key"] in info:  # the node's own state, in the node's own group
         st.session_state["sh_state"] = request["key"]
@@ -189,10 +190,10 @@ def render(ctx: AppContext) -> None:
     cols[0].metric("Training steps with the task", len(history))
     cols[1].metric("… where the state is reached", len(reached))
     if len(reached):
-        cols[2].metric("V, first → last", f"{format_number(reached['value'].iloc[0])} → "
-                                          f"{format_number(reached['value'].iloc[-1])}")
-        cols[3].metric("Visits, first → last", f"{int(reached['visits'].iloc[0])} → "
-                                               f"{int(reached['visits'].iloc[-1])}")
+        cols[2].metric("V, first → last", fmt("{} → {}", format_number(reached["value"].iloc[0]),
+                                              format_number(reached["value"].iloc[-1])))
+        cols[3].metric("Visits, first → last", fmt("{} → {}", int(reached["visits"].iloc[0]),
+                                                   int(reached["visits"].iloc[-1])))
     _shared_groups(ctx, opened, index, task, groups, source)
     with st.expander("The state's key", expanded=False):
         st.code(key, language=None, wrap_lines=True)
@@ -225,7 +226,7 @@ def _group_at(index: TaskIndex, task: str, source: int, here: tuple, fresh: bool
         st.session_state["sh_group"] = came_from or choices[0]
     if len(choices) == 1:
         return choices[0]
-    return column.selectbox(escape_markdown(f"Group at training step {source}"), choices,
+    return column.selectbox(fmt("Group at training step {}", source), choices,
                             key="sh_group",
                             help="This training step holds the task in several groups; the "
                                  "states offered are this group's.")

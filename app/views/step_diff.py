@@ -11,7 +11,7 @@ from app import data
 from app.context import AppContext
 from app.graph_component import graph_component
 from app.graph_html import Highlight, network_data
-from app.safe import escape_markdown, truncate
+from app.safe import fmt, truncate
 from app.tables import style_diverging
 from app.ui import md, show_error
 from app.views.state_history import page_task_index, task_label
@@ -59,7 +59,7 @@ def _group_choice(column, index, task: str, step: int, default: str, fresh: bool
     with column:
         md("Training step {} holds this task in {} groups: {}.", step, len(choices),
            ", ".join(choices))
-        return st.selectbox(escape_markdown(f"Group at training step {step}"), choices,
+        return st.selectbox(fmt("Group at training step {}", step), choices,
                             key=key)
 
 
@@ -75,8 +75,8 @@ def render(ctx: AppContext) -> None:
     counts = index.table.groupby("task")["train_step"].nunique()
     tasks = [t for t in index.tasks() if counts[t] >= 2]
     if not tasks:
-        st.info(f"No task of {escape_markdown(opened.name)} occurs at two training steps "
-                f"(matched by {index.by}).")
+        st.info(fmt("No task of {} occurs at two training steps (matched by {}).", opened.name,
+                    index.by))
         return
     try:
         current = index.task_of(ctx.train_step, ctx.group_id) if ctx.group_id else None
@@ -89,7 +89,7 @@ def render(ctx: AppContext) -> None:
     st.session_state[_HERE] = sidebar
     if st.session_state.get("sd_task") not in tasks:
         st.session_state["sd_task"] = current if current in tasks else tasks[0]
-    task = st.selectbox(f"Task ({index.by})", tasks, key="sd_task",
+    task = st.selectbox(fmt("Task ({})", index.by), tasks, key="sd_task",
                         format_func=lambda t: task_label(t, int(counts[t])))
     # at the sidebar's training step, the sidebar's group (the URL's), not another of the task
     groups = index.groups_of(task, prefer={ctx.train_step: ctx.group_id} if ctx.group_id
@@ -119,20 +119,20 @@ def render(ctx: AppContext) -> None:
     diff = step_diff(graphs["a"], graphs["b"])
     n = diff.counts()
     cols = st.columns(5)
-    cols[0].metric(f"Success rate at {step_b}", f"{diff.success_b:.0%}",
-                   f"{diff.success_change:+.0%} vs {step_a}")
-    cols[1].metric("States appeared", n["states_appeared"])
-    cols[2].metric("States vanished", n["states_vanished"])
-    cols[3].metric("Transitions appeared", n["transitions_appeared"])
-    cols[4].metric("Transitions vanished", n["transitions_vanished"])
+    cols[0].metric(fmt("Success rate at {}", step_b), fmt("{:.0%}", diff.success_b),
+                   fmt("{:+.0%} vs {}", diff.success_change, step_a))
+    cols[1].metric("States appeared", fmt("{}", n["states_appeared"]))
+    cols[2].metric("States vanished", fmt("{}", n["states_vanished"]))
+    cols[3].metric("Transitions appeared", fmt("{}", n["transitions_appeared"]))
+    cols[4].metric("Transitions vanished", fmt("{}", n["transitions_vanished"]))
 
     left, right = st.columns(2)
     for column, side, step, what in ((left, "a", step_a, "vanished by"),
                                      (right, "b", step_b, "new at")):
         with column:
             md("**Training step {}** · group {}", step, group_of[step])
-            st.caption(f"Emphasised: states and transitions {what} training step "
-                       f"{step_b if side == 'a' else step}.")
+            st.caption(fmt("Emphasised: states and transitions {} training step {}.", what,
+                           step_b if side == "a" else step))
             gid = data.graph_id(opened.key, int(step), group_of[step], ctx.params)
             _draw(graphs[side], changed_highlight(diff.transitions, diff.states, side),
                   f"Training step {step}, group {group_of[step]}", f"sd_graph_{side}", gid,

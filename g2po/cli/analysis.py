@@ -55,11 +55,20 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     add_log_options(p)
 
 
+#: How ``g2po advantages`` / ``graph`` name the format they read a log as.
+_FORMAT_WORDS = {"run": "a g2po run directory", "verl": "a verl rollout dump",
+                 "csv": "a CSV table", "jsonl": "a JSON-lines table",
+                 "parquet": "a Parquet table", "pickle": "a pickled batch dump"}
+
+
 def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
           ) -> tuple[OutcomeRule, pd.DataFrame]:
     """The log's outcome rule (:meth:`loaders.Log.rule`, with ``--success-reward`` …) and the
-    selected rows of any supported log; only those are read where the format allows."""
+    selected rows of any supported log; only those are read where the format allows. Says on
+    stderr what it read (the format, rows and training steps) and the loader's notes (a
+    missing run.json, files it did not read, defaults it assumed)."""
     from loaders import open_log
+    from loaders.report import report_of
 
     log = open_log(args.path, **log_options(args))
     train_step = args.train_step
@@ -68,6 +77,12 @@ def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
     steps = log.load(train_step=train_step, group_id=args.group)
     if steps.empty:
         raise ValueError(f"{args.path}: no step rows match the selection")
+    n_steps = steps["train_step"].nunique() if "train_step" in steps.columns else 0
+    print(f"g2po {args.command}: read {args.path} as {_FORMAT_WORDS.get(log.format, log.format)}"
+          f": {len(steps):,} step rows"
+          + (f" of {n_steps} training step(s)" if n_steps else ""), file=sys.stderr)
+    for note in report_of(steps).notes:
+        print(f"g2po {args.command}: note: {note}", file=sys.stderr)
     return log.rule(), steps
 
 

@@ -40,16 +40,18 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_app(args: list[str], timeout: float = 60.0) -> Iterator[str]:
-    """``streamlit run app/main.py -- ARGS`` on a free port; yields its URL once
-    ``/_stcore/health`` answers, and stops the server (and only it) afterwards."""
+def serve_app(args: list[str], timeout: float = 60.0, script: Path | None = None
+              ) -> Iterator[str]:
+    """``streamlit run app/main.py -- ARGS`` (or another ``script``) on a free port; yields
+    its URL once ``/_stcore/health`` answers, and stops the server (and only it) afterwards."""
     port = free_port()
     # the server's output of the latest run, for when a browser test fails
     log = open(ARTIFACTS / "streamlit-server.log", "w") if ARTIFACTS.is_dir() else \
         subprocess.DEVNULL
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"),
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script or ROOT / "app" / "main.py"),
            "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.fileWatcherType", "none", "--", *args]
+           "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
+           "--browser.gatherUsageStats", "false", "--", *args]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://localhost:{port}"
     try:

@@ -3,6 +3,7 @@ hostile text for the escaping tests, and an AppTest factory for the app's pages.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,22 @@ XSS_IMG = "<img src=x onerror=\"window.__xss=2;alert('xss-img')\">"
 XSS_LINK = "<a href=\"javascript:alert('xss-link')\">click me</a>"
 XSS_MD = "[click](javascript:alert('xss-md')) **bold** $x^2$"
 XSS_ALL = (XSS_SCRIPT, XSS_IMG, XSS_LINK, XSS_MD)
+#: Texts that Streamlit's markdown would turn into elements or requests, each with a marker
+#: word (``…inj``) an element would hold alone; and an ordinary name that must stay as it is.
+MARKDOWN_CASES = (
+    "**boldinj** *eminj* _em2inj_ ~delinj~ ~~del2inj~~ `codeinj`",
+    ":red[redinj] :blue-background[bluinj] :material/home: :smile: :+1: :100:",
+    "![imginj](https://evil.example/i.png) [linkinj](https://evil.example) [refinj][r]",
+    "https://evil.example/autoinj www.evil.example me@evil.example <https://evil.example>",
+    "<b>taginj</b> <img src=x onerror=window.__xss=9> &lt;entinj&gt; $x^2$ $$y$$",
+    "# headinj",
+    "- listinj",
+    "1. olinj",
+    "> quoteinj",
+    "    codeblockinj",
+    "---",
+    "group_id (2): 0.8 · run_a · 12:30:45",
+)
 
 
 def group_steps(seed: int = 0, rows: int = 600, **kwargs) -> pd.DataFrame:
@@ -82,6 +99,12 @@ def app_test(page: str, argv: list[str], timeout: float = 60) -> AppTest:
     at = AppTest.from_function(entry, kwargs={"page": page, "argv": list(argv)},
                                default_timeout=timeout)
     return at.run()
+
+
+def shown(markdown: str) -> str:
+    """The text a label or message made by ``app.safe.fmt`` shows: its escapes undone, its
+    invisible joiners gone."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def texts(at: AppTest) -> str:

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 import loaders
+from app import data
 from app.data import (
     LogCache,
     LogRef,
@@ -24,7 +25,7 @@ from app.data import (
     with_mapping,
     with_metrics,
 )
-from tests.app.builders import group_steps
+from tests.app.builders import group_steps, write_run
 
 
 def test_a_folder_of_runs_lists_each_run(runs_root):
@@ -208,3 +209,23 @@ def test_curves_go_with_one_log_and_stay_within_the_roots(runs_root, tmp_path):
     several, _ = find_logs(runs_root)
     with pytest.raises(loaders.LoaderError, match="goes with a --log that is one log"):
         with_metrics(several, runs_root, str(curves))
+
+
+def test_merge_rates_of_a_run_counted_in_arrow_equal_the_graphs(tmp_path):
+    from g2po.graph import state_graph
+
+    run = write_run(tmp_path / "run", 3, rows=300)
+    log = loaders.open_log(run)
+    fast = data._exact_merge_rates(log)
+    assert fast["train_step"].tolist() == [1, 2, 3]
+    for step, rate in zip(fast["train_step"], fast["merge_rate"], strict=True):
+        nodes = sum(state_graph(log.load_group(step, g)).n_states for g in log.groups(step))
+        assert rate == pytest.approx(1.0 - nodes / len(log.load_step(step)))
+    # the page's cached function takes it for the exact key, the estimator's index otherwise
+    assert data.merge_rates(log, "k", (3, 3), "exact").equals(fast)
+    normalized = data.merge_rates(log, "k", (3, 3), "normalized")
+    assert normalized["merge_rate"].ge(fast["merge_rate"] - 1e-12).all()
+    # a step file without a state_key column: the full path, which says what is wrong
+    pd.DataFrame({"group_id": ["g"], "x": [1]}).to_parquet(
+        run / "rollouts" / "step-000004.parquet")
+    assert data._exact_merge_rates(loaders.open_log(run)) is None

@@ -1,16 +1,19 @@
 """Names from logs never become markup, and opening a log from the app works, in a real
 browser (Debian's headless Chromium, driven by Playwright, on the app served by ``streamlit
-run`` on localhost): runs whose folder names are markdown and HTML payloads, every page of
-the app, and a CSV with its own column names opened through the upload and the mapping form.
+run`` on localhost): runs whose folder names are markdown and HTML payloads, each made the
+active run on every page of the app, and a CSV with its own column names opened through the
+upload and the mapping form.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from app.safe import JOINER
 from app.shell import PAGES
 from tests.app.browser import (
     ARTIFACTS,
+    ROOT,
     canvas_ink,
     choose,
     graph_frame,
@@ -18,14 +21,19 @@ from tests.app.browser import (
     wait_idle,
     watch,
 )
-from tests.app.builders import group_steps, write_run
+from tests.app.builders import MARKDOWN_CASES, group_steps, write_run
 
 VIEWPORT = {"width": 1600, "height": 1100}
 #: Folder names that are markup: a markdown image whose URL is split by the folder's slash
-#: (``![i](https:/evil.example)`` once joined), bold text, an HTML tag with a handler.
+#: (``![i](https:/evil.example)`` once joined, which a browser fetches as
+#: https://evil.example/), bold text, an HTML tag with a handler, Streamlit's colour directive
+#: with emphasis and strike-through, a javascript: link.
 IMAGE_FOLDER, IMAGE_RUN = "![i](https:", "evil.example)"
 BOLD_RUN = "**bold** _em_"
 TAG_RUN = "<img src=x onerror=window.__xss=7>"
+STYLE_RUN = "**boldinj** :red[redinj] *eminj* ~~delinj~~"
+LINK_RUN = "[jsinj](javascript:window.__xss=8)"
+HOSTILE_RUNS = (f"{IMAGE_FOLDER}/{IMAGE_RUN}", BOLD_RUN, TAG_RUN, STYLE_RUN, LINK_RUN)
 UPLOAD_NAME = "[up](http:evil.example) **up**.csv"
 
 
@@ -35,6 +43,8 @@ def hostile_root(tmp_path_factory):
     write_run(root / IMAGE_FOLDER / IMAGE_RUN, 2, hostile_text=True, rows=200)
     write_run(root / BOLD_RUN, 1, seed=5, rows=200)
     write_run(root / TAG_RUN, 1, seed=7, hostile_text=True, rows=200)
+    write_run(root / STYLE_RUN, 2, seed=9, rows=200)
+    write_run(root / LINK_RUN, 2, seed=11, rows=200)
     (root / "**note** [n](http:evil.example).bin").write_bytes(b"\x00\x01not a log")
     return root
 
@@ -45,13 +55,15 @@ def app_url(hostile_root):
         yield url
 
 
-#: Elements a name would make if it became markdown or HTML: emphasis from ``**…**`` and
-#: ``_…_``, images and links from ``![…](…)`` / ``[…](…)``, the ``<img>`` tag.
+#: Elements a name would make if it became markdown or HTML: emphasis, strike-through and
+#: colour from ``**…**``, ``_…_``, ``~~…~~``, ``:red[…]`` (an element holding just the marked
+#: word), images and links from ``![…](…)`` / ``[…](…)``, the ``<img>`` tag.
 MARKUP = """() => {
     const hits = [];
-    for (const el of document.querySelectorAll('strong, b, em, i')) {
+    const words = /^(bold|em|up|note|boldinj|redinj|eminj|delinj|jsinj)$/;
+    for (const el of document.querySelectorAll('body *')) {
         const t = el.textContent.trim();  // "**bold**" in a bold headline is fine; "bold" not
-        if (/^(bold|em|up|note)$/.test(t)) hits.push(el.tagName + ':' + t);
+        if (words.test(t)) hits.push(el.tagName + ':' + t);
     }
     for (const el of document.querySelectorAll('img')) {
         const src = el.getAttribute('src') || '';
@@ -77,26 +89,38 @@ def assert_no_markup(page, seen, where: str) -> None:
     assert not page.locator("[data-testid='stException']").count(), where
 
 
+def active_run(page) -> str:
+    """The run the sidebar's "Run to inspect" shows."""
+    return page.get_by_role("combobox", name="Run to inspect").first.input_value()
+
+
 def test_hostile_names_render_as_text_on_every_page(browser, app_url):
     page = browser.new_page(viewport=VIEWPORT)
     seen = watch(page)
     page.goto(app_url)
     graph_frame(page, timeout=60_000)
     wait_idle(page)
-    body = page.inner_text("body")
+    body = page.inner_text("body").replace(JOINER, "")  # the joiner fmt puts in ":red"
     # each name shows, as the text it is (the run chooser, the headline)
-    for name in (f"{IMAGE_FOLDER}/{IMAGE_RUN}", BOLD_RUN, TAG_RUN):
+    for name in HOSTILE_RUNS:
         assert name in body, name
     assert_no_markup(page, seen, "group")
-    for run in (BOLD_RUN, TAG_RUN):  # each run in view: its headline, its groups and reports
+    # each hostile run the one inspected, on every page: its headline, its groups, its
+    # reports, the Run overview's Drill-in label, the pages across training steps
+    for run in HOSTILE_RUNS:
         choose(page, "Run to inspect", option_text=run)
         wait_idle(page)
-        assert_no_markup(page, seen, f"group, {run}")
-    for _module, title, _url in PAGES.values():
-        page.get_by_role("link", name=title).first.click()
-        page.get_by_role("heading", name=title).first.wait_for(timeout=60_000)
-        wait_idle(page)
-        assert_no_markup(page, seen, title)
+        assert active_run(page) == run
+        for _module, title, _url in PAGES.values():
+            page.get_by_role("link", name=title).first.click()
+            page.get_by_role("heading", name=title).first.wait_for(timeout=60_000)
+            wait_idle(page)
+            assert active_run(page) == run, (title, active_run(page))
+            assert_no_markup(page, seen, f"{title}, {run}")
+            if title == PAGES["overview"][1]:
+                label = page.get_by_text("Training step of ", exact=False).first
+                assert label.inner_text().replace(JOINER, "").strip() == \
+                    f"Training step of {run}"
     page.screenshot(path=str(ARTIFACTS / "app-hostile-names.png"))
     # an upload with a hostile name: its entry, its success message and its report
     page.goto(app_url)
@@ -154,3 +178,38 @@ def test_a_csv_with_its_own_column_names_opens_through_the_mapping_form(browser,
     page.screenshot(path=str(ARTIFACTS / "app-mapped-upload.png"))
     assert seen.external() == [] and seen.console_errors == []
     page.close()
+
+
+#: Elements markdown makes (emphasis, code, links, images, headings, lists, quotes, rules,
+#: formulas, Streamlit's icons) that text through fmt must never become.
+MADE = """(root) => [...root.querySelectorAll(
+    'a, img, strong, b, em, i, del, s, code, h1, h2, h3, h4, h5, h6, li, blockquote, pre, hr, ' +
+    '.katex, [data-testid="stIconMaterial"], [data-testid="stMarkdownColoredText"]')]
+    .filter(e => !/^keyboard_arrow_(right|down)$/.test(e.textContent))  // the expander's own
+    .map(e => e.tagName + ':' + e.textContent.slice(0, 40))"""
+
+
+def test_text_through_fmt_shows_as_written_in_every_kind_of_element(browser):
+    """Every text of MARKDOWN_CASES through app.safe.fmt in a markdown block, a caption, an
+    info box, a checkbox, selectbox, radio option, metric and expander: nothing but the text."""
+    with serve_app([], script=ROOT / "tests" / "app" / "markdown_page.py") as url:
+        page = browser.new_page(viewport=VIEWPORT)
+        seen = watch(page)
+        page.goto(url)
+        page.get_by_text("done").first.wait_for(timeout=60_000)
+        wait_idle(page)
+        for i, text in enumerate(MARKDOWN_CASES):
+            box = page.locator(f".st-key-case{i}")
+            made = box.evaluate(MADE)
+            assert made == [], (text, made)
+            shown = box.inner_text().replace(JOINER, "")
+            # as written: in the markdown, caption, info, the five labels and the metric value
+            assert shown.count(" ".join(text.split()) if text.startswith(" ") else text) >= 8, \
+                (text, shown)
+        assert page.evaluate("typeof window.__xss") == "undefined"
+        # an ordinary name is its own accessible name (no escapes read out)
+        plain = MARKDOWN_CASES[-1]
+        assert page.get_by_role("combobox", name=plain, exact=True).count() == 1
+        assert seen.external() == [] and seen.dialogs == [], seen.external()
+        page.screenshot(path=str(ARTIFACTS / "app-markdown-cases.png"), full_page=True)
+        page.close()

@@ -1,10 +1,11 @@
 """A corpus of hostile and broken logs, generated on disk (no committed blobs), and a runner
-that feeds each one to ``g2po validate`` and ``g2po advantages`` as subprocesses under a time
-and memory limit.
+that feeds each one to every entry point — ``g2po validate``, ``g2po advantages`` and the
+library's ``loaders.load_steps`` — each in its own process under a time and memory limit.
 
 Each case says what a correct answer looks like: a clear error (exit 1 or 2, no traceback, the
 message naming the file or option at fault), or, for the tricky-but-valid cases, a clean read
-whose rows come back exactly as written (no silent change). Run it alone for the counts::
+whose rows come back exactly as written (no silent change), or, for a log that can be read but
+is not quite what it looks like, a read that says so (``says``). Run it alone for the counts::
 
     PYTHONPATH=. .venv/bin/python -m tests.loaders.bad_inputs
 """
@@ -39,15 +40,19 @@ from tests.loaders.builders import agent_loop_entries, rewrite_footer, step_tabl
 #: Limits of one command: wall-clock seconds (past it: a hang) and address space.
 TIME_LIMIT_S = 60
 MEMORY_LIMIT_BYTES = 2 << 30
-COMMANDS = ("validate", "advantages")
+#: ``load_steps``: :func:`loaders.load_steps` called as a library user would (:func:`_library`).
+COMMANDS = ("validate", "advantages", "load_steps")
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
 class Case:
     """One input: ``path`` given to each command with ``args``; ``names`` are words one of
-    which a clear message must hold (default: the file's name); ``valid`` cases must be read
-    without error and give back ``expect`` (the rows written) unchanged."""
+    which a clear message must hold (default: the file's name), ``all_names`` words every one
+    of which it must hold (file, line and field); ``valid`` cases must be read without error
+    and give back ``expect`` (the rows written) unchanged; ``says``: the input may be read
+    (exit 0) only if the output holds every one of these words (what it read, what it left
+    out), else it must be refused clearly."""
 
     name: str
     path: str
@@ -56,13 +61,16 @@ class Case:
     valid: bool = False
     expect: pd.DataFrame | None = None
     commands: tuple[str, ...] = COMMANDS
+    all_names: list[str] = field(default_factory=list)
+    says: list[str] = field(default_factory=list)
 
 
 @dataclass
 class Outcome:
     case: str
     command: str
-    kind: str  # clear | accepted | traceback | internal | hang | unclear | changed | refused
+    kind: str  # clear | accepted | said | traceback | internal | hang | unclear | changed |
+    #            refused | silent
     seconds: float
     detail: str = ""
 
@@ -288,6 +296,14 @@ def build_corpus(root: Path) -> list[Case]:
         field_name = next(iter(edit))
         add(f"verl line {label}", folder, names=[field_name])
     entries = agent_loop_entries(1)
+    entries[1]["uid"] = entries[1]["uid"].rsplit("_", 1)[0] + "_" + "1" + "0" * 30
+    write_verl_dump(root / "verl_uid_index_1e30", 1, entries)
+    add("verl uid whose turn index is 1e30", root / "verl_uid_index_1e30",
+        all_names=["1.jsonl:2", "'uid'"])
+    write_verl_dump(root / "verl_step_1e30", 10**30, agent_loop_entries(1))
+    add("verl dump file named for global step 1e30", root / "verl_step_1e30",
+        names=["1" + "0" * 30 + ".jsonl"])
+    entries = agent_loop_entries(1)
     for e in entries:
         e["input"] = "a" * 40 + "!"
     write_verl_dump(root / "verl_regex", 1, entries)
@@ -321,6 +337,31 @@ def build_corpus(root: Path) -> list[Case]:
     add("folder of junk", junk, names=["no logs found"])
     (root / "empty_dir").mkdir()
     add("empty folder", root / "empty_dir", names=["no logs found"])
+
+    # A folder named rollouts holding a file named like a step file, in no run.
+    plain = root / "rollouts_plain"
+    (plain / "rollouts").mkdir(parents=True)
+    good.to_parquet(plain / "rollouts" / "step-000001.parquet")
+    (plain / "rollouts" / "1.jsonl").write_text(json.dumps(records[0]) + "\n")
+    add("rollouts/ of a plain table, no run.json", plain,
+        names=["run.json", "step-000001.parquet"], says=["run.json missing", "1.jsonl"])
+    alone = root / "rollouts_alone"
+    (alone / "rollouts").mkdir(parents=True)
+    good.to_parquet(alone / "rollouts" / "step-000001.parquet")
+    add("a run's rollouts/ folder given itself", alone / "rollouts",
+        names=["pass the run directory"])
+    add("a rollouts/ folder whose 1.jsonl is no verl dump", plain / "rollouts",
+        all_names=["1.jsonl:1", "missing field"])
+    odd = root / "rollouts_misnamed"
+    (odd / "rollouts").mkdir(parents=True)
+    good.to_parquet(odd / "rollouts" / "STEP-000001.PARQUET")
+    add("rollouts/ holding a misnamed step file", odd, names=["STEP-000001.PARQUET"],
+        says=["STEP-000001.PARQUET"])
+    noise = root / "rollouts_random"
+    (noise / "rollouts").mkdir(parents=True)
+    (noise / "rollouts" / "step-000001.parquet").write_bytes(rng.bytes(1500))
+    add("rollouts/ holding random bytes named as a step file", noise,
+        names=["step-000001.parquet"])
 
     # Tricky but valid: read without error, rows unchanged.
     tricky = _tricky_text()
@@ -359,12 +400,46 @@ def _child(argv: list[str], out: str, err: str) -> None:
         os.close(handle)
     sys.stdout = open(1, "w", closefd=False, encoding="utf-8", errors="strict")  # noqa: SIM115
     sys.stderr = open(2, "w", closefd=False, encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
-    from g2po.cli import main
+    if argv[0] == "load_steps":
+        rc = _library(argv[1:])
+    else:
+        from g2po.cli import main
 
-    rc = main(argv)
+        rc = main(argv)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(rc)
+
+
+def _library(argv: list[str]) -> int:
+    """``loaders.load_steps(path, **options)`` as a library user calls it (the options from
+    the same arguments the CLI takes). A clear error is one of the exceptions the loaders
+    document (their message printed, exit 2); anything else is a bug (its traceback printed,
+    exit 3). A read prints the rows read and the notes of the report the frame carries."""
+    import argparse
+    import traceback
+
+    import loaders
+    from g2po.cli.logs import add_log_options, log_options
+    from g2po.errors import G2POError
+    from loaders.report import report_of
+
+    parser = argparse.ArgumentParser(prog="load_steps")
+    parser.add_argument("path")
+    add_log_options(parser)
+    args = parser.parse_args(argv)
+    try:
+        steps = loaders.load_steps(args.path, **log_options(args))
+    except (G2POError, OSError, ValueError) as err:  # LoaderError is both of the first two
+        print(f"load_steps: error ({type(err).__name__}): {err}", file=sys.stderr)
+        return 2
+    except Exception:  # noqa: BLE001 - a raw exception reaching the library user is the bug
+        traceback.print_exc()
+        return 3
+    print(f"load_steps: {len(steps)} rows")
+    for note in report_of(steps).notes:
+        print(f"load_steps: note: {note}")
+    return 0
 
 
 def _execute(argv: list[str], scratch: Path, exec_: bool) -> tuple[int | None, str, str]:
@@ -372,8 +447,11 @@ def _execute(argv: list[str], scratch: Path, exec_: bool) -> tuple[int | None, s
     if exec_:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
         env.pop("G2PO_DEBUG", None)
+        command = [sys.executable, "-m", "g2po", *argv] if argv[0] != "load_steps" else \
+            [sys.executable, "-c", "import sys; from tests.loaders.bad_inputs import _library; "
+             "sys.exit(_library(sys.argv[1:]))", *argv[1:]]
         try:
-            done = subprocess.run([sys.executable, "-m", "g2po", *argv], capture_output=True,
+            done = subprocess.run(command, capture_output=True,
                                   text=True, errors="replace", timeout=TIME_LIMIT_S,
                                   preexec_fn=_limits, env=env, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
@@ -447,10 +525,14 @@ def run_case(case: Case, command: str, scratch: Path, exec_: bool = False) -> Ou
             if changed:
                 return Outcome(case.name, command, "changed", seconds, changed)
         return Outcome(case.name, command, "accepted", seconds)
+    if rc == 0 and case.says:
+        missing = [w for w in case.says if w not in text]
+        return Outcome(case.name, command, "silent" if missing else "said", seconds,
+                       f"read without saying {missing}: {tail}" if missing else "")
     if rc == 0:
         return Outcome(case.name, command, "accepted", seconds, tail)
     names = case.names or [Path(case.path).name]
-    if not any(n in text for n in names):
+    if not any(n in text for n in names) or not all(n in text for n in case.all_names):
         return Outcome(case.name, command, "unclear", seconds, tail)
     return Outcome(case.name, command, "clear", seconds)
 
@@ -478,8 +560,9 @@ def counts(outcomes: list[Outcome]) -> dict[str, int]:
     """Inputs tried, and command runs by outcome."""
     tally = Counter(o.kind for o in outcomes)
     return {"inputs": len({o.case for o in outcomes}), "runs": len(outcomes),
-            **{k: tally.get(k, 0) for k in ("clear", "accepted", "traceback", "internal",
-                                            "hang", "unclear", "changed", "refused")}}
+            **{k: tally.get(k, 0) for k in ("clear", "accepted", "said", "traceback",
+                                            "internal", "hang", "unclear", "changed",
+                                            "refused", "silent")}}
 
 
 def main() -> int:
@@ -489,7 +572,7 @@ def main() -> int:
         outcomes = run_corpus(Path(tmp), exec_=exec_)
         wall = time.perf_counter() - start
     for o in outcomes:
-        if o.kind not in ("clear", "accepted") or o.detail:
+        if o.kind not in ("clear", "accepted", "said") or o.detail:
             print(f"{o.kind:9s} {o.command:10s} {o.case}: {o.detail}")
     slowest = max(outcomes, key=lambda o: o.seconds)
     print(json.dumps(counts(outcomes)), f"{wall:.0f} s wall,",
@@ -497,5 +580,7 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # import this file by its name: forked runs pickle its functions
+    from tests.loaders.bad_inputs import main as _main
+
+    sys.exit(_main())

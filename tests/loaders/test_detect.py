@@ -37,6 +37,13 @@ def test_directory_with_no_logs(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(NoLogFoundError, match="It holds: nothing"):
         open_log(tmp_path / "empty")
+    # a run's rollouts/ folder, given instead of the run: the message says which to pass
+    writer = RunWriter(tmp_path / "run", {})
+    writer.write_step(1, step_table())
+    with pytest.raises(NoLogFoundError, match=r"It holds: step-000001\.parquet \(a run's "
+                                              r"rollouts/ folder\? pass the run directory, "
+                                              + str(tmp_path / "run")):
+        load_steps(tmp_path / "run" / "rollouts")
 
 
 def test_missing_path_and_unknown_content(tmp_path):

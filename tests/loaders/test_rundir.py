@@ -385,3 +385,16 @@ def test_step_columns_read_a_few_columns_with_keys_as_categories(run):
     assert part["action"].astype(str).tolist() == whole["action"].tolist()
     assert part["group_id"].tolist() == whole["group_id"].tolist()
     assert log.step_source(2) == step_path(run, 2) and log.read_options == {}
+
+
+def test_entries_of_rollouts_not_named_like_step_files_are_noted(tmp_path):
+    (tmp_path / "r" / "rollouts").mkdir(parents=True)
+    step_table().to_parquet(tmp_path / "r" / "rollouts" / "step-000001.parquet")
+    for name in ("STEP-000002.PARQUET", "step-3.csv", ".step-000004.parquet.tmp-9"):
+        (tmp_path / "r" / "rollouts" / name).write_bytes(b"x")
+    log = open_log(tmp_path / "r")
+    assert log.train_steps() == [1]
+    notes = log.report.notes
+    assert any("run.json missing" in n for n in notes)
+    assert any("2 entr(ies) not named step-NNNNNN.parquet, not read: STEP-000002.PARQUET, "
+               "step-3.csv" in n for n in notes), notes

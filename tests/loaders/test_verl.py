@@ -331,3 +331,16 @@ def test_each_step_has_its_dump_file_as_source(dump):
     assert log.step_source(step) == dump / f"{step}.jsonl"
     assert log.read_options["state_regex"] == r"(\w+)"
     assert list(log.step_columns(step, ["t", "group_id"]).columns) == ["t", "group_id"]
+
+
+def test_a_turn_index_or_global_step_too_large_is_named_not_an_overflow(tmp_path):
+    entries = agent_loop_entries(1)
+    entries[2]["uid"] = entries[2]["uid"].rsplit("_", 1)[0] + "_1" + "0" * 30
+    write_verl_dump(tmp_path / "d", 1, entries)
+    with pytest.raises(LogFormatError, match=r"1\.jsonl:3: field 'uid' ends in turn index "
+                                             r"10{19}… \(31 digits\), too large"):
+        load_steps(tmp_path / "d")
+    write_verl_dump(tmp_path / "e", 10**30, agent_loop_entries(1))
+    with pytest.raises(LogFormatError, match=r"10{30}\.jsonl: the global step in the file "
+                                             r"name \(31 digits\) is too large"):
+        load_steps(tmp_path / "e")

@@ -7,12 +7,11 @@ from streamlit.testing.v1 import AppTest
 
 import loaders
 from app.graph_html import FADED_EDGE, critical_edges
-from app.safe import escape_markdown
 from app.sidebar import GROUP_LABEL_CHARS
 from app.views.group import edge_from_click, node_from_click
 from g2po.analysis.alarms import credit_alarms
 from g2po.graph import state_graph
-from tests.app.builders import app_test, entry, texts, write_run
+from tests.app.builders import app_test, entry, shown, texts, write_run
 
 
 def drawn_graph(at) -> dict:
@@ -137,11 +136,11 @@ def test_alarms_are_listed_and_each_filters_to_its_steps(runs_root):
     alarms = credit_alarms(graph)
     assert alarms, "the synthetic group raises no alarm"
     buttons = [b for b in at.button if (b.key or "").startswith("g_alarm_")]
-    assert [b.label for b in buttons] == [a.title for a in alarms]
+    assert [shown(b.label) for b in buttons] == [a.title for a in alarms]
     buttons[0].click().run()
     assert not at.exception
     assert len(steps_table(at)) == len(alarms[0].steps)
-    assert escape_markdown(alarms[0].title) in texts(at)
+    assert alarms[0].title in shown(texts(at))
 
 
 def test_changing_a_parameter_recomputes_and_lands_in_the_url(runs_root):
@@ -214,7 +213,7 @@ def test_a_reward_one_log_with_won_gets_the_right_success_rate_and_fix(tmp_path,
     drawn = drawn_graph(at)
     assert any(n["label"] == "truncated" for n in drawn["nodes"])
     assert "truncated" in set(steps_table(at)["end"])
-    assert any(a.label.startswith("Truncation treated as failure") for a in at.button)
+    assert any(shown(a.label).startswith("Truncation treated as failure") for a in at.button)
     key = next(n.key for n in at.number_input if n.key.startswith("p_success:") and
                "ones.csv" in n.key)
     assert at.number_input(key=key).value == 1.0
@@ -222,7 +221,7 @@ def test_a_reward_one_log_with_won_gets_the_right_success_rate_and_fix(tmp_path,
     at.number_input(key=key).set_value(10.0).run()
     warned = texts(at)
     assert "disagrees" in warned
-    fix = next(b for b in at.button if b.label.startswith("Use `won`"))
+    fix = next(b for b in at.button if shown(b.label).startswith("Use `won`"))
     fix.click().run()
     assert not at.exception
     assert at.number_input(key=key).value == 1.0
@@ -272,7 +271,8 @@ def test_graded_rewards_get_the_threshold_rule_from_won_and_kept_per_run(tmp_pat
     at.checkbox(key=on.key).uncheck().run()
     assert "disagrees" in texts(at) and success_visits(at) == 1
     assert "success_min" not in at.query_params
-    fix = next(b for b in at.button if b.label.startswith("Use `won`: count reward ≥ 0.8"))
+    fix = next(b for b in at.button
+               if shown(b.label).startswith("Use `won`: count reward ≥ 0.8"))
     fix.click().run()
     assert not at.exception
     assert at.checkbox(key=on.key).value is True and "disagrees" not in texts(at)

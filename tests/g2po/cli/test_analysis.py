@@ -123,8 +123,9 @@ def test_an_unexpected_failure_is_one_line_and_exit_3(table, capsys, monkeypatch
 
     monkeypatch.setattr(analysis, "compute_advantages", broken)
     assert main(["advantages", str(table)]) == 3
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "internal error (ZeroDivisionError): boom" in err
+    err = capsys.readouterr().err.splitlines()  # what it read, then the failure in one line
+    assert err[0].startswith("g2po advantages: read ") and "Traceback" not in "".join(err)
+    assert err[-1].startswith("g2po advantages: internal error (ZeroDivisionError): boom")
     monkeypatch.setenv("G2PO_DEBUG", "1")
     with pytest.raises(ZeroDivisionError):
         main(["advantages", str(table)])
@@ -190,3 +191,15 @@ def test_graph_follows_the_logs_rule_and_the_truncation_flag(ones, capsys):
     # b and c fail after 3 steps: both end at the truncated terminal, valued 0
     (row,) = [line for line in nodes.splitlines() if "<truncated>" in line]
     assert row.split()[1:4] == ["truncated", "<truncated>", "2"]
+
+
+def test_advantages_says_what_it_read_and_what_the_loader_noted(tmp_path, capsys):
+    run = tmp_path / "r"  # a rollouts/ folder of a plain table and a stray file, no run.json
+    (run / "rollouts").mkdir(parents=True)
+    trajectories(THREE).to_parquet(run / "rollouts" / "step-000001.parquet")
+    (run / "rollouts" / "1.jsonl").write_text("{}\n")
+    assert main(["advantages", str(run), "--out", str(tmp_path / "adv.csv")]) == 0
+    err = capsys.readouterr().err
+    assert f"g2po advantages: read {run} as a g2po run directory: 8 step rows" in err
+    assert f"note: {run / 'run.json'} missing" in err
+    assert "not named step-NNNNNN.parquet, not read: 1.jsonl" in err
