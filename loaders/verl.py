@@ -432,6 +432,13 @@ def _short(value, width: int = 60) -> str:
     return text if len(text) <= width else text[:width] + "…"
 
 
+def check_global_step(path: str | Path, train_step: int | None) -> None:
+    """A :class:`LogFormatError` for a dump file named for a global step beyond int64."""
+    if train_step is not None and train_step > np.iinfo(np.int64).max:
+        raise LogFormatError(f"{path}: the global step in the file name ({len(str(train_step))} "
+                             "digits) is too large for a training step")
+
+
 def load_verl_file(path: str | Path, report: LoadReport | None = None, *,
                    train_step: int | None = None, **options) -> pd.DataFrame:
     """One ``{global_step}.jsonl`` file as a validated step table (``options``:
@@ -441,9 +448,7 @@ def load_verl_file(path: str | Path, report: LoadReport | None = None, *,
     if train_step is None:
         match = _STEP_FILE.match(path.name)
         train_step = int(match.group(1)) if match else None
-    if train_step is not None and train_step > np.iinfo(np.int64).max:
-        raise LogFormatError(f"{path}: the global step in the file name ({len(str(train_step))} "
-                             "digits) is too large for a training step")
+    check_global_step(path, train_step)
     records, lines = read_jsonl(path, report)
     if not records:
         raise LogFormatError(f"{path}: no complete line to read")

@@ -36,6 +36,7 @@ from loaders.summary import trajectory_table
 from loaders.verl import (
     MAX_TASK_CHARS,
     VALIDITY_ASSUMED,
+    check_global_step,
     load_verl_file,
     split_keys,
     step_disagrees,
@@ -207,6 +208,7 @@ def scan_file(path: str, train_step: int, fast: bool = True) -> FileScan:
     """Summarise one ``{train_step}.jsonl``: the fast path, else (or with ``fast`` False) the
     full reader. Raises what the full reader raises for a broken file."""
     source = str(path)
+    check_global_step(source, train_step)
     if fast:
         report = LoadReport(source, "verl")
         try:

@@ -51,12 +51,27 @@ def test_percentile_matches_numpy_and_summary_counts_failures():
 
 
 def test_peak_memory_is_read_from_the_process_and_grows_with_it():
+    """A fresh process (this one's peak may already lie above what it touches next)."""
+    import subprocess
+    import sys
+
     bench = _bench()
-    before = bench.peak_rss_mib(os.getpid())
-    block = np.ones(64 * 2**20 // 8)  # 64 MiB touched
-    after = bench.peak_rss_mib(os.getpid())
-    assert before > 10 and after >= before + 50
-    del block
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nimport numpy as np\nprint('ready', flush=True)\n"
+         "sys.stdin.readline()\nblock = np.ones(64 * 2**20 // 8)  # 64 MiB touched\n"
+         "print('grown', flush=True)\nsys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        before = bench.peak_rss_mib(child.pid)
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "grown"
+        after = bench.peak_rss_mib(child.pid)
+        assert before > 10 and after >= before + 50
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_cpu_seconds_and_descendants_follow_a_child_process():

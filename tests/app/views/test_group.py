@@ -439,8 +439,8 @@ def test_assumed_validity_is_said_beside_every_number_resting_on_it(tmp_path, ru
     at = app_test("group", ["--log", str(write_no_validity_csv(tmp_path / "nv.csv")),
                             "--log", str(runs_root / "run_a")])
     assert not at.exception
-    notes = [c.value for c in at.caption if "assumed" in c.value]
-    assert len(notes) >= 3 and all("is\\_action\\_valid absent" in n for n in notes)
+    notes = [shown(c.value) for c in at.caption if "assumed" in c.value]
+    assert len(notes) >= 3 and all("is_action_valid absent" in n for n in notes)
     critical = next(d for d in at.dataframe if "#" in d.value.columns)
     assert column_labels(critical) == {"mean A": "mean A *"}
     steps = next(d for d in at.dataframe if "A^EP" in d.value.columns)

@@ -1,7 +1,7 @@
 import pandas as pd
 
 from app.views.overview import AUTO_MERGE_RATE_ROWS, merge_rate_column
-from tests.app.builders import app_test, texts
+from tests.app.builders import app_test, shown, texts
 
 
 def charts(at):
@@ -88,8 +88,8 @@ def test_a_dump_without_validity_shows_the_invalid_rate_as_unknown(runs_root, tm
     assert at.metric[0].value == "unknown"
     assert "ov_invalid_rate" not in [c.key for c in charts(at)]  # no chart of zeros
     assert len(charts(at)) == 4  # reward, success rate, length, merge rate
-    why = [c.value for c in at.caption if "assumed valid" in c.value]
-    assert len(why) == 1 and why[0].startswith("rollout\\_data\\: is\\_action\\_valid absent")
+    why = [shown(c.value) for c in at.caption if "assumed valid" in c.value]
+    assert len(why) == 1 and why[0].startswith("rollout_data: is_action_valid absent")
     table = next(d.value for d in at.dataframe if "invalid_rate" in d.value.columns)
     assert table["invalid_rate"].isna().all()
     # beside a run that knows its invalid actions: that run's chart, the dump named unknown
