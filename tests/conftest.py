@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from g2po import estimators
@@ -15,3 +17,13 @@ def _estimator_registry():
     yield
     estimators._REGISTRY.clear()
     estimators._REGISTRY.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def _main_module():
+    """Each test leaves ``__main__`` as it found it. Streamlit's AppTest installs its temporary
+    script there and never restores it; a process pool started later (forkserver, spawn)
+    would re-run that script in every worker."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main

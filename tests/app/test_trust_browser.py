@@ -45,7 +45,7 @@ def hostile_root(tmp_path_factory):
     write_run(root / TAG_RUN, 1, seed=7, hostile_text=True, rows=200)
     write_run(root / STYLE_RUN, 2, seed=9, rows=200)
     write_run(root / LINK_RUN, 2, seed=11, rows=200)
-    (root / "**note** [n](http:evil.example).bin").write_bytes(b"\x00\x01not a log")
+    (root / "**noteinj** [n](http:evil.example).bin").write_bytes(b"\x00\x01not a log")
     return root
 
 
@@ -60,7 +60,7 @@ def app_url(hostile_root):
 #: word), images and links from ``![…](…)`` / ``[…](…)``, the ``<img>`` tag.
 MARKUP = """() => {
     const hits = [];
-    const words = /^(bold|em|up|note|boldinj|redinj|eminj|delinj|jsinj)$/;
+    const words = /^(bold|em|up|noteinj|boldinj|redinj|eminj|delinj|jsinj)$/;
     for (const el of document.querySelectorAll('body *')) {
         const t = el.textContent.trim();  // "**bold**" in a bold headline is fine; "bold" not
         if (words.test(t)) hits.push(el.tagName + ':' + t);

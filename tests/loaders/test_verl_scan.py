@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -212,6 +213,17 @@ def test_a_threaded_process_scans_through_a_fork_server(tmp_path):
     finally:
         stop.set()
         thread.join()
-    assert _context().get_start_method() == "fork"
     for a, b in zip(here, spread, strict=True):
         pd.testing.assert_frame_equal(a.trajectories, b.trajectories)
+
+
+def test_a_single_threaded_process_forks():
+    """The CLI has one thread: its workers are plain forks (nothing imported again). Asked in
+    a fresh process: this one may hold threads earlier tests left."""
+    import subprocess
+    import sys
+
+    code = "from loaders.verl_scan import _context; print(_context().get_start_method())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "fork"
