@@ -76,11 +76,15 @@ def _outcome(steps: pd.DataFrame) -> np.ndarray:
     return np.where(success, "success", np.where(truncated, "truncated", "failure"))
 
 
-def _short_ids(graph: StateGraph) -> dict[str, str]:
+def short_ids(ids: Iterable[str]) -> dict[str, str]:
     """Trajectory id → what tells it from the group's others (``s1:0`` of
-    ``cooking-…-train-s1:0``), cut in the middle when long."""
-    ids = trajectory_order(graph)
+    ``cooking-…-train-s1:0``), cut in the middle when long: every page's rollout column."""
+    ids = list(dict.fromkeys(str(i) for i in ids))
     return dict(zip(ids, lead_with_difference(ids, limit=20)[0], strict=True))
+
+
+def _short_ids(graph: StateGraph) -> dict[str, str]:
+    return short_ids(trajectory_order(graph))
 
 
 def step_table(graph: StateGraph, traj_id: str | Iterable[str] | None = None,

@@ -255,9 +255,8 @@ async def _user(browser, user: int, base: str, run: str, plan: list[tuple[int, s
 
 async def _slow_session(browser, base: str, run: str, done: asyncio.Event) -> float | None:
     """A session running a slow script: the Run overview computing the state-merge rate of
-    the whole run. Returns the seconds until that was done (the box asking for it is gone
-    once the rates are shown), or None when it was still running once ``done`` (every user
-    finished)."""
+    the whole run. Returns the seconds until that was done (the merge-rate chart is drawn),
+    or None when it was still running once ``done`` (every user finished)."""
     context = await browser.new_context(viewport=VIEWPORT)
     page = await context.new_page()
     try:
@@ -269,8 +268,10 @@ async def _slow_session(browser, base: str, run: str, done: asyncio.Event) -> fl
             await asyncio.sleep(0.2)
         await label.first.click(timeout=120_000)
         start = time.perf_counter()
+        # the rates are shown: their chart is drawn (the page leaves it out while unknown)
+        chart = page.locator("text.gtitle", has_text="State-merge rate")
         while not done.is_set():
-            if not await label.count():
+            if await chart.count():
                 return time.perf_counter() - start
             await asyncio.sleep(0.25)
         return None

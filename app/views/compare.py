@@ -5,7 +5,7 @@ estimator's parts, widest disagreement (in z-scores) first; a click on such a st
 the group explorer. Every registered estimator (built-in, a helper's, or a ``--plugin``'s) is
 offered, with one input per parameter: a choice for those taking one of a few values. An
 optional display normalisation z-scores each estimator over the group, so that shapes compare.
-Numbers come before text in every table, and trajectory ids are shortened in the middle."""
+Numbers come before text in every table, and trajectory ids show what tells them apart."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from app.charts import advantage_lines, correlation_heatmap
 from app.context import AppContext
 from app.params import STATE_KEY_CHOICES, SpecParams
 from app.safe import fmt, truncate
-from app.tables import style_diverging
+from app.tables import short_ids, style_diverging
 from app.ui import group_page, md, show_error
 from app.url_state import reseed
 from g2po.analysis.compare import (
@@ -34,7 +34,6 @@ from g2po.analysis.compare import (
     trajectory_facts,
     zscore,
 )
-from g2po.analysis.labels import shorten_middle
 from g2po.errors import G2POError
 from g2po.estimators import estimator_params, list_estimators
 from g2po.outcomes import OutcomeRule
@@ -149,7 +148,7 @@ def render(ctx: AppContext) -> None:
         return
     table = result.table
     ids = table["traj_id"].astype(str)
-    short = dict(zip(pd.unique(ids), shorten_middle(list(pd.unique(ids))), strict=True))
+    short = short_ids(ids)
     z = normalise == NORMALISE[1]
     shown_table = zscore(table, ran) if z else table
 
@@ -162,8 +161,9 @@ def render(ctx: AppContext) -> None:
                  if result.text_column == "observation" else
                  fmt("`state_key`: the state key the step merged by (the log has no "
                      "observation column)."))
-    st.caption(fmt("`rollout`: the trajectory id, shortened in the middle; `node`: {}; "
-                   "`outcome`: what its trajectory reached. {}", node_text, text_text))
+    st.caption(fmt("`rollout`: the part of the trajectory id that tells it from the group's "
+                   "others; `node`: {}; `outcome`: what its trajectory reached. {}",
+                   node_text, text_text))
     st.dataframe(style_diverging(_with_short_ids(shown_table, short), ran), hide_index=True,
                  height=360)
 

@@ -56,12 +56,15 @@ def _summary_of(opened: OpenLog, compute_merge: bool, state_key: str,
     if logged:
         summary = summary.merge(metrics[["train_step", logged]].rename(
             columns={logged: "merge_rate"}), on="train_step", how="left")
-    elif compute_merge or summary["n_steps"].sum() <= AUTO_MERGE_RATE_ROWS:
-        rates = data.merge_rates(opened.log, opened.key, version, state_key)
-        summary = summary.merge(rates, on="train_step", how="left")
     else:
-        summary["merge_rate"] = float("nan")
-        notes.append(opened.name)
+        large = summary["n_steps"].sum() > AUTO_MERGE_RATE_ROWS
+        if large:  # computed on request only; the box that asks stays while it is ticked
+            notes.append(opened.name)
+        if compute_merge or not large:
+            rates = data.merge_rates(opened.log, opened.key, version, state_key)
+            summary = summary.merge(rates, on="train_step", how="left")
+        else:
+            summary["merge_rate"] = float("nan")
     summary.insert(0, "run", opened.name)
     return summary, notes
 

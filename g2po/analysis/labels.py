@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["distinguishing_labels", "headline", "key_diff", "shorten_middle",
+__all__ = ["distinguishing_labels", "headline", "key_diff",
            "lead_with_difference", "natural_key", "STOPWORDS", "snap_to_zero", "snap_frame",
            "format_number", "ZERO_REL"]
 
@@ -230,29 +230,6 @@ def key_diff(a: str, b: str) -> list[tuple[str, str]]:
             out.append(("delete", a[i1:i2]))
         if j2 > j1:
             out.append(("insert", b[j1:j2]))
-    return out
-
-
-def shorten_middle(texts: Sequence[str], limit: int = 24, head: int = 8) -> list[str]:
-    """Ids cut in the middle, keeping their first ``head`` characters and the end, where the
-    ids of one group differ (their common prefix is what gets cut); ids of at most ``limit``
-    characters stay whole. The end is kept whole when it is what tells two ids apart.
-
-    Examples
-    --------
-    >>> shorten_middle(["cooking-recipe3-take2-go9-open-s0:2",
-    ...                 "cooking-recipe3-take2-go9-open-s1:10"], 20)
-    ['cooking-…9-open-s0:2', 'cooking-…-open-s1:10']
-    """
-    texts = [str(t) for t in texts]
-    prefix = len(os.path.commonprefix(texts)) if len(texts) > 1 else 0
-    out = []
-    for s in texts:
-        if len(s) <= limit:
-            out.append(s)
-            continue
-        tail = max(limit - head - 1, min(len(s) - prefix, 3 * limit))
-        out.append(s if head + 1 + tail >= len(s) else s[:head] + _GAP + s[-tail:])
     return out
 
 

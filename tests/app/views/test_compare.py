@@ -136,7 +136,7 @@ def test_every_registered_estimator_runs_on_the_page(runs_root):
     assert not [t for t in at.text_input if t.key and t.key.startswith("cmp_")]
 
 
-def test_numbers_come_before_text_and_ids_are_shortened(long_ids_run):
+def test_numbers_come_before_text_and_ids_show_what_tells_them_apart(long_ids_run):
     at = app_test("compare", ["--log", str(long_ids_run)])
     assert not at.exception
     table = at.dataframe[0].value
@@ -147,7 +147,11 @@ def test_numbers_come_before_text_and_ids_are_shortened(long_ids_run):
     assert set(columns[columns.index("valid") + 1:-2]) == set(chosen)
     ids = table["rollout"].drop_duplicates().tolist()
     assert all(len(i) <= 24 for i in ids) and len(set(ids)) == len(ids)
-    assert all(i.startswith(LONG[:8]) and i.endswith(":0") for i in ids)  # the part that differs
+    # the part that differs, as the group explorer's rollout column shows it
+    assert not any(i.startswith(LONG[:8]) for i in ids) and all(i.endswith(":0") for i in ids)
+    explorer = app_test("group", ["--log", str(long_ids_run)])
+    assert set(ids) <= set(next(d.value["rollout"] for d in explorer.dataframe
+                                if "rollout" in d.value.columns))
     assert set(table["outcome"]) <= {"success", "failure", "truncated"}
 
 

@@ -45,6 +45,26 @@ def test_logged_merge_rate_wins_and_big_runs_ask_first():
     assert AUTO_MERGE_RATE_ROWS >= 100_000
 
 
+def test_a_big_run_computes_its_merge_rate_on_request_and_keeps_it(runs_root, monkeypatch):
+    """Over the threshold the rate is asked for; the box that asked stays, ticked, so the rate
+    stays on the next rerun (it used to vanish with its state once ticked)."""
+    import app.views.overview
+
+    monkeypatch.setattr(app.views.overview, "AUTO_MERGE_RATE_ROWS", 10)
+    at = app_test("overview", ["--log", str(runs_root)])
+    assert len(charts(at)) == 4  # no merge rate yet
+    table = next(d.value for d in at.dataframe if "merge_rate" in d.value.columns)
+    assert table["merge_rate"].isna().all()
+    at.checkbox(key="ov_compute_merge").check().run()
+    for _ in range(2):  # after ticking, and on a later rerun
+        assert not at.exception
+        assert at.checkbox(key="ov_compute_merge").value
+        assert len(charts(at)) == 5
+        table = next(d.value for d in at.dataframe if "merge_rate" in d.value.columns)
+        assert table["merge_rate"].between(0, 1).all()
+        at.run()
+
+
 def test_a_run_keeps_its_colour_when_another_is_added(runs_root):
     at = app_test("overview", ["--log", str(runs_root)])
     at.multiselect(key="runs").set_value(["run_b"]).run()
