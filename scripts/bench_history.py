@@ -179,14 +179,10 @@ def _page_line(times: list[list[float]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import bench_loaders
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--tasks", type=int, default=16)
-    parser.add_argument("--rollouts", type=int, default=8)
-    parser.add_argument("--max-len", type=int, default=50)
-    parser.add_argument("--obs-chars", type=int, default=500)
-    parser.add_argument("--dir", type=Path, help="write the run here (default: a temp dir)")
-    parser.add_argument("--keep", action="store_true", help="keep the generated run")
+    bench_loaders.add_run_options(parser, "write the run here (default: a temp dir)")
     parser.add_argument("--measure", type=Path, help="measure an existing run only")
     args = parser.parse_args(argv)
 

@@ -166,15 +166,21 @@ def _disk_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_run_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
+    """The shape of the generated run (the ALFWorld-recipe scale by default), as every run
+    benchmark takes it."""
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--max-len", type=int, default=50)
     parser.add_argument("--obs-chars", type=int, default=500)
-    parser.add_argument("--dir", type=Path, help="write the run here (default: a temp dir)")
+    parser.add_argument("--dir", type=Path, help=dir_help)
     parser.add_argument("--keep", action="store_true", help="keep the generated run")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_options(parser, "write the run here (default: a temp dir)")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 

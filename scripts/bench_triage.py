@@ -87,14 +87,10 @@ def _fmt(m: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import bench_loaders
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--tasks", type=int, default=16)
-    parser.add_argument("--rollouts", type=int, default=8)
-    parser.add_argument("--max-len", type=int, default=50)
-    parser.add_argument("--obs-chars", type=int, default=500)
-    parser.add_argument("--dir", type=Path, help="an existing run, or where to write one")
-    parser.add_argument("--keep", action="store_true", help="keep the generated run")
+    bench_loaders.add_run_options(parser, "an existing run, or where to write one")
     parser.add_argument("--repeats", type=int, default=3,
                         help="repeats of the run-wide measurements (each a fresh process)")
     parser.add_argument("--measure", nargs=4, help=argparse.SUPPRESS)
@@ -109,8 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     run = args.dir if args.dir is not None else root / "run"
     try:
         if not (run / "run.json").exists():
-            import bench_loaders
-
             start = time.perf_counter()
             bench_loaders.generate_run(run, args.steps, args.tasks, args.rollouts,
                                        args.max_len, args.obs_chars)

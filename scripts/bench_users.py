@@ -43,7 +43,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +59,7 @@ from tests.app.browser import (  # noqa: E402
     chromium_missing,
     free_port,
     stop_process,
+    wait_healthy,
 )
 
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -190,19 +190,7 @@ def serve(run_dir: Path, address: str, timeout: float = 120.0) -> Iterator[tuple
     host = "127.0.0.1" if address in ("0.0.0.0", "::") else address
     url = f"http://{host}:{port}"
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {proc.returncode}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError("the server did not answer")
-            time.sleep(0.1)
+        wait_healthy(proc, url, timeout)
         yield url, proc.pid
     finally:
         stop_process(proc)

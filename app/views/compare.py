@@ -21,7 +21,7 @@ from app.context import AppContext
 from app.params import STATE_KEY_CHOICES, SpecParams
 from app.safe import fmt, truncate
 from app.tables import short_ids, style_diverging
-from app.ui import group_page, md, show_error
+from app.ui import chosen_graph, group_page, md, show_error
 from app.url_state import reseed
 from g2po.analysis.compare import (
     DEFAULT_ESTIMATORS,
@@ -241,13 +241,9 @@ def open_in_explorer(ctx: AppContext, traj_id: str, t: int) -> None:
     trajectory highlighted, its node and edge selected and the node's steps listed, through
     the URL names the explorer reads (``traj``, ``node``, ``edge``). Node ids are the
     explorer's own, under the sidebar's state key."""
-    opened = ctx.active
     page = ctx.pages.get("group")
-    try:
-        graph = data.group_graph(opened.log, opened.key, ctx.train_step, ctx.group_id,
-                                 ctx.params)
-    except data.LOADER_ERRORS + (G2POError,) as err:
-        show_error(f"Cannot build the graph of group {ctx.group_id}", err)
+    graph = chosen_graph(ctx)
+    if graph is None:
         return
     where = step_location(graph, traj_id, t)
     if where is None or page is None:

@@ -16,7 +16,7 @@ from app.context import AppContext
 from app.export import EXPORT_FORMATS, export_metadata, metadata_bytes, table_bytes
 from app.graph_html import graph_html
 from app.safe import fmt
-from app.ui import group_page, show_error
+from app.ui import chosen_graph, group_page, show_error
 from g2po.errors import G2POError
 from g2po.estimators import compute_advantages, estimate, list_estimators
 from g2po.graph import truncated_steps
@@ -117,11 +117,8 @@ def render(ctx: AppContext) -> None:
 
     st.subheader("The graph as a standalone HTML file")
     st.caption("One file with vis-network inside: it opens in any browser, with no internet.")
-    try:
-        graph = data.group_graph(opened.log, opened.key, ctx.train_step, ctx.group_id,
-                                 ctx.params)
-    except data.LOADER_ERRORS + (G2POError,) as err:
-        show_error(f"Cannot build the graph of group {ctx.group_id}", err)
+    graph = chosen_graph(ctx)
+    if graph is None:
         return
     title = f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}"
     st.download_button("Download the graph (HTML)",

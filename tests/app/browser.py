@@ -55,24 +55,29 @@ def serve_app(args: list[str], timeout: float = 60.0, script: Path | None = None
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://localhost:{port}"
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {proc.returncode}: {' '.join(cmd)}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"streamlit did not answer /_stcore/health in {timeout} s")
-            time.sleep(0.05)
+        wait_healthy(proc, url, timeout)
         yield url
     finally:
         stop_process(proc)
         if log is not subprocess.DEVNULL:
             log.close()
+
+
+def wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> None:
+    """Return once the Streamlit server ``proc`` at ``url`` answers ``/_stcore/health``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}: {' '.join(proc.args)}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"streamlit did not answer /_stcore/health in {timeout} s")
+        time.sleep(0.05)
 
 
 def wait_idle(page, settle: float = 0.6, timeout: float = 60.0) -> None:

@@ -254,12 +254,9 @@ def _out(b, values):
     return pd.Series(dict(zip(b["row"], values)))
 
 
-def gigpo_original(steps, gamma=0.95, omega=1.0, mode="mean_norm", penalty=0.1,
-                   similarity=None, step_rewards=False):
-    """verl-agent: compute_step_discounted_returns per trajectory, then
-    apply_invalid_action_penalty (step_rewards -= p·invalid), then
-    compute_gigpo_outcome_advantage."""
-    b = trainer_batch(steps, penalty, step_rewards)
+def _penalised_returns(b, gamma, penalty):
+    """verl-agent's compute_step_discounted_returns per trajectory, then the trainer's
+    invalid-action penalty (returns -= p·invalid)."""
     returns = [0.0] * len(b["row"])
     for tu in dict.fromkeys(b["traj_uid"]):
         idx = [i for i, x in enumerate(b["traj_uid"]) if x == tu]
@@ -267,7 +264,16 @@ def gigpo_original(steps, gamma=0.95, omega=1.0, mode="mean_norm", penalty=0.1,
         for i in reversed(idx):
             running = b["rewards"][i] + gamma * running
             returns[i] = running
-    step_rewards = [r - penalty * v for r, v in zip(returns, b["invalid"])]
+    return [r - penalty * v for r, v in zip(returns, b["invalid"])]
+
+
+def gigpo_original(steps, gamma=0.95, omega=1.0, mode="mean_norm", penalty=0.1,
+                   similarity=None, step_rewards=False):
+    """verl-agent: compute_step_discounted_returns per trajectory, then
+    apply_invalid_action_penalty (step_rewards -= p·invalid), then
+    compute_gigpo_outcome_advantage."""
+    b = trainer_batch(steps, penalty, step_rewards)
+    step_rewards = _penalised_returns(b, gamma, penalty)
     remove_std = mode == "mean_norm"
     episode = _episode_norm(b, remove_std)
     step = _step_norm(step_rewards, _step_groups(b, similarity), remove_std)
@@ -350,14 +356,7 @@ def hgpo_original(steps, gamma=0.95, penalty=0.1, history_length=2, length_weigh
     an ulp and then counts a spurious item; docs/estimators.md)."""
     b = trainer_batch(steps, penalty, step_rewards)
     n = len(b["row"])
-    returns = [0.0] * n
-    for tu in dict.fromkeys(b["traj_uid"]):
-        idx = [i for i, x in enumerate(b["traj_uid"]) if x == tu]
-        running = 0.0
-        for i in reversed(idx):
-            running = b["rewards"][i] + gamma * running
-            returns[i] = running
-    returns = [r - penalty * v for r, v in zip(returns, b["invalid"])]  # the trainer's penalty
+    returns = _penalised_returns(b, gamma, penalty)
 
     base = [0.0] * n
     if base_group:
