@@ -15,7 +15,10 @@ vllm``):
 - :data:`CPU_OVERRIDES` (what the ``--device cpu`` flag adds): FSDP2 (FSDP1 needs an
   accelerator), eager attention (flash-attention is the default), the ``hf`` rollout, no sleep
   mode and no freeing of the rollout's memory between steps (vLLM's sleep mode needs a GPU),
-  vLLM in eager mode (its CPU compilation, C++ kernels built by inductor, takes minutes), one
+  vLLM in eager mode (its CPU compilation, C++ kernels built by inductor, takes minutes),
+  float32 compute in the actor, the reference and vLLM as in the ``hf`` server (verl's defaults
+  are bf16 autocast in FSDP and a bfloat16 vLLM; the rollout's and the actor's probabilities
+  then differ by the rounding of two bf16 computations), one
   logical GPU, one TransferQueue storage unit and one agent-loop and reward worker (each is a
   process that imports verl);
 - :data:`VLLM_CPU_ENV` with the ``vllm`` rollout: the KV-cache size of vLLM's CPU platform
@@ -48,6 +51,9 @@ CPU_OVERRIDES = [
     "actor_rollout_ref.rollout.free_cache_engine=false",
     "++actor_rollout_ref.rollout.enable_sleep_mode=false",
     "actor_rollout_ref.rollout.enforce_eager=true",
+    "actor_rollout_ref.rollout.dtype=float32",
+    "++actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32",
+    "++actor_rollout_ref.ref.fsdp_config.mixed_precision.param_dtype=fp32",
     "actor_rollout_ref.rollout.agent.num_workers=1",
     "reward.num_workers=1",
     "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",

@@ -187,7 +187,7 @@ VERL_STEP_LINE = "g2po step "
 
 #: rollout -> (model, learning rate, seconds a command may take). vLLM's run takes large steps,
 #: so that a rollout still on the previous weights would be far from the actor
-#: (test_verl_cpu_vllm_follows_the_actor); its engine starts slowly on a loaded machine (a
+#: (test_verl_cpu_rollout_follows_the_actor); its engine starts slowly on a loaded machine (a
 #: command took 3 minutes on a quiet one, 37 at a load average of 30-50).
 VERL_CPU_ROLLOUTS = {"hf": (TINY, "1e-3", 900), "vllm": (TINY_VLLM, "0.05", 2400)}
 
@@ -288,31 +288,28 @@ def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run):
     name = "model.layers.0.mlp.down_proj.weight"
     assert not torch.equal(saved[2][name], initial[name].float())
     assert not torch.equal(saved[3][name], saved[2][name])
-    # The rollout samples what the actor computes: probabilities correlate at every step. vLLM's
-    # run at lr 0.05 turns the policy near-deterministic after step 1; there bf16 rounding of
-    # probabilities near 1 dominates the correlation (0.9997, then 0.9963 measured), while the
-    # log-perplexities still agree (test_verl_cpu_vllm_follows_the_actor).
+    # The rollout samples what the actor computes: probabilities correlate at every step (both
+    # in float32 on CPU: 1.0 measured for each rollout at every step, the resumed one too).
     corr = metrics["training/rollout_actor_probs_pearson_corr"]
-    assert (corr.iloc[:1] if rollout == "vllm" else corr).ge(0.999).all(), corr.tolist()
-    assert corr.ge(0.99).all(), corr.tolist()
+    assert corr.ge(0.999).all(), corr.tolist()
     assert ("vLLMHttpServer" in first) == (rollout == "vllm")  # the rollout asked for served
 
 
-def test_verl_cpu_vllm_follows_the_actor(verl_cpu_run):
-    """Each update reaches vLLM: after the first large-lr step the actor's log-perplexity of the
-    sampled tokens is far from the initial policy's (steps 2 and 3, the latter after the resume
-    loaded the checkpoint), and vLLM's own stays with it. A vLLM still on older weights would
-    sample tokens the updated actor scores very differently."""
+def test_verl_cpu_rollout_follows_the_actor(verl_cpu_run):
+    """Each update reaches the rollout: its log-perplexity of the sampled tokens stays with
+    the actor's at every step. vLLM's run takes large steps, so there the actor is also far
+    from the initial policy at steps 2 and 3 (the latter after the resume loaded the
+    checkpoint): a vLLM still on older weights would sample tokens the updated actor scores
+    very differently."""
     out, _, rollout, _ = verl_cpu_run
-    if rollout != "vllm":
-        pytest.skip("the vLLM rollout's check")
     metrics = open_run(out).metrics().set_index("train_step")
-    actor, vllm = metrics["rollout_corr/training_log_ppl"], metrics["rollout_corr/rollout_log_ppl"]
-    apart = (vllm - actor).abs()
-    moved = (actor - actor.iloc[0]).abs().iloc[1:]  # steps 2 and 3 against the initial policy
+    actor = metrics["rollout_corr/training_log_ppl"]
+    apart = (metrics["rollout_corr/rollout_log_ppl"] - actor).abs()
     assert apart.le(0.02).all(), apart.tolist()
-    assert moved.ge(0.1).all() and moved.ge(10 * apart.max()).all(), (actor.tolist(),
-                                                                       apart.tolist())
+    if rollout == "vllm":
+        moved = (actor - actor.iloc[0]).abs().iloc[1:]  # steps 2 and 3 against step 1's policy
+        assert moved.ge(0.1).all() and moved.ge(10 * apart.max()).all(), (actor.tolist(),
+                                                                           apart.tolist())
 
 
 def test_verl_cpu_advantages_are_the_librarys(verl_cpu_run):

@@ -40,6 +40,11 @@ def test_both_rollouts_run_without_sleep_mode():
         assert config.actor_rollout_ref.rollout.name == rollout
         assert not config.actor_rollout_ref.rollout.enable_sleep_mode
         assert config.actor_rollout_ref.rollout.enforce_eager
+        # float32 throughout, as the hf server (verl: bf16)
+        assert config.actor_rollout_ref.rollout.dtype == "float32"
+        for role in ("actor", "ref"):
+            fsdp = config.actor_rollout_ref[role].fsdp_config
+            assert fsdp.mixed_precision.param_dtype == "fp32"
         assert cpu_problems(config) == []
     problems = cpu_problems(_cpu("actor_rollout_ref.rollout.name=vllm",
                                  "actor_rollout_ref.rollout.enable_sleep_mode=true"))
