@@ -22,6 +22,7 @@ from app.context import AppContext
 from app.options import OptionsError, parse_options
 from app.sidebar import build_context, warn_missing_run
 from app.ui import show_error, show_internal_error
+from app.url_state import drop_other_pages_names
 
 __all__ = ["run", "PAGES", "load_plugins"]
 
@@ -42,10 +43,11 @@ PAGES = {
 }
 
 
-def _render(module: str, title: str, ctx) -> None:
+def _render(name: str, module: str, title: str, ctx) -> None:
     """One page; a bug in it is a short message on the page (the traceback goes to the
     server's log), never a traceback page."""
     try:
+        drop_other_pages_names(name)
         importlib.import_module(module).render(ctx)
     except Exception as err:  # noqa: BLE001 - st.rerun / st.stop are BaseExceptions, not caught
         show_internal_error(f"The page “{title}”", err)
@@ -87,8 +89,8 @@ def run(argv: Sequence[str] | None = None, start_page: str | None = None) -> Non
         ctx = AppContext(options=options)
     start = start_page if start_page in PAGES else "group"
     pages = {
-        name: st.Page(functools.partial(_render, module, title, ctx), title=title, url_path=url,
-                      default=name == start)
+        name: st.Page(functools.partial(_render, name, module, title, ctx), title=title,
+                      url_path=url, default=name == start)
         for name, (module, title, url) in PAGES.items()
     }
     ctx.pages = pages

@@ -13,14 +13,18 @@ from typing import Any
 
 import streamlit as st
 
-__all__ = ["seed_from_url", "reseed", "write_url", "url_value", "URL_KEYS"]
+__all__ = ["seed_from_url", "reseed", "write_url", "url_value", "url_once", "URL_KEYS",
+           "PAGE_ONLY", "drop_other_pages_names"]
 
 #: Query-string names, in the order they are written.
 URL_KEYS = ("run", "step", "group", "traj", "node", "edge", "filter", "outcome", "gamma", "w",
             "mode", "penalty", "success", "success_min", "terminal", "truncate_at", "state_key",
             "edge_color", "value_scale", "gscope", "gsort", "gorder", "galarm", "gtask",
-            "gsuccess")
+            "gsuccess", "hfrom", "hgroup", "hstate")
 _SEEDED = "_g2po_url_seeded"
+#: page → the names only it keeps in the URL: every other page drops them (and a session opened
+#: on another page never reads them), so a stale one never overrides the sidebar's choices.
+PAGE_ONLY = {"state_history": ("hfrom", "hgroup", "hstate")}
 
 
 def url_value(name: str) -> str | None:
@@ -29,16 +33,22 @@ def url_value(name: str) -> str | None:
     return None if value is None else str(value)
 
 
+def url_once(name: str) -> str | None:
+    """The URL's ``name`` the first time a session asks for it (as :func:`url_value`), None
+    after: from then on the page's own choices are the truth."""
+    seeded = st.session_state.setdefault(_SEEDED, set())
+    if name in seeded:
+        return None
+    seeded.add(name)
+    return url_value(name)
+
+
 def seed_from_url(widget_key: str, name: str, parse: Callable[[str], Any] = str,
                   allowed: Collection | None = None) -> bool:
     """Once per session, set the state of widget ``widget_key`` from the URL's ``name``
     (parsed by ``parse``; ignored when it does not parse or is not in ``allowed``). Returns
     whether it did."""
-    seeded = st.session_state.setdefault(_SEEDED, set())
-    if name in seeded:
-        return False
-    seeded.add(name)
-    raw = url_value(name)
+    raw = url_once(name)
     if raw is None:
         return False
     try:
@@ -56,6 +66,14 @@ def reseed(*names: str) -> None:
     page that opens another page on a view within the session
     (``st.switch_page(page, query_params=…)``)."""
     st.session_state.setdefault(_SEEDED, set()).difference_update(names)
+
+
+def drop_other_pages_names(page: str) -> None:
+    """On ``page``, drop the names other pages keep for themselves (:data:`PAGE_ONLY`)."""
+    for owner, names in PAGE_ONLY.items():
+        if owner != page:
+            st.session_state.setdefault(_SEEDED, set()).update(names)
+            write_url(**dict.fromkeys(names))
 
 
 def write_url(**values: object) -> None:

@@ -19,6 +19,7 @@ from app.context import AppContext, OpenLog
 from app.params import SpecParams
 from app.safe import fmt, truncate
 from app.ui import md, show_error
+from app.url_state import url_once, write_url
 from app.views.overview import goto_step
 from g2po.analysis.history import history_of, state_table
 from g2po.analysis.labels import format_number, snap_frame
@@ -26,7 +27,7 @@ from g2po.errors import G2POError
 from loaders.across_steps import TaskIndex, load_groups_coded, task_column, task_index
 
 __all__ = ["render", "open_state_history", "REQUEST", "task_label", "cached_task_index",
-           "match_by", "page_task_index"]
+           "match_by", "page_task_index", "state_token"]
 
 #: Session key: the state another page asked this page to show.
 REQUEST = "_g2po_state_history_request"
@@ -131,11 +132,16 @@ def render(ctx: AppContext) -> None:
         st.info(fmt("{} holds no groups.", opened.name))
         return
     n_steps = index.table.groupby("task")["train_step"].nunique().to_dict()
-    # where the user comes from: the node's group (a request), else the sidebar's (the URL's)
+    # where the user comes from: the node's group (a request), else a reloaded or shared URL's
+    # followed state, else the sidebar's group (the URL's)
+    url_place = _url_place(index)  # read once per session: later, the page's choices rule
+    if request is not None:
+        url_place = None
     here = (request["train_step"], request["group_id"]) if request else \
-        (ctx.train_step, ctx.group_id)
+        (url_place[:2] if url_place else (ctx.train_step, ctx.group_id))
     sidebar = (ctx.active.key if ctx.active else None, ctx.train_step, ctx.group_id)
-    fresh = request is not None or st.session_state.get(_HERE) != sidebar
+    fresh = request is not None or url_place is not None or \
+        st.session_state.get(_HERE) != sidebar
     st.session_state[_HERE] = sidebar
     try:
         current = index.task_of(*here) if here[1] is not None else None
@@ -178,12 +184,18 @@ def render(ctx: AppContext) -> None:
         return
     if request and request["key"] in info:  # the node's own state, in the node's own group
         st.session_state["sh_state"] = request["key"]
+    elif url_place is not None:
+        by_token = {state_token(k): k for k in keys}
+        if url_place[2] in by_token:
+            st.session_state["sh_state"] = by_token[url_place[2]]
     if st.session_state.get("sh_state") not in info:
         st.session_state["sh_state"] = keys[0]
     key = state_col.selectbox(
         "State (most visited first)", keys, key="sh_state",
         format_func=lambda k: f"visits {info[k][0]} · V {format_number(info[k][1])} · "
                               f"{truncate(k, 80)}")
+    # the followed state in the URL (its key's digest: keys are whole observations)
+    write_url(hfrom=source, hgroup=group, hstate=state_token(key))
     history = snap_frame(history_of(table, key))
     reached = history[history["visits"] > 0]
     cols = st.columns(4)
@@ -213,6 +225,26 @@ def render(ctx: AppContext) -> None:
         goto_step(ctx, opened, clicked, group_there)
     st.caption("Click a point to open that training step's group in the group explorer.")
     st.dataframe(history, hide_index=True)
+
+
+def state_token(key: str) -> str:
+    """A state key's name in the URL: 12 hex digits of its SHA-256."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _url_place(index: TaskIndex) -> tuple[int, str, str | None] | None:
+    """(training step, group, state token) of the followed state a reloaded or shared URL
+    names, the first time this session draws the page; None when absent, when not a group of
+    the log, and every later time."""
+    step, group, token = url_once("hfrom"), url_once("hgroup"), url_once("hstate")
+    if step is None or group is None:
+        return None
+    try:
+        place = (int(step), group)
+        index.task_of(*place)
+    except (ValueError, *data.LOADER_ERRORS):
+        return None
+    return (*place, token)
 
 
 def _group_at(index: TaskIndex, task: str, source: int, here: tuple, fresh: bool,

@@ -4,7 +4,7 @@ from streamlit.testing.v1 import AppTest
 import loaders
 from app.params import SpecParams
 from g2po.graph import state_graph
-from tests.app.builders import app_test, entry, shown, texts
+from tests.app.builders import app_test, entry, goto, shown, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
 
 
@@ -133,3 +133,51 @@ def test_the_page_starts_from_the_urls_group(shared_task_run):
     numbers = table.select_dtypes("float").to_numpy().ravel()
     numbers = numbers[np.isfinite(numbers)]
     assert not ((numbers != 0) & (np.abs(numbers) < 1e-9)).any()  # no -3e-16: shown as 0
+
+
+def test_a_reloaded_or_shared_url_shows_the_followed_state(shared_task_run):
+    """The URL names the followed state (its step, group and key digest): a new session on that
+    URL shows it, even where it is neither the most visited state nor the sidebar's group."""
+    from app.views.state_history import state_token
+
+    path = str(shared_task_run)
+    first = AppTest.from_function(entry, kwargs={"page": "state_history",
+                                                 "argv": ["--log", path]}, default_timeout=60)
+    first.query_params.update({"step": "3", "group": "c3-2"})
+    first.run()
+    first.selectbox(key="sh_from").select(2).run()
+    first.selectbox(key="sh_group").select("c2-2").run()
+    state = first.selectbox(key="sh_state")
+    assert len(state.options) > 1
+    state.select_index(len(state.options) - 1).run()  # not what the page picks by itself
+    assert not first.exception
+    key = first.session_state["sh_state"]
+    url = {name: str(first.query_params[name]) for name in
+           ("step", "group", "hfrom", "hgroup", "hstate")}
+    assert url["hfrom"] == "2" and url["hgroup"] == "c2-2" and url["hstate"] == state_token(key)
+
+    again = AppTest.from_function(entry, kwargs={"page": "state_history",
+                                                 "argv": ["--log", path]}, default_timeout=60)
+    again.query_params.update(url)
+    again.run()
+    assert not again.exception
+    assert again.selectbox(key="sh_from").value == 2
+    assert again.selectbox(key="sh_group").value == "c2-2"
+    assert again.session_state["sh_state"] == key
+
+
+def test_another_page_drops_the_followed_state_from_the_url(shared_task_run):
+    """Opened on another page, the URL's followed state is dropped: the sidebar's group (the
+    user may have chosen another since) is where State over training starts."""
+    at = AppTest.from_function(entry, kwargs={"page": "group",
+                                              "argv": ["--log", str(shared_task_run)]},
+                               default_timeout=60)
+    at.query_params.update({"step": "3", "group": "c3-2", "hfrom": "2", "hgroup": "c2-2",
+                            "hstate": "0" * 12})
+    at.run()
+    assert not at.exception
+    assert not {"hfrom", "hgroup", "hstate"} & set(at.query_params)
+    goto(at, "state_history")
+    assert not at.exception
+    assert at.selectbox(key="sh_from").value == 3
+    assert at.selectbox(key="sh_group").value == "c3-2"
