@@ -14,7 +14,7 @@ from app.options import AppOptions
 from app.params import NORM_MODES, STATE_KEY_CHOICES, SpecParams
 from app.safe import fmt, truncate
 from app.ui import keep_widget_value, show_error
-from app.url_state import seed_from_url, url_value, write_url
+from app.url_state import mark_read, seed_from_url, unread_url_value, url_once, write_url
 from g2po.analysis.labels import lead_with_difference
 from g2po.errors import G2POError
 
@@ -79,10 +79,9 @@ def _choose_active(ctx: AppContext) -> OpenLog | None:
     logs = ctx.logs
     names = [o.name for o in logs]
     state = st.session_state
-    if "run" not in state.setdefault("_g2po_url_seeded", set()):
-        wanted = url_value("run")
-        if wanted is not None and wanted not in names:
-            state[MISSING_RUN] = wanted
+    wanted = unread_url_value("run")
+    if wanted is not None and wanted not in names:
+        state[MISSING_RUN] = wanted
     # Seeded on the first run, one log or many: a URL read later would override a log just opened.
     seed_from_url("active_run", "run", str, names)
     missing = state.get(MISSING_RUN)
@@ -108,11 +107,10 @@ def _choose_active(ctx: AppContext) -> OpenLog | None:
 
 def _missing_without_logs(ctx: AppContext) -> None:
     """No log is open at all: a URL naming a run still gets its message."""
-    if "run" not in st.session_state.get("_g2po_url_seeded", set()):
-        wanted = url_value("run")
-        if wanted is not None:
-            ctx.missing_run = wanted
-            warn_missing_run(wanted)
+    wanted = unread_url_value("run")
+    if wanted is not None:
+        ctx.missing_run = wanted
+        warn_missing_run(wanted)
 
 
 def _instead_of_missing(ctx: AppContext, missing: str, names: list[str]) -> OpenLog | None:
@@ -126,7 +124,7 @@ def _instead_of_missing(ctx: AppContext, missing: str, names: list[str]) -> Open
                      placeholder="choose a run to show instead")
         return None
     st.session_state.pop(MISSING_RUN, None)
-    st.session_state["_g2po_url_seeded"].update(RUN_URL_NAMES)
+    mark_read(*RUN_URL_NAMES)
     st.session_state["active_run"] = choice
     write_url(run=choice, **dict.fromkeys(RUN_URL_NAMES))
     return ctx.logs[names.index(choice)]
@@ -269,21 +267,18 @@ def _parameter_controls(ctx: AppContext) -> SpecParams:
 def _seed_state_key() -> None:
     """The state-key strategy and its argument, from the URL's ``state_key`` (e.g.
     ``regex:^[^\\n]*`` or ``similarity:0.9``) on the first run, else their defaults."""
-    seeded = st.session_state.setdefault("_g2po_url_seeded", set())
-    if "state_key" not in seeded:
-        seeded.add("state_key")
-        raw = url_value("state_key")
-        if raw:
-            name, _, arg = raw.partition(":")
-            if name in STATE_KEY_CHOICES:
-                st.session_state["p_state_key"] = name
-                if name == "regex":
-                    st.session_state["p_regex"] = arg
-                elif name == "similarity":
-                    try:
-                        st.session_state["p_similarity"] = min(1.0, max(0.5, float(arg)))
-                    except ValueError:
-                        pass
+    raw = url_once("state_key")
+    if raw:
+        name, _, arg = raw.partition(":")
+        if name in STATE_KEY_CHOICES:
+            st.session_state["p_state_key"] = name
+            if name == "regex":
+                st.session_state["p_regex"] = arg
+            elif name == "similarity":
+                try:
+                    st.session_state["p_similarity"] = min(1.0, max(0.5, float(arg)))
+                except ValueError:
+                    pass
     st.session_state.setdefault("p_state_key", "exact")
     st.session_state.setdefault("p_regex", r"^[^\n]*")
     st.session_state.setdefault("p_similarity", 0.9)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from g2po.graph import StateGraph
 
 __all__ = ["show_error", "show_short_error", "show_internal_error", "md", "no_group_message",
-           "group_page", "chosen_graph", "keep_widget_value"]
+           "group_page", "chosen_graph", "keep_widget_value", "no_run_message"]
 
 
 def show_error(title: str, err: BaseException | str) -> None:
@@ -73,6 +73,10 @@ def md(template: str, *values: object) -> None:
     """``st.markdown(fmt(template, *values))``: a string literal ``template`` with untrusted
     ``values`` escaped into its ``{}`` slots."""
     st.markdown(fmt(template, *values))
+
+
+def no_run_message() -> None:
+    st.info("No run open: choose or open one in the sidebar.")
 
 
 def no_group_message() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 __all__ = ["seed_from_url", "reseed", "write_url", "url_value", "url_once", "URL_KEYS",
-           "PAGE_ONLY", "drop_other_pages_names"]
+           "PAGE_ONLY", "drop_other_pages_names", "unread_url_value", "mark_read"]
 
 #: Query-string names, in the order they are written.
 URL_KEYS = ("run", "step", "group", "traj", "node", "edge", "filter", "outcome", "gamma", "w",
@@ -33,14 +33,23 @@ def url_value(name: str) -> str | None:
     return None if value is None else str(value)
 
 
+def unread_url_value(name: str) -> str | None:
+    """The URL's ``name`` while this session has not read it yet (None after :func:`url_once`
+    or :func:`mark_read`); a look that leaves it unread."""
+    return None if name in st.session_state.get(_SEEDED, ()) else url_value(name)
+
+
+def mark_read(*names: str) -> None:
+    """Treat the URL's ``names`` as read: they seed nothing more this session."""
+    st.session_state.setdefault(_SEEDED, set()).update(names)
+
+
 def url_once(name: str) -> str | None:
     """The URL's ``name`` the first time a session asks for it (as :func:`url_value`), None
     after: from then on the page's own choices are the truth."""
-    seeded = st.session_state.setdefault(_SEEDED, set())
-    if name in seeded:
-        return None
-    seeded.add(name)
-    return url_value(name)
+    value = unread_url_value(name)
+    mark_read(name)
+    return value
 
 
 def seed_from_url(widget_key: str, name: str, parse: Callable[[str], Any] = str,
@@ -72,7 +81,7 @@ def drop_other_pages_names(page: str) -> None:
     """On ``page``, drop the names other pages keep for themselves (:data:`PAGE_ONLY`)."""
     for owner, names in PAGE_ONLY.items():
         if owner != page:
-            st.session_state.setdefault(_SEEDED, set()).update(names)
+            mark_read(*names)
             write_url(**dict.fromkeys(names))
 
 

@@ -14,7 +14,7 @@ from app import data
 from app.charts import metric_figure
 from app.context import AppContext, OpenLog
 from app.safe import fmt
-from app.ui import show_error
+from app.ui import no_run_message, show_error
 from app.views.overview import goto_step, run_colors
 from g2po.analysis.history import metric_namespaces, metric_series, namespace_of
 from g2po.errors import G2POError
@@ -67,7 +67,7 @@ def _metrics_of(logs: list[OpenLog]) -> dict[str, pd.DataFrame]:
 def render(ctx: AppContext) -> None:
     st.title("Training curves")
     if not ctx.logs:
-        st.info("No run open: choose or open one in the sidebar.")
+        no_run_message()
         return
     frames = _metrics_of(ctx.logs)
     if not frames:

@@ -18,7 +18,7 @@ import streamlit as st
 
 from app import data
 from app.context import AppContext, OpenLog
-from app.ui import md, show_error
+from app.ui import md, no_run_message, show_error
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import ALARM_KINDS, ALARM_TITLES
 from g2po.analysis.triage import (
@@ -32,7 +32,7 @@ from g2po.analysis.triage import (
 from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
 
-__all__ = ["render", "run_rule", "groups_table", "groups_link", "alarm_shares", "SCOPES",
+__all__ = ["render", "groups_table", "groups_link", "alarm_shares", "SCOPES",
            "SORTS", "ALARM_FILTERS", "AUTO_SHARES_ROWS"]
 
 SCOPES = {"step": "This training step", "all": "Every training step"}
@@ -69,12 +69,6 @@ _PICK = "_g2po_groups_pick"
 #: so the progress bar is drawn by the computation itself, never replayed.
 _TABLES: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
 _TABLES_MAX = 16
-
-
-def run_rule(ctx: AppContext, opened: OpenLog | None = None) -> OutcomeRule:
-    """The outcome rule of a run (default: the active one), as the sidebar keeps it for every
-    page (:mod:`app.rules`)."""
-    return ctx.rule_of(opened or ctx.active)
 
 
 def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
@@ -147,7 +141,7 @@ def render(ctx: AppContext) -> None:
     st.title("Groups")
     opened = ctx.active
     if opened is None or ctx.train_step is None:
-        st.info("No run open: choose or open one in the sidebar.")
+        no_run_message()
         return
     pick = st.session_state.pop(_PICK, None)
     if pick is not None:
@@ -155,7 +149,7 @@ def render(ctx: AppContext) -> None:
 
         goto_step(ctx, opened, int(pick[0]), str(pick[1]))
     _seed()
-    rule = run_rule(ctx)
+    rule = ctx.rule_of(opened)
     top = st.columns([2, 3, 1])
     scope = top[0].selectbox("Groups of", list(SCOPES), key="gr_scope", format_func=SCOPES.get)
     sort = top[1].selectbox("Sort by", list(SORTS), key="gr_sort", format_func=SORTS.get)
@@ -219,9 +213,10 @@ def alarm_shares(ctx: AppContext) -> None:
     st.subheader("Groups with no training signal or an alarm")
     md("Run **{}**, per training step: the share of its groups where each credit alarm "
        "fires (the Groups page lists them).", opened.name)
-    try:
-        rows = int(data.run_summary(opened.log, opened.key, data.log_version(opened.log)
-                                    )["n_steps"].sum())
+    rule = ctx.rule_of(opened)
+    try:  # the summary the Run overview read (its cache entry: the same rule)
+        rows = int(data.run_summary(opened.log, opened.key, data.log_version(opened.log),
+                                    rule)["n_steps"].sum())
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error("Cannot summarise the run", err)
         return
@@ -233,7 +228,7 @@ def alarm_shares(ctx: AppContext) -> None:
     with section.container():
         bar = st.progress(0.0, text="Computing the groups table…")
         try:
-            table = groups_table(ctx, opened, None, run_rule(ctx), bar)
+            table = groups_table(ctx, opened, None, rule, bar)
         except data.LOADER_ERRORS + (G2POError,) as err:
             show_error("Cannot compute the groups table", err)
             return

@@ -15,7 +15,7 @@ from app.rules import truncation_offer
 from app.run_colors import run_colors_for
 from app.safe import fmt
 from app.sidebar import GOTO_STEP
-from app.ui import md, show_error
+from app.ui import md, no_run_message, show_error
 from app.views.groups import alarm_shares, groups_link
 from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
@@ -46,9 +46,8 @@ def merge_rate_column(metrics: pd.DataFrame) -> str | None:
     return next((c for c in metrics.columns if c.endswith("merge_rate")), None)
 
 
-def _summary_of(opened: OpenLog, compute_merge: bool, state_key: str,
-                rule: OutcomeRule) -> tuple[pd.DataFrame, list[str]]:
-    version = data.log_version(opened.log)
+def _summary_of(opened: OpenLog, version: tuple[int, int], compute_merge: bool,
+                state_key: str, rule: OutcomeRule) -> tuple[pd.DataFrame, list[str]]:
     summary = data.run_summary(opened.log, opened.key, version, rule).copy()
     notes = []
     metrics = data.run_metrics(opened.log, opened.key, version)
@@ -84,7 +83,7 @@ def render(ctx: AppContext) -> None:
     st.title("Run overview")
     groups_link(ctx)
     if not ctx.logs:
-        st.info("No run open: choose or open one in the sidebar.")
+        no_run_message()
         return
     compute = st.session_state.get("ov_compute_merge", False)
     parts, pending, hints = [], [], []
@@ -92,9 +91,11 @@ def render(ctx: AppContext) -> None:
         for opened in ctx.logs:
             rule = ctx.rule_of(opened)  # each run's one rule, as every page counts success
             try:
-                summary, notes = _summary_of(opened, compute, ctx.params.state_key, rule)
-                hints.append((opened, data.run_truncation(
-                    opened.log, opened.key, data.log_version(opened.log), rule)))
+                version = data.log_version(opened.log)
+                summary, notes = _summary_of(opened, version, compute, ctx.params.state_key,
+                                             rule)
+                hints.append((opened, data.run_truncation(opened.log, opened.key, version,
+                                                          rule)))
             except data.LOADER_ERRORS + (G2POError,) as err:
                 show_error(f"Cannot summarise {opened.name}", err)
                 continue

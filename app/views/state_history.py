@@ -18,7 +18,7 @@ from app.charts import history_figure
 from app.context import AppContext, OpenLog
 from app.params import SpecParams
 from app.safe import fmt, truncate
-from app.ui import md, show_error
+from app.ui import md, no_run_message, show_error
 from app.url_state import url_once, write_url
 from app.views.overview import goto_step
 from g2po.analysis.history import history_of, state_table
@@ -27,7 +27,8 @@ from g2po.errors import G2POError
 from loaders.across_steps import TaskIndex, load_groups_coded, task_column, task_index
 
 __all__ = ["render", "open_state_history", "REQUEST", "task_label", "cached_task_index",
-           "match_by", "page_task_index", "state_token"]
+           "match_by", "page_task_index", "state_token", "group_choice",
+           "sidebar_moved"]
 
 #: Session key: the state another page asked this page to show.
 REQUEST = "_g2po_state_history_request"
@@ -109,9 +110,15 @@ def page_task_index(ctx: AppContext, opened, widget_key: str) -> TaskIndex | Non
         return None
 
 
-#: Session key: the sidebar's (run key, training step, group) when the page last drew; when it
-#: moves (another group chosen, the URL's), the page starts from it anew.
-_HERE = "_g2po_state_history_here"
+def sidebar_moved(ctx: AppContext, page: str) -> bool:
+    """Whether the sidebar's (run, training step, group) moved since ``page`` last drew
+    (another group chosen, the URL's): a page across training steps then starts from it
+    anew."""
+    here = (ctx.active.key if ctx.active else None, ctx.train_step, ctx.group_id)
+    key = f"_g2po_sidebar_at:{page}"
+    moved = st.session_state.get(key) != here
+    st.session_state[key] = here
+    return moved
 
 
 def render(ctx: AppContext) -> None:
@@ -121,7 +128,7 @@ def render(ctx: AppContext) -> None:
     if request and request.get("run"):
         opened = next((o for o in ctx.logs if o.key == request["run"]), opened)
     if opened is None or ctx.train_step is None:
-        st.info("No run open: choose or open one in the sidebar.")
+        no_run_message()
         return
     index = page_task_index(ctx, opened, "sh_by")
     if index is None:
@@ -139,10 +146,8 @@ def render(ctx: AppContext) -> None:
         url_place = None
     here = (request["train_step"], request["group_id"]) if request else \
         (url_place[:2] if url_place else (ctx.train_step, ctx.group_id))
-    sidebar = (ctx.active.key if ctx.active else None, ctx.train_step, ctx.group_id)
-    fresh = request is not None or url_place is not None or \
-        st.session_state.get(_HERE) != sidebar
-    st.session_state[_HERE] = sidebar
+    moved = sidebar_moved(ctx, "state_history")
+    fresh = request is not None or url_place is not None or moved
     try:
         current = index.task_of(*here) if here[1] is not None else None
     except data.LOADER_ERRORS:
@@ -161,7 +166,8 @@ def render(ctx: AppContext) -> None:
 
     pick_col, group_col, state_col = st.columns([1, 1, 3])
     source = pick_col.selectbox("Pick the state at training step", occurs, key="sh_from")
-    group = _group_at(index, task, source, here, fresh, group_col)
+    group = group_choice(group_col, index, task, source,
+                         str(here[1]) if here[0] == source else None, fresh, "sh_group")
     groups = index.groups_of(task, prefer={source: group})
     pairs = tuple(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
                       strict=True))
@@ -247,21 +253,24 @@ def _url_place(index: TaskIndex) -> tuple[int, str, str | None] | None:
     return (*place, token)
 
 
-def _group_at(index: TaskIndex, task: str, source: int, here: tuple, fresh: bool,
-              column) -> str:
-    """The group whose states are offered at training step ``source``: the one the user came
-    from (the node's, or the sidebar's and the URL's) where it holds the task, and a choice
-    when the step holds the task in several groups."""
-    choices = index.groups_at(task, source)
-    came_from = str(here[1]) if here[0] == source and str(here[1]) in choices else None
-    if fresh or st.session_state.get("sh_group") not in choices:
-        st.session_state["sh_group"] = came_from or choices[0]
-    if len(choices) == 1:
+def group_choice(column, index: TaskIndex, task: str, step: int, preferred: str | None,
+                 fresh: bool, key: str, say: bool = False) -> str:
+    """The group whose graph a page shows at training step ``step``: ``preferred`` (where the
+    user came from) when it holds the task there, else the first by id; and, when the step
+    holds the task in several groups, a choice in ``column`` (widget ``key``, reset to that
+    default when ``fresh``), said in a line above it with ``say``."""
+    choices = index.groups_at(task, step)
+    if len(choices) < 2:
         return choices[0]
-    return column.selectbox(fmt("Group at training step {}", source), choices,
-                            key="sh_group",
+    if fresh or st.session_state.get(key) not in choices:
+        st.session_state[key] = preferred if preferred in choices else choices[0]
+    with column:
+        if say:
+            md("Training step {} holds this task in {} groups: {}.", step, len(choices),
+               ", ".join(choices))
+        return st.selectbox(fmt("Group at training step {}", step), choices, key=key,
                             help="This training step holds the task in several groups; the "
-                                 "states offered are this group's.")
+                                 "states and graph shown are this group's.")
 
 
 def _shared_groups(ctx: AppContext, opened: OpenLog, index: TaskIndex, task: str,

@@ -13,8 +13,13 @@ from app.graph_component import graph_component
 from app.graph_html import Highlight, network_data
 from app.safe import fmt, truncate
 from app.tables import style_diverging
-from app.ui import md, show_error
-from app.views.state_history import page_task_index, task_label
+from app.ui import md, no_run_message, show_error
+from app.views.state_history import (
+    group_choice,
+    page_task_index,
+    sidebar_moved,
+    task_label,
+)
 from g2po.analysis.labels import snap_frame
 from g2po.analysis.stepdiff import APPEARED, KEPT, VANISHED, step_diff
 from g2po.errors import G2POError
@@ -43,31 +48,11 @@ def _draw(graph: StateGraph, highlight: Highlight, title: str, key: str, graph_k
     graph_component(drawn, height=GRAPH_HEIGHT, key=key)
 
 
-#: Session key: the sidebar's (run key, training step, group) when the page last drew.
-_HERE = "_g2po_step_diff_here"
-
-
-def _group_choice(column, index, task: str, step: int, default: str, fresh: bool) -> str:
-    """The group compared at ``step``: ``default`` (the sidebar's at its training step, else
-    the first by id), and a choice, said plainly, when the step holds the task in several."""
-    choices = index.groups_at(task, step)
-    if len(choices) < 2:
-        return default
-    key = f"sd_group:{task}:{step}"
-    if fresh or st.session_state.get(key) not in choices:
-        st.session_state[key] = default if default in choices else choices[0]
-    with column:
-        md("Training step {} holds this task in {} groups: {}.", step, len(choices),
-           ", ".join(choices))
-        return st.selectbox(fmt("Group at training step {}", step), choices,
-                            key=key)
-
-
 def render(ctx: AppContext) -> None:
     st.title("Step diff")
     opened = ctx.active
     if opened is None or ctx.train_step is None:
-        st.info("No run open: choose or open one in the sidebar.")
+        no_run_message()
         return
     index = page_task_index(ctx, opened, "sd_by")
     if index is None:
@@ -82,11 +67,9 @@ def render(ctx: AppContext) -> None:
         current = index.task_of(ctx.train_step, ctx.group_id) if ctx.group_id else None
     except data.LOADER_ERRORS:
         current = None
-    sidebar = (opened.key, ctx.train_step, ctx.group_id)
-    fresh = st.session_state.get(_HERE) != sidebar  # the sidebar's (URL's) group moved
+    fresh = sidebar_moved(ctx, "step_diff")
     if fresh and current in tasks:
         st.session_state["sd_task"] = current
-    st.session_state[_HERE] = sidebar
     if st.session_state.get("sd_task") not in tasks:
         st.session_state["sd_task"] = current if current in tasks else tasks[0]
     task = st.selectbox(fmt("Task ({})", index.by), tasks, key="sd_task",
@@ -106,7 +89,8 @@ def render(ctx: AppContext) -> None:
     group_of = dict(zip(groups["train_step"].astype(int), groups["group_id"].astype(str),
                         strict=True))
     for column, step in ((a_col, step_a), (b_col, step_b)):
-        group_of[step] = _group_choice(column, index, task, int(step), group_of[step], fresh)
+        group_of[step] = group_choice(column, index, task, int(step), group_of[step], fresh,
+                                      f"sd_group:{task}:{step}", say=True)
     graphs = {}
     for side, step in (("a", step_a), ("b", step_b)):
         try:
