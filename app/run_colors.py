@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from app.charts import RUN_PALETTE, assign_run_colors
-from loaders.summary_cache import user_cache_dir
+from g2po.cache import user_cache_dir
 
 __all__ = ["RunColors", "run_colors_for", "REGISTRY", "MAX_RUNS"]
 

@@ -161,6 +161,8 @@ def truncation_hint(trajectories: pd.DataFrame,
     traj = with_outcomes(trajectories, rule)
     return detect_truncation(traj["length"].to_numpy(), traj["success"].to_numpy(),
                              traj["done"].to_numpy(dtype=np.float64), rule.truncate_at)
+
+
 def step_summaries(trajectories: pd.DataFrame, rule: OutcomeRule | None = None) -> pd.DataFrame:
     """:func:`step_summary` of many training steps at once (:data:`SUMMARY_COLUMNS`, one row
     per step, ascending): ``trajectories`` is the :func:`trajectory_table` of each step with

@@ -28,10 +28,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from g2po.cache import user_cache_dir
 from loaders.summary import TRAJECTORY_COLUMNS
 
-__all__ = ["CACHE_VERSION", "CacheEntry", "SummaryCache", "StepTables", "CacheProblem",
-           "user_cache_dir"]
+__all__ = ["CACHE_VERSION", "CacheEntry", "SummaryCache", "StepTables", "CacheProblem"]
 
 #: Bumped whenever what a cached table holds, or how it is computed, changes.
 CACHE_VERSION = 1
@@ -45,12 +45,6 @@ def _is_text(kind: pa.DataType) -> bool:
 
 def _is_text_or_null(kind: pa.DataType) -> bool:
     return _is_text(kind) or pa.types.is_null(kind)
-
-
-def user_cache_dir() -> Path:
-    """The project's cache folder: ``$G2PO_CACHE``, else ``~/.cache/g2po``."""
-    root = os.environ.get("G2PO_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "g2po"
 
 
 class CacheProblem(Exception):

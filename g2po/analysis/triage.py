@@ -43,6 +43,7 @@ import pyarrow as pa
 
 from g2po.analysis.alarms import ALARM_KINDS, ZERO_ADV, group_signals
 from g2po.analysis.history import VALUE_WISE_STRATEGIES
+from g2po.cache import user_cache_dir
 from g2po.outcomes import OutcomeRule
 from g2po.state_keys import resolve_state_key
 
@@ -279,8 +280,7 @@ class _Log(Protocol):  # what triage_log needs of a loaders.Log
 
 def cache_dir() -> Path:
     """Where groups tables are cached: ``$G2PO_CACHE/triage`` (default ``~/.cache/g2po``)."""
-    root = os.environ.get("G2PO_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "g2po") / "triage"
+    return user_cache_dir() / "triage"
 
 
 def _identity(log: _Log, train_step: int) -> tuple[str, int, int] | None:

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from g2po.cache import user_cache_dir
 from g2po.envs.base import (
     EnvError,
     MissingEnvironmentError,
@@ -65,7 +66,6 @@ __all__ = [
     "TextWorldEnv",
     "TextWorldFamily",
     "TextWorldGame",
-    "cache_dir",
     "parse_spec",
     "game_file",
     "textworld_anchor",
@@ -88,12 +88,6 @@ def _textworld():
     except ImportError as err:  # pragma: no cover - the envs extra is installed in CI
         raise MissingEnvironmentError(_INSTALL) from err
     return textworld
-
-
-def cache_dir() -> Path:
-    """Where generated games live: ``$G2PO_CACHE`` or ``~/.cache/g2po``."""
-    root = os.environ.get("G2PO_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "g2po"
 
 
 # -- specs ---------------------------------------------------------------------------------
@@ -200,7 +194,7 @@ def game_file(game: TextWorldGame, seed: int, *, cache: Path | None = None) -> P
     Generation goes to a temporary folder and is moved into place, so concurrent collectors
     never read half a game.
     """
-    root = (cache or cache_dir()) / "textworld" / game.name
+    root = (cache or user_cache_dir()) / "textworld" / game.name
     target = root / f"seed{seed}.z8"
     if target.is_file() and target.with_suffix(".json").is_file():
         return target

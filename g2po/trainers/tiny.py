@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from g2po.agent_format import format_response
+from g2po.cache import user_cache_dir
 from g2po.errors import G2POError
 
 __all__ = [
@@ -134,8 +135,7 @@ def parse_tiny(model: str) -> TinyRecipe:
 
 def models_cache() -> Path:
     """``$G2PO_CACHE/models`` or ``~/.cache/g2po/models``."""
-    root = os.environ.get("G2PO_CACHE")
-    return (Path(root).expanduser() if root else Path.home() / ".cache" / "g2po") / "models"
+    return user_cache_dir() / "models"
 
 
 def _key(env: str, recipe: TinyRecipe) -> str:

@@ -8,8 +8,9 @@ import os
 import pandas as pd
 import pytest
 
+from g2po.cache import user_cache_dir
 from loaders import open_log
-from loaders.summary_cache import CacheProblem, SummaryCache, user_cache_dir
+from loaders.summary_cache import CacheProblem, SummaryCache
 from tests.loaders.builders import agent_loop_entries, write_verl_dump
 
 

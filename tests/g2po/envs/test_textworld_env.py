@@ -13,7 +13,6 @@ import g2po.envs.textworld_env as tw_env
 from g2po.envs import EnvError, env_family
 from g2po.envs.textworld_env import (
     TextWorldEnv,
-    cache_dir,
     clean_feedback,
     game_file,
     parse_spec,
@@ -58,13 +57,6 @@ def test_parse_spec_errors_name_the_token_and_the_settings():
         parse_spec("zork-level1")
     with pytest.raises(EnvError, match="go"):
         parse_spec("cooking-go5")  # go must be 1, 6, 9 or 12
-
-
-def test_cache_dir_follows_g2po_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("G2PO_CACHE", str(tmp_path))
-    assert cache_dir() == tmp_path
-    monkeypatch.delenv("G2PO_CACHE")
-    assert cache_dir().parts[-2:] == (".cache", "g2po")
 
 
 def test_games_are_generated_once_and_cached(tw_cache):
