@@ -146,6 +146,17 @@ class GroupSignals:
         """(n_nodes,) bool: the nodes of the ``aliased`` alarm."""
         return self.mixed | self.wide
 
+    def by_node(self, column: str) -> np.ndarray:
+        """(n_nodes,) a G2PO column that is one value per node (``node_value``,
+        ``node_value_var``), by node code."""
+        return _by_node(self.ix, self.g2po[column])
+
+
+def _by_node(ix: StepIndex, values: np.ndarray) -> np.ndarray:
+    out = np.zeros(ix.n_nodes)
+    out[ix.node] = values
+    return out
+
 
 def _count(seg: np.ndarray, mask: np.ndarray, n: int) -> np.ndarray:
     """How many rows of each of ``n`` segments ``mask`` holds, (n,) float64."""
@@ -212,8 +223,7 @@ def group_signals(
     mixed_pair = (pair_hits > 0) & (pair_hits < pair_n)
     mixed = np.zeros(n_nodes, dtype=bool)
     mixed[np.asarray(pair_ids)[mixed_pair] // base] = True
-    node_var = np.zeros(n_nodes)
-    node_var[node] = cols["node_value_var"]
+    node_var = _by_node(ix, cols["node_value_var"])
     scale = max(abs(rule.success_reward), 1e-12)
     wide = (np.sqrt(node_var) >= VALUE_STD_SHARE * scale) & (visits >= 2)
 
@@ -294,11 +304,8 @@ def _ranking(signals: GroupSignals, graph_node: np.ndarray, chosen: np.ndarray,
              order_by: list[str]) -> pd.DataFrame:
     """One row per chosen node (global codes), ranked by ``order_by`` (descending), with the
     graph's node ids."""
-    ix, cols = signals.ix, signals.g2po
-    value = np.zeros(ix.n_nodes)
-    value[ix.node] = cols["node_value"]
-    var = np.zeros(ix.n_nodes)
-    var[ix.node] = cols["node_value_var"]
+    ix = signals.ix
+    value, var = signals.by_node("node_value"), signals.by_node("node_value_var")
     visits = np.bincount(ix.node, minlength=ix.n_nodes)
     table = pd.DataFrame({
         "node": graph_node[chosen], "visits": visits[chosen], "value": value[chosen],

@@ -154,8 +154,7 @@ def triage_groups(
 
     reward_mean = per_traj_mean(ix.traj_reward)
     reward_var = per_traj_mean((ix.traj_reward - reward_mean[ix.traj_group]) ** 2)
-    node_var = np.zeros(ix.n_nodes)
-    node_var[ix.node] = cols["node_value_var"]
+    node_var = sig.by_node("node_value_var")
     max_var = np.zeros(G)
     np.maximum.at(max_var, ix.node_group, node_var)
     n_states = np.bincount(ix.node_group, minlength=G)
