@@ -16,6 +16,7 @@ import pandas as pd
 
 from g2po.outcomes import OutcomeRule, TruncationHint, rule_from_won
 from loaders.errors import LoaderError
+from loaders.files import file_key
 from loaders.report import LoadReport, attach_report, report_of
 from loaders.summary import (
     SUMMARY_COLUMNS,
@@ -233,8 +234,7 @@ class Log:
 
         source = self.metrics_source
         files = sorted(source.rglob("*tfevents*")) if source.is_dir() else [source]
-        key = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files
-                    if f.is_file())
+        key = tuple((str(f), *file_key(f, "metrics file")) for f in files if f.is_file())
         if self._curves is None or self._curves[0] != key:
             frame = read_curves(source)
             self._record(str(source), report_of(frame))
