@@ -327,6 +327,15 @@ def _scan_step_files(path: Path) -> tuple[dict[int, Path], dict[int, list[Path]]
     return files, {step: paths for step, paths in claims.items() if len(paths) > 1}, special
 
 
+def _ids_as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """Group and trajectory ids as text, as in a step table (:mod:`g2po.steps`), for a file
+    another tool wrote with numbers there."""
+    for name in ("group_id", "traj_id"):
+        if name in frame.columns and not pd.api.types.is_string_dtype(frame[name].dtype):
+            frame[name] = frame[name].astype(str)
+    return frame
+
+
 def _not_step_files(path: Path) -> list[str]:
     """The names in ``rollouts/`` that no training step is read from (hidden names aside: a
     step file being written is ``.step-*.tmp-*``)."""
@@ -495,10 +504,7 @@ class Run(Log):
         columns = self._read_columns(
             path, names, ["group_id", "traj_id", "t", "episode_reward", "is_action_valid"],
             ("won", "done", "task"))
-        for name in ("group_id", "traj_id"):  # ids are text in a step table (g2po.steps)
-            if columns[name].dtype != object:
-                columns[name] = columns[name].astype(str)
-        table = trajectory_table(columns)
+        table = trajectory_table(_ids_as_text(columns))
         self._trajectories[train_step] = (key, table)
         return table
 
@@ -542,11 +548,7 @@ class Run(Log):
         except (pa.ArrowException, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
         table = table.replace_schema_metadata(None)
-        frame = parquet_frame(table, path, LoadReport())
-        for name in ("group_id", "traj_id"):  # ids are text in a step table (g2po.steps)
-            if name in frame.columns and not pd.api.types.is_string_dtype(frame[name].dtype):
-                frame[name] = frame[name].astype(str)
-        return frame
+        return _ids_as_text(parquet_frame(table, path, LoadReport()))
 
     def load_step(self, train_step: int) -> pd.DataFrame:
         path = self.step_file(train_step)
