@@ -22,7 +22,7 @@ from g2po.graph import state_graph
 from g2po.outcomes import OutcomeRule
 from loaders.tables import write_csv
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "parse_params", "terminal_table"]
 
 _STEP_COLUMNS = ["group_id", "traj_id", "t", "action", "episode_reward", "is_action_valid"]
 
@@ -34,7 +34,7 @@ def _param_value(text: str):
         return text
 
 
-def _parse_params(pairs: list[str]) -> dict:
+def parse_params(pairs: list[str]) -> dict:
     params = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -95,7 +95,7 @@ def _estimator_params(name: str, rule: OutcomeRule, params: dict) -> dict:
 
 def _advantages(args: argparse.Namespace) -> int:
     rule, steps = _load(args)
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     names = args.estimator or ["g2po"]
     table = steps
     shown = [c for c in ["train_step", *_STEP_COLUMNS] if c in steps.columns]
@@ -188,7 +188,7 @@ def _graph(args: argparse.Namespace) -> int:
             + ", ".join(map(str, groups[:10])) + (" …" if len(groups) > 10 else "")
         )
     graph = state_graph(steps, state_key=args.state_key, truncate_at=rule.truncate_at,
-                        **_estimator_params("g2po", rule, _parse_params(args.param)))
+                        **_estimator_params("g2po", rule, parse_params(args.param)))
     nodes, edges = graph.nodes.copy(), graph.edges.copy()
     nodes["state_key"] = nodes["state_key"].str.slice(0, args.width)
     nodes = nodes.drop(columns=["label", "canonical_key", "observation"])

@@ -41,20 +41,17 @@ def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], N
 
 def _triage(args: argparse.Namespace) -> int:
     from g2po.analysis.triage import filter_groups, sort_groups, triage_log
-    from g2po.cli.analysis import _parse_params, terminal_table
+    from g2po.cli.analysis import parse_params, terminal_table
     from loaders import open_log
 
-    params = _parse_params(args.param)
+    params = parse_params(args.param)
     unknown = sorted(set(params) - set(PARAMS))
     if unknown:
         raise ValueError(f"-p takes {', '.join(PARAMS)} (the outcome rule has its own flags: "
                          f"--success-reward, --success-min, --truncate-at); got "
                          f"{', '.join(unknown)}")
     log = open_log(args.path, **log_options(args))
-    steps = None
-    if args.step is not None:
-        log._check_step(args.step)
-        steps = [args.step]
+    steps = None if args.step is None else [args.step]  # an unknown one: the log's error
     rule = log.rule()
     update, close = _progress(args.output == "table" or args.progress)
     try:
