@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from g2po.graph import StateGraph
 
 __all__ = ["show_error", "show_short_error", "show_internal_error", "md", "no_group_message",
-           "group_page", "chosen_graph", "keep_widget_value", "no_run_message"]
+           "group_page", "chosen_graph", "keep_widget_value", "no_run_message",
+           "picked_row"]
 
 
 def show_error(title: str, err: BaseException | str) -> None:
@@ -73,6 +74,16 @@ def md(template: str, *values: object) -> None:
     """``st.markdown(fmt(template, *values))``: a string literal ``template`` with untrusted
     ``values`` escaped into its ``{}`` slots."""
     st.markdown(fmt(template, *values))
+
+
+def picked_row(event: object, n_rows: int) -> int | None:
+    """The row picked in a dataframe's selection ``event`` (what ``st.dataframe(on_select=…)``
+    returns, or its session state in a callback: an object or a dict), None when no row, or
+    one beyond the ``n_rows`` shown (a stale event)."""
+    selection = getattr(event, "selection", None)
+    rows = getattr(selection, "rows", None) or \
+        (event.get("selection", {}).get("rows", []) if isinstance(event, dict) else [])
+    return int(rows[0]) if rows and rows[0] < n_rows else None
 
 
 def no_run_message() -> None:

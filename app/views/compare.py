@@ -21,7 +21,7 @@ from app.context import AppContext
 from app.params import STATE_KEY_CHOICES, SpecParams
 from app.safe import fmt, truncate
 from app.tables import short_ids, style_diverging
-from app.ui import chosen_graph, group_page, md, show_error
+from app.ui import chosen_graph, group_page, md, picked_row, show_error
 from app.url_state import reseed
 from g2po.analysis.compare import (
     DEFAULT_ESTIMATORS,
@@ -230,9 +230,9 @@ def _disagreements(ctx: AppContext, result: Comparison, short: dict[str, str]) -
     event = st.dataframe(style_diverging(_with_short_ids(diff, short), [*numbers, "z gap"]),
                          hide_index=True, key=DIFF_KEY, on_select="rerun",
                          selection_mode="single-row")
-    rows = list(getattr(getattr(event, "selection", None), "rows", None) or [])
-    if rows and rows[0] < len(diff):
-        step = diff.iloc[rows[0]]
+    picked = picked_row(event, len(diff))
+    if picked is not None:
+        step = diff.iloc[picked]
         open_in_explorer(ctx, str(step["traj_id"]), int(step["t"]))
 
 

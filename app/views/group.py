@@ -47,7 +47,7 @@ from app.tables import (
     trajectory_order,
     trajectory_summary,
 )
-from app.ui import chosen_graph, group_page, md
+from app.ui import chosen_graph, group_page, md, picked_row
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import SHOWN, Alarm, credit_alarms
 from g2po.analysis.assumptions import Assumption, assumptions, reached
@@ -291,11 +291,10 @@ def _row_clicked() -> None:
     event = st.session_state.get(_steps_key())
     rows = st.session_state.get(STEP_ROWS) or []
     graph = st.session_state.get(GRAPH_OBJ)
-    picked = list(getattr(getattr(event, "selection", None), "rows", None) or
-                  (event or {}).get("selection", {}).get("rows", []))
-    if not picked or graph is None or picked[0] >= len(rows):
+    picked = picked_row(event, len(rows))
+    if picked is None or graph is None:
         return
-    step = graph.steps.iloc[rows[picked[0]]]
+    step = graph.steps.iloc[rows[picked]]
     st.session_state[SEL_NODE] = int(step["node"])
     st.session_state[SEL_EDGE] = _edge_row(graph, step)
     _bump(CRITICAL_VERSION)
@@ -449,11 +448,10 @@ def _critical(graph: StateGraph, style: DrawStyle, limits: dict[str, float],
 def _critical_clicked() -> None:
     event = st.session_state.get(_critical_key())
     rows = st.session_state.get("_g2po_critical_rows") or []
-    picked = list(getattr(getattr(event, "selection", None), "rows", None) or
-                  (event or {}).get("selection", {}).get("rows", []))
+    picked = picked_row(event, len(rows))
     graph = st.session_state.get(GRAPH_OBJ)
-    if picked and picked[0] < len(rows) and graph is not None:
-        edge = int(rows[picked[0]])
+    if picked is not None and graph is not None:
+        edge = int(rows[picked])
         st.session_state[SEL_EDGE] = edge
         st.session_state[SEL_NODE] = int(graph.edges["source"].iloc[edge])
         st.session_state[FILTER] = ("edge", edge)

@@ -18,7 +18,7 @@ import streamlit as st
 
 from app import data
 from app.context import AppContext, OpenLog
-from app.ui import md, no_run_message, show_error
+from app.ui import md, no_run_message, picked_row, show_error
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import ALARM_KINDS, ALARM_TITLES
 from g2po.analysis.triage import (
@@ -131,10 +131,9 @@ def _seed() -> None:
 def _row_clicked() -> None:
     event = st.session_state.get("gr_table")
     rows = st.session_state.get(_ROWS) or []
-    picked = list(getattr(getattr(event, "selection", None), "rows", None) or
-                  (event or {}).get("selection", {}).get("rows", []))
-    if picked and picked[0] < len(rows):
-        st.session_state[_PICK] = rows[picked[0]]
+    picked = picked_row(event, len(rows))
+    if picked is not None:
+        st.session_state[_PICK] = rows[picked]
 
 
 def render(ctx: AppContext) -> None:

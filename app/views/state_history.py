@@ -18,7 +18,7 @@ from app.charts import history_figure
 from app.context import AppContext, OpenLog
 from app.params import SpecParams
 from app.safe import fmt, truncate
-from app.ui import md, no_run_message, show_error
+from app.ui import md, no_run_message, picked_row, show_error
 from app.url_state import url_once, write_url
 from app.views.overview import goto_step
 from g2po.analysis.history import history_of, state_table
@@ -292,7 +292,7 @@ def _shared_groups(ctx: AppContext, opened: OpenLog, index: TaskIndex, task: str
                          for s, gs in shared.items() for g in gs])
     event = st.dataframe(rows, hide_index=True, key="sh_groups", on_select="rerun",
                          selection_mode="single-row", height=min(38 + 35 * len(rows), 250))
-    picked = list(getattr(getattr(event, "selection", None), "rows", None) or [])
-    if picked and picked[0] < len(rows):
-        row = rows.iloc[picked[0]]
+    picked = picked_row(event, len(rows))
+    if picked is not None:
+        row = rows.iloc[picked]
         goto_step(ctx, opened, int(row["train_step"]), str(row["group_id"]))
