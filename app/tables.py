@@ -20,6 +20,7 @@ from app.graph_html import Highlight
 from app.safe import truncate
 from g2po.analysis.labels import lead_with_difference, natural_key
 from g2po.graph import StateGraph
+from g2po.outcomes import outcome_labels
 
 __all__ = [
     "STEP_COLUMNS",
@@ -73,7 +74,7 @@ def _outcome(steps: pd.DataFrame) -> np.ndarray:
     success = steps["success"].to_numpy(dtype=bool)
     truncated = steps["truncated"].to_numpy(dtype=bool) if "truncated" in steps.columns else \
         np.zeros(len(steps), dtype=bool)
-    return np.where(success, "success", np.where(truncated, "truncated", "failure"))
+    return outcome_labels(success, truncated)
 
 
 def short_ids(ids: Iterable[str]) -> dict[str, str]:

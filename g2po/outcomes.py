@@ -21,7 +21,7 @@ __all__ = ["OutcomeRule", "OutcomeCheck", "Fix", "check_outcomes", "trajectory_o
            "truncated_trajectories", "success_reward_from_won", "success_threshold_from_won",
            "success_rule_from_won", "rule_from_won", "TERMINAL_RULES", "flag_values",
            "success_mask", "success_rule", "check_success_threshold", "cut_at_limit",
-           "TruncationHint", "detect_truncation", "MIN_CUT", "MIN_CUT_SHARE"]
+           "TruncationHint", "detect_truncation", "MIN_CUT", "MIN_CUT_SHARE", "outcome_labels"]
 
 #: Rewards within this of the success reward count as equal (the equality rule).
 SUCCESS_ATOL = 1e-9
@@ -155,6 +155,17 @@ class OutcomeRule:
         """:func:`check_outcomes` of a group's step rows under this rule."""
         return check_outcomes(steps, self.success_reward, self.terminal,
                               self.success_threshold, self.truncate_at)
+
+
+def outcome_labels(success: np.ndarray, truncated: np.ndarray) -> np.ndarray:
+    """(n,) what each trajectory (or step's trajectory) reached, in the words every table
+    uses: ``success``, else ``truncated`` (cut at the step limit), else ``failure``.
+
+    >>> outcome_labels(np.array([True, False, False]), np.array([False, True, False])).tolist()
+    ['success', 'truncated', 'failure']
+    """
+    return np.where(np.asarray(success, dtype=bool), "success",
+                    np.where(np.asarray(truncated, dtype=bool), "truncated", "failure"))
 
 
 def cut_at_limit(length: np.ndarray, done: np.ndarray, success: np.ndarray,

@@ -16,7 +16,7 @@ from g2po.errors import G2POError
 from g2po.estimators import compute_advantages, estimate, get_estimator
 from g2po.graph import StateGraph, truncated_steps
 from g2po.node_ids import step_node_ids
-from g2po.outcomes import OutcomeRule
+from g2po.outcomes import OutcomeRule, outcome_labels
 from g2po.segments import NORM_MODES
 
 __all__ = ["Comparison", "compare_estimators", "rank_correlation", "sign_disagreements",
@@ -106,8 +106,7 @@ def compare_estimators(
     success = np.asarray(g2po_cols["success"], dtype=bool)
     truncated = truncated_steps(steps, ix, success, rule.truncate_at)
     node, _ = step_node_ids(ix, success, truncated)
-    outcome = np.where(g2po_cols["success"], "success",
-                       np.where(truncated, "truncated", "failure"))
+    outcome = outcome_labels(success, truncated)
     # rows by trajectory (natural order: s0:2 before s0:10), then step
     traj_rank = steps["traj_id"].astype(str).map(_natural_rank(steps["traj_id"])).to_numpy()
     order = np.lexsort((steps["t"].to_numpy(), traj_rank))
