@@ -393,40 +393,40 @@ def credit_alarms(
         alarms.append(Alarm("no_signal", f"No training signal: {_names(none)}", detail,
                             len(steps), _pairs(steps)))
 
-    # aliased states, ranked by the credit the merge moves
-    if count["aliased"]:
-        chosen = np.flatnonzero(sig.aliased)
-        ranking = _ranking(sig, graph_node, chosen, ["credit_moved"])
-        top = _top(ranking, lambda r: f"node {r.node} ({r.visits} visits, moves "
-                                      f"{r.credit_moved:.3g}{', a hub' if r.hub else ''})")
+    def ranked(kind: str, mask: np.ndarray, order_by: list[str], describe, detail) -> None:
+        """The alarm of ``kind`` on the nodes of ``mask``, ranked by ``order_by``: the top
+        few described (``describe(row)``) inside ``detail(top)``."""
+        ranking = _ranking(sig, graph_node, np.flatnonzero(mask), order_by)
         nodes = tuple(int(x) for x in ranking["node"])
         rows = steps[np.isin(steps["node"].to_numpy(), nodes)]
-        alarms.append(Alarm(
-            "aliased", f"Aliased states: {len(nodes)} node(s)",
-            f"Ranked by the credit the merge moves (Σ |v − V| over the node's steps, how far "
-            f"merging pulled each step's own discounted outcome): {top}. "
-            f"{int(sig.mixed.sum())} node(s) where the same action led to both success and "
-            f"failure, {int(sig.wide.sum())} whose merged step values spread by ≥ "
-            f"{VALUE_STD_SHARE:.0%} of the success reward (std). Merging may hide a "
-            "difference the state key leaves out.",
-            len(nodes), _pairs(rows), nodes, ranking))
+        alarms.append(Alarm(kind, f"{ALARM_TITLES[kind]}: {len(nodes)} node(s)",
+                            detail(_top(ranking, describe)), len(nodes), _pairs(rows), nodes,
+                            ranking))
+
+    # aliased states, ranked by the credit the merge moves
+    if count["aliased"]:
+        ranked("aliased", sig.aliased, ["credit_moved"],
+               lambda r: f"node {r.node} ({r.visits} visits, moves "
+                         f"{r.credit_moved:.3g}{', a hub' if r.hub else ''})",
+               lambda top: f"Ranked by the credit the merge moves (Σ |v − V| over the node's "
+                           f"steps, how far merging pulled each step's own discounted "
+                           f"outcome): {top}. {int(sig.mixed.sum())} node(s) where the same "
+                           f"action led to both success and failure, {int(sig.wide.sum())} "
+                           f"whose merged step values spread by ≥ {VALUE_STD_SHARE:.0%} of the "
+                           "success reward (std). Merging may hide a difference the state "
+                           "key leaves out.")
 
     # hubs: reached from many states, or mostly through invalid actions
     if count["hub"]:
-        chosen = np.flatnonzero(sig.hub)
-        ranking = _ranking(sig, graph_node, chosen, ["in_sources", "credit_moved"])
-        top = _top(ranking, lambda r: f"node {r.node} from {r.in_sources} states, "
-                                      f"{r.invalid_arrival_share:.0%} through invalid actions")
-        nodes = tuple(int(x) for x in ranking["node"])
-        rows = steps[np.isin(steps["node"].to_numpy(), nodes)]
-        alarms.append(Alarm(
-            "hub", f"Hub states: {len(nodes)} node(s)",
-            f"{top}. A state reached from many different states, or mostly after invalid "
-            "actions (feedback like \"Nothing happens.\"), says little about where the agent "
-            "is: its key probably leaves out the situation, so unrelated steps share one "
-            "value. Consider a state key that keeps the location (a regex, or the previous "
-            "observation).",
-            len(nodes), _pairs(rows), nodes, ranking))
+        ranked("hub", sig.hub, ["in_sources", "credit_moved"],
+               lambda r: f"node {r.node} from {r.in_sources} states, "
+                         f"{r.invalid_arrival_share:.0%} through invalid actions",
+               lambda top: f"{top}. A state reached from many different states, or mostly "
+                           "after invalid actions (feedback like \"Nothing happens.\"), says "
+                           "little about where the agent is: its key probably leaves out the "
+                           "situation, so unrelated steps share one value. Consider a state "
+                           "key that keeps the location (a regex, or the previous "
+                           "observation).")
 
     # penalty amplification: equal outcomes, so the penalty is all the spread normalisation sees
     if count["penalty_amplification"]:
