@@ -22,6 +22,7 @@ from loaders.log import Log
 from loaders.report import LoadReport, LoadWarning
 from loaders.rundir import CHECKPOINTS, stale_checkpoints
 from loaders.summary import trajectory_table, truncation_hint, with_outcomes
+from loaders.workers import worker_context, worker_count
 
 __all__ = ["Validation", "validate_log"]
 
@@ -216,14 +217,12 @@ def _check_all(log: Log, train_steps: list[int], path, format, options: dict
     """:func:`_check` of every step: logs of one file per step (verl dumps, run directories)
     are checked in worker processes, a share of the steps each (their reports come back in
     ``report``; a check made here leaves it empty: the log's own report has it)."""
-    from loaders.verl_scan import _context, _workers
-
-    n = _workers(len(train_steps)) if log.format in ("verl", "run") else 1
+    n = worker_count(len(train_steps)) if log.format in ("verl", "run") else 1
     if n <= 1:
         return [_check(log, train_steps)]
     shares = [train_steps[i::n] for i in range(n)]
     jobs = [(str(path), format, options, share) for share in shares]
-    with ProcessPoolExecutor(n, mp_context=_context()) as pool:
+    with ProcessPoolExecutor(n, mp_context=worker_context([__name__])) as pool:
         found = list(pool.map(_check_job, jobs))
     order = {step: i for i, step in enumerate(train_steps)}
     # problems in step order, as one process would list them

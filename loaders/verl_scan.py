@@ -19,8 +19,6 @@ bounded by one file per worker, not by the run.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -42,11 +40,10 @@ from loaders.verl import (
     step_disagrees,
     task_labels,
 )
+from loaders.workers import worker_context, worker_count
 
-__all__ = ["FileScan", "scan_file", "scan_files", "MAX_WORKERS"]
+__all__ = ["FileScan", "scan_file", "scan_files"]
 
-#: The most worker processes a scan starts.
-MAX_WORKERS = 8
 _UNSET = msgspec.UNSET
 _OTHER_COLUMNS = ("won", "done", "task")  # fields a trajectory table would read
 
@@ -226,38 +223,17 @@ def _scan_job(job: tuple[str, int]) -> FileScan:
     return scan_file(*job)
 
 
-def _workers(n_jobs: int) -> int:
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, n_jobs, MAX_WORKERS))
-
-
-def _context():
-    """``fork`` from a single-threaded process (nothing to import again); from a threaded one
-    (the app's server) a fork server, started once, whose children hold no other thread's
-    locks."""
-    import multiprocessing
-
-    if threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])
-    return ctx
-
-
 def scan_files(jobs: Sequence[tuple[str, int]], workers: int | None = None
                ) -> Iterator[FileScan]:
     """:func:`scan_file` of each (path, train_step), in order, spread over worker processes
-    (``workers``: default one per CPU, at most :data:`MAX_WORKERS`; one job or one worker
-    runs here; where no worker can be had, the rest runs here too). The first broken file's
-    error is raised."""
-    n = _workers(len(jobs)) if workers is None else max(1, min(workers, len(jobs)))
+    (``workers``: default one per CPU, at most :data:`loaders.workers.MAX_WORKERS`; one job
+    or one worker runs here; where no worker can be had, the rest runs here too). The first
+    broken file's error is raised."""
+    n = worker_count(len(jobs)) if workers is None else max(1, min(workers, len(jobs)))
     done = 0
     if n > 1:
         try:
-            with ProcessPoolExecutor(n, mp_context=_context()) as pool:
+            with ProcessPoolExecutor(n, mp_context=worker_context([__name__])) as pool:
                 for scan in pool.map(_scan_job, jobs, chunksize=1):
                     done += 1
                     yield scan

@@ -199,7 +199,7 @@ def test_a_threaded_process_scans_through_a_fork_server(tmp_path):
     """The app's server has threads: its workers come from a fork server, not a fork of it."""
     import threading
 
-    from loaders.verl_scan import _context
+    from loaders.workers import worker_context
 
     jobs = [(str(write_verl_dump(tmp_path / "d", s, agent_loop_entries(s))), s)
             for s in (1, 2, 3)]
@@ -208,7 +208,7 @@ def test_a_threaded_process_scans_through_a_fork_server(tmp_path):
     thread = threading.Thread(target=stop.wait)
     thread.start()
     try:
-        assert _context().get_start_method() == "forkserver"
+        assert worker_context().get_start_method() == "forkserver"
         spread = list(scan_files(jobs, workers=2))
     finally:
         stop.set()
@@ -223,7 +223,7 @@ def test_a_single_threaded_process_forks():
     import subprocess
     import sys
 
-    code = "from loaders.verl_scan import _context; print(_context().get_start_method())"
+    code = "from loaders.workers import worker_context; print(worker_context().get_start_method())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "fork"
