@@ -384,12 +384,12 @@ def _drawn(graph: StateGraph, graph_id: str, highlight: Highlight, style: DrawSt
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _alarms_cached(_graph: StateGraph, graph_id: str, params, rule) -> list[Alarm]:
-    return credit_alarms(_graph, **params.g2po_kwargs(), rule=rule)
+def _alarms_cached(_graph: StateGraph, graph_id: str, params) -> list[Alarm]:
+    return credit_alarms(_graph, **params.g2po_kwargs(), rule=params.rule)
 
 
 def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:
-    return _alarms_cached(graph, graph_id, ctx.params, ctx.params.rule)
+    return _alarms_cached(graph, graph_id, ctx.params)
 
 
 # -- headline, outcome check -------------------------------------------------------------
