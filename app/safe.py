@@ -20,6 +20,10 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:&])")
 #: Where escape_markdown's output needs a JOINER too: after an escaped ``:`` before a word
 #: character or ``/ + -``, after ``@``, after ``www`` before its (escaped) dot.
 _JOIN_AFTER = re.compile(r"\\:(?=[\w/+\\])|@|(?<![\w])www(?=\\\.)", re.IGNORECASE)
+#: U+2060 WORD JOINER: invisible, and breaks the patterns that Streamlit's markdown applies to
+#: the text after parsing (where a backslash escape is already gone): emoji and icon
+#: shortcodes (``:smile:``, ``:material/home:``) and GFM's autolinks (``https://…``,
+#: ``www.…``, ``me@host.org``).
 JOINER = "\u2060"
 
 
@@ -48,10 +52,6 @@ _ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 #: (a quote's ``>`` is always escaped), and an ordered list's number.
 _LINE_START = re.compile(r"[#+](?=\s|$)|-(?=[\s-]|$)|=|\|")
 _ORDERED = re.compile(r"[0-9]+[.)](?=\s|$)")
-#: U+2060 WORD JOINER: invisible, and breaks the patterns that Streamlit's markdown applies to
-#: the text after parsing (where a backslash escape is already gone): emoji and icon
-#: shortcodes (``:smile:``, ``:material/home:``) and GFM's autolinks (``https://…``,
-#: ``www.…``, ``me@host.org``). (Defined above, beside escape_markdown's patterns.)
 
 
 def escape_inline_markdown(text: object) -> str:
