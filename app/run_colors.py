@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from app.charts import RUN_PALETTE, assign_run_colors
-from g2po.cache import user_cache_dir
+from g2po.cache import atomic_file, user_cache_dir
 
 __all__ = ["RunColors", "run_colors_for", "REGISTRY", "MAX_RUNS"]
 
@@ -54,13 +52,8 @@ class RunColors:
         if len(runs) > MAX_RUNS:
             keep = sorted(runs, key=lambda r: runs[r].get("given", 0))[-MAX_RUNS:]
             runs = {r: runs[r] for r in keep}
-        fd, tmp = tempfile.mkstemp(prefix=f".{REGISTRY}.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"version": _VERSION, "runs": runs}, f)
-            os.replace(tmp, self.path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        with atomic_file(self.path) as tmp:
+            tmp.write_text(json.dumps({"version": _VERSION, "runs": runs}), encoding="utf-8")
 
     def colors(self, runs: list[str]) -> dict[str, str]:
         """Run → colour for ``runs`` (run paths); new runs are given one and remembered."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from g2po.cache import user_cache_dir
+from g2po.cache import atomic_file, user_cache_dir
 from loaders.summary import TRAJECTORY_COLUMNS
 
 __all__ = ["CACHE_VERSION", "CacheEntry", "SummaryCache", "StepTables", "CacheProblem"]
@@ -176,14 +175,8 @@ class SummaryCache:
         meta = {"version": CACHE_VERSION, "source": self.source,
                 "files": [asdict(entry) for _, entry in sorted(entries.items())]}
         arrow = arrow.replace_schema_metadata({META_KEY: json.dumps(meta).encode("utf-8")})
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-        os.close(fd)
-        try:
+        with atomic_file(self.path) as tmp:
             pq.write_table(arrow, tmp, compression="zstd")
-            os.replace(tmp, self.path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
 
 
 class StepTables:

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -43,7 +41,7 @@ import pyarrow as pa
 
 from g2po.analysis.alarms import ALARM_KINDS, ZERO_ADV, group_signals
 from g2po.analysis.history import VALUE_WISE_STRATEGIES
-from g2po.cache import user_cache_dir
+from g2po.cache import atomic_file, user_cache_dir
 from g2po.outcomes import OutcomeRule
 from g2po.state_keys import resolve_state_key
 
@@ -317,15 +315,8 @@ def _write_cache(path: Path, frame: pd.DataFrame) -> None:
     """Write atomically (a reader never sees half a file); a cache that cannot be written is
     no error."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".triage-", suffix=".tmp")
-        os.close(fd)
-        try:
+        with atomic_file(path) as tmp:
             frame.to_parquet(tmp, index=False)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
     except OSError:
         pass
 
