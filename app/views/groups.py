@@ -95,6 +95,20 @@ def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
     return table
 
 
+def _computed(ctx: AppContext, opened: OpenLog, steps: list[int] | None, rule: OutcomeRule):
+    """(placeholder, :func:`groups_table`) with a progress bar in the placeholder while it is
+    computed, for the caller to fill with what it shows; the table is None after saying why it
+    cannot be computed."""
+    section = st.empty()
+    with section.container():
+        bar = st.progress(0.0, text="Computing the groups table…")
+        try:
+            return section, groups_table(ctx, opened, steps, rule, bar)
+        except data.LOADER_ERRORS + (G2POError,) as err:
+            show_error("Cannot compute the groups table", err)
+            return section, None
+
+
 def _parse_range(text: str) -> tuple[float, float]:
     lo, _, hi = text.partition(",")
     lo_v, hi_v = float(lo), float(hi)
@@ -160,14 +174,9 @@ def render(ctx: AppContext) -> None:
     task = filters[1].text_input("Task or group contains", key="gr_task")
     success = filters[2].slider("Success rate", 0.0, 1.0, step=0.05, key="gr_success")
     steps = [ctx.train_step] if scope == "step" else None
-    section = st.empty()
-    with section.container():
-        bar = st.progress(0.0, text="Computing the groups table…")
-        try:
-            table = groups_table(ctx, opened, steps, rule, bar)
-        except data.LOADER_ERRORS + (G2POError,) as err:
-            show_error("Cannot compute the groups table", err)
-            return
+    section, table = _computed(ctx, opened, steps, rule)
+    if table is None:
+        return
     shown = filter_groups(table, alarms=alarms, task=task or None,
                           min_success=success[0], max_success=success[1])
     shown = sort_groups(shown, sort or None, None if sort == "" else bool(descending))
@@ -223,14 +232,9 @@ def alarm_shares(ctx: AppContext) -> None:
             "Compute them (reads every training step once; cached on disk afterwards)",
             key="ov_alarm_shares"):
         return
-    section = st.empty()
-    with section.container():
-        bar = st.progress(0.0, text="Computing the groups table…")
-        try:
-            table = groups_table(ctx, opened, None, rule, bar)
-        except data.LOADER_ERRORS + (G2POError,) as err:
-            show_error("Cannot compute the groups table", err)
-            return
+    section, table = _computed(ctx, opened, None, rule)
+    if table is None:
+        return
     shares = step_shares(table)
     labels = {"no_signal": "no signal (G2PO)", "no_signal_grpo": "no signal (GRPO)",
               **{c: HEADERS[c] for c in ALARM_COLUMNS if c != "alarm_no_signal"}}
