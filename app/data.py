@@ -33,8 +33,8 @@ import streamlit as st
 import loaders
 from app.options import AppOptions
 from app.params import SpecParams
+from g2po.analysis.state_graph import StateGraph, state_graph
 from g2po.estimators import estimate
-from g2po.graph import StateGraph, state_graph
 from g2po.outcomes import OutcomeRule, TruncationHint
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Draw a :class:`g2po.graph.StateGraph` with pyvis: layout, node and edge data, offline HTML.
+"""Draw a :class:`g2po.analysis.state_graph.StateGraph` with pyvis: layout, node and edge data,
+offline HTML.
 
 pyvis builds the vis-network node and edge records; the page around them is our own
 (``templates/``) because pyvis' ``generate_html`` links Bootstrap and vis-network from CDNs.
@@ -38,7 +39,7 @@ from pyvis.network import Network
 from app.colors import EDGE_SCALE, diverging_colors, symmetric_limit, value_colors
 from app.safe import truncate
 from g2po.analysis.layout import layered_layout, wrap_bands
-from g2po.graph import StateGraph
+from g2po.analysis.state_graph import StateGraph
 
 __all__ = [
     "Highlight",

@@ -54,8 +54,8 @@ class SpecParams:
                 "state_key": self.state_key, **self.rule.estimator_kwargs()}
 
     def graph_kwargs(self) -> dict[str, object]:
-        """Keyword arguments of :func:`g2po.graph.state_graph`: :meth:`g2po_kwargs` and the
-        rule's ``truncate_at`` (which only the drawing takes)."""
+        """Keyword arguments of :func:`g2po.analysis.state_graph.state_graph`:
+        :meth:`g2po_kwargs` and the rule's ``truncate_at`` (which only the drawing takes)."""
         return {**self.g2po_kwargs(), "truncate_at": self.rule.truncate_at}
 
     def for_estimator(self, name: str) -> dict[str, object]:

@@ -1,6 +1,7 @@
 """Tables of one group's graph for the views: per-step trajectories, trajectory summaries, a
 node's occurrences and outgoing transitions, the critical transitions. Plain pandas on
-:class:`g2po.graph.StateGraph`; the numbers are the graph's, nothing is recomputed here.
+:class:`g2po.analysis.state_graph.StateGraph`; the numbers are the graph's, nothing is
+recomputed here.
 
 Colours: every quantity (A, A^EP, A^NC, A^EC, TD error, V, V′) has one zero-centred scale for
 the whole group (:func:`scale_limits`), shared by every table of the page, so one number has
@@ -19,7 +20,7 @@ from app.colors import diverging_colors, text_color_for
 from app.graph_html import Highlight
 from app.safe import truncate
 from g2po.analysis.labels import lead_with_difference, natural_key
-from g2po.graph import StateGraph
+from g2po.analysis.state_graph import StateGraph
 from g2po.outcomes import outcome_labels
 
 __all__ = [

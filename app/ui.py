@@ -17,7 +17,7 @@ from g2po.errors import G2POError
 
 if TYPE_CHECKING:
     from app.context import AppContext
-    from g2po.graph import StateGraph
+    from g2po.analysis.state_graph import StateGraph
 
 __all__ = ["show_error", "show_short_error", "show_internal_error", "md", "no_group_message",
            "group_page", "chosen_graph", "keep_widget_value", "no_run_message",

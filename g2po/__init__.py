@@ -1,10 +1,11 @@
 """G2PO: Group-Graph Policy Optimization for LLM agents (arXiv 2606.22995).
 
 The public surface: the step table (:mod:`g2po.steps`), state-key strategies
-(:mod:`g2po.state_keys`), the state graph (:mod:`g2po.graph`) and the estimator registry with
-its single entry point :func:`compute_advantages`.
+(:mod:`g2po.state_keys`), the state graph (:mod:`g2po.analysis.state_graph`) and the
+estimator registry with its single entry point :func:`compute_advantages`.
 """
 
+from g2po.analysis.state_graph import StateGraph, state_graph, to_networkx
 from g2po.errors import G2POError, StepTableError, UnknownEstimatorError, UnknownStateKeyError
 from g2po.estimators import (
     compute_advantages,
@@ -14,7 +15,6 @@ from g2po.estimators import (
     list_estimators,
     register_estimator,
 )
-from g2po.graph import StateGraph, state_graph, to_networkx
 from g2po.index import StepIndex
 from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS, check_steps, validate_steps
 

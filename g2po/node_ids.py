@@ -1,8 +1,8 @@
 """The node ids of every step, as the group's state graph numbers them.
 
-:func:`g2po.graph.state_graph` numbers one group's state nodes 0 … n−1 in order of first
-appearance, then the success and failure terminals n and n+1 (and the truncated terminal n+2,
-where trajectories were cut at the step limit). Exports and tables of many groups
+:func:`g2po.analysis.state_graph.state_graph` numbers one group's state nodes 0 … n−1 in
+order of first appearance, then the success and failure terminals n and n+1 (and the truncated
+terminal n+2, where trajectories were cut at the step limit). Exports and tables of many groups
 at once need the same ids without building each group's graph: :func:`step_node_ids` computes
 them for every group at once from the estimator's index.
 """
@@ -26,7 +26,7 @@ def step_node_ids(ix: StepIndex, success: np.ndarray,
     success : (n_steps,) bool, the step's trajectory reached the success terminal (the G2PO
         estimator's ``success`` column).
     truncated : (n_steps,) bool or None, the step's trajectory was cut at the step limit
-        (:func:`g2po.graph.truncated_steps`).
+        (:func:`g2po.outcomes.truncated_steps`).
 
     Returns
     -------

@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from g2po.index import StepIndex
 
 __all__ = ["OutcomeRule", "OutcomeCheck", "Fix", "check_outcomes", "trajectory_outcomes",
            "truncated_trajectories", "success_reward_from_won", "success_threshold_from_won",
            "success_rule_from_won", "rule_from_won", "TERMINAL_RULES", "flag_values",
            "success_mask", "success_rule", "check_success_threshold", "cut_at_limit",
-           "TruncationHint", "detect_truncation", "MIN_CUT", "MIN_CUT_SHARE", "outcome_labels"]
+           "TruncationHint", "detect_truncation", "MIN_CUT", "MIN_CUT_SHARE", "outcome_labels",
+           "truncated_steps"]
 
 #: Rewards within this of the success reward count as equal (the equality rule).
 SUCCESS_ATOL = 1e-9
@@ -143,7 +148,8 @@ class OutcomeRule:
         return text
 
     def estimator_kwargs(self) -> dict[str, object]:
-        """The parameters estimators and :func:`g2po.graph.state_graph` take from the rule."""
+        """The parameters estimators and :func:`g2po.analysis.state_graph.state_graph` take
+        from the rule."""
         return {"success_reward": self.success_reward,
                 "success_threshold": self.success_threshold, "terminal": self.terminal}
 
@@ -496,3 +502,23 @@ def check_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
     return OutcomeCheck(n_traj=n, rewards=rewards, n_success=n_success, n_won=n_won,
                         n_truncated=int(table["truncated"].sum()), success_rate=float(rate),
                         problems=problems, fixes=fixes)
+
+
+def truncated_steps(steps: pd.DataFrame, ix: StepIndex, success: np.ndarray,
+                    truncate_at: int | None = None) -> np.ndarray:
+    """(n_steps,) bool, row-aligned with ``steps``: the step's trajectory was cut at the step
+    limit (:func:`g2po.outcomes.cut_at_limit` on each trajectory's last step: ``done`` false
+    there, or with ``truncate_at`` N a failure of N steps or more without ``done``).
+
+    ix : the :class:`StepIndex` of ``steps``. success : (n_steps,) bool, the estimator's.
+    """
+    last = np.flatnonzero(ix.next_row < 0)
+    if "done" in steps.columns:
+        done = flag_values(steps["done"])[last]
+    else:
+        done = np.full(len(last), np.nan)
+    cut = cut_at_limit(ix.length[last], done, np.asarray(success, dtype=bool)[last],
+                       truncate_at)
+    by_traj = np.zeros(ix.n_traj, dtype=bool)
+    by_traj[ix.traj[last]] = cut
+    return by_traj[ix.traj]

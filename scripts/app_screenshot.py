@@ -30,7 +30,7 @@ def pick_group(run: str, nodes: int) -> tuple[int, str, str]:
     is nearest ``nodes``."""
     import loaders
     from g2po.analysis.labels import natural_key
-    from g2po.graph import state_graph
+    from g2po.analysis.state_graph import state_graph
 
     log = loaders.open_log(ROOT / "sample_rollouts" / run)
     best = None
@@ -62,7 +62,7 @@ def main() -> int:
     # open on the group's first critical transition (largest |TD error|): node and edge
     import loaders
     from app.graph_html import critical_edges
-    from g2po.graph import state_graph
+    from g2po.analysis.state_graph import state_graph
 
     graph = state_graph(loaders.open_log(ROOT / "sample_rollouts" / args.run)
                         .load_group(step, group))

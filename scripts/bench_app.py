@@ -147,7 +147,7 @@ def write_big_graph_run(path: Path, target_nodes: int = 2000) -> int:
             pos += int(rng.integers(1, 3))
     frame = pd.DataFrame(rows)
     RunWriter(path, {"env": "bench"}).write_step(1, frame)
-    from g2po.graph import state_graph
+    from g2po.analysis.state_graph import state_graph
     return len(state_graph(frame).nodes)
 
 
@@ -180,7 +180,7 @@ def bench_server(repeats: int) -> dict[str, list[float]]:
     from app_screenshot import pick_group
     from streamlit.testing.v1 import AppTest
 
-    from g2po.graph import state_graph
+    from g2po.analysis.state_graph import state_graph
     from loaders import open_log
 
     step, group, _ = pick_group("cooking", 100)

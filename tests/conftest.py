@@ -6,17 +6,17 @@ import sys
 
 import pytest
 
-from g2po import estimators
+from g2po.estimators import registry
 
 
 @pytest.fixture(autouse=True)
 def _estimator_registry():
     """Each test leaves the estimator registry as it found it: an estimator a test (or a plugin
     it loads) registers must not reach tests that run every registered estimator."""
-    saved = dict(estimators._REGISTRY)
+    saved = dict(registry._REGISTRY)
     yield
-    estimators._REGISTRY.clear()
-    estimators._REGISTRY.update(saved)
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
 
 
 @pytest.fixture(autouse=True)

@@ -28,8 +28,8 @@ from g2po.analysis.diagnostics import (
     node_variances,
     step_node_variances,
 )
+from g2po.analysis.state_graph import StateGraph
 from g2po.errors import G2POError
-from g2po.graph import StateGraph
 
 __all__ = ["render", "diff_html", "PAIRS_SHOWN"]
 

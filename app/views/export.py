@@ -19,8 +19,8 @@ from app.safe import fmt
 from app.ui import chosen_graph, group_page, show_error
 from g2po.errors import G2POError
 from g2po.estimators import compute_advantages, estimate, list_estimators
-from g2po.graph import truncated_steps
 from g2po.node_ids import step_node_ids
+from g2po.outcomes import truncated_steps
 
 __all__ = ["render", "export_table", "table_metadata", "file_stem"]
 

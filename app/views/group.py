@@ -53,7 +53,7 @@ from g2po.analysis.alarms import SHOWN, Alarm, credit_alarms
 from g2po.analysis.assumptions import Assumption, assumptions, reached
 from g2po.analysis.diagnostics import merge_stats
 from g2po.analysis.labels import format_number, key_diff, lead_with_difference
-from g2po.graph import StateGraph
+from g2po.analysis.state_graph import StateGraph
 from g2po.outcomes import OutcomeCheck, success_rule
 
 __all__ = ["render", "node_from_click", "edge_from_click", "filter_from_url", "filter_to_url",

@@ -21,9 +21,9 @@ from app.views.state_history import (
     task_label,
 )
 from g2po.analysis.labels import snap_frame
+from g2po.analysis.state_graph import StateGraph
 from g2po.analysis.stepdiff import APPEARED, KEPT, VANISHED, step_diff
 from g2po.errors import G2POError
-from g2po.graph import StateGraph
 
 __all__ = ["render", "changed_highlight", "GRAPH_HEIGHT"]
 

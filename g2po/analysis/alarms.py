@@ -35,10 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from g2po.analysis.state_graph import StateGraph
 from g2po.estimators import estimate, get_estimator
-from g2po.graph import StateGraph, truncated_steps
 from g2po.index import StepIndex
-from g2po.outcomes import OutcomeRule
+from g2po.outcomes import OutcomeRule, truncated_steps
 from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 
 __all__ = ["Alarm", "GroupSignals", "group_signals", "alarm_counts", "credit_alarms",
@@ -347,7 +347,7 @@ def credit_alarms(
     Examples
     --------
     >>> import pandas as pd
-    >>> from g2po.graph import state_graph
+    >>> from g2po.analysis.state_graph import state_graph
     >>> steps = pd.DataFrame({"group_id": "g", "traj_id": ["a", "a", "b", "b"],
     ...     "t": [0, 1, 0, 1], "state_key": ["s0", "s1", "s0", "s1"], "action": "go",
     ...     "episode_reward": 0.0, "is_action_valid": [True, False, True, True]})

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 
 from g2po.analysis.labels import natural_key
+from g2po.analysis.state_graph import StateGraph
 from g2po.errors import G2POError
 from g2po.estimators import compute_advantages, estimate, get_estimator
-from g2po.graph import StateGraph, truncated_steps
 from g2po.node_ids import step_node_ids
-from g2po.outcomes import OutcomeRule, outcome_labels
+from g2po.outcomes import OutcomeRule, outcome_labels, truncated_steps
 from g2po.segments import NORM_MODES
 
 __all__ = ["Comparison", "compare_estimators", "rank_correlation", "sign_disagreements",
@@ -98,8 +98,8 @@ def compare_estimators(
     and collect its ``adv`` column and its parts. An estimator that fails (a parameter out of
     its range, a user estimator raising) is reported in ``errors`` instead of stopping the
     others. The run's outcome ``rule`` decides each trajectory's outcome (success, failure,
-    truncated); node ids are numbered as :func:`g2po.graph.state_graph` numbers them on
-    ``steps`` in their given row order, under the same rule."""
+    truncated); node ids are numbered as :func:`g2po.analysis.state_graph.state_graph`
+    numbers them on ``steps`` in their given row order, under the same rule."""
     params = params or {}
     rule = rule or OutcomeRule()
     g2po_cols, ix = estimate(steps, "g2po", state_key=state_key, **rule.estimator_kwargs())

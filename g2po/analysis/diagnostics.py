@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from g2po.analysis.state_graph import StateGraph
 from g2po.estimators import estimate
-from g2po.graph import StateGraph
 from g2po.index import StepIndex
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from g2po.graph import StateGraph
+from g2po.analysis.state_graph import StateGraph
 
 __all__ = ["StepDiff", "step_diff", "success_rate", "APPEARED", "VANISHED", "KEPT"]
 
@@ -86,7 +86,7 @@ def step_diff(graph_a: StateGraph, graph_b: StateGraph) -> StepDiff:
     """Compare one task's state graphs at two training steps (A earlier, B later).
 
     >>> import pandas as pd
-    >>> from g2po.graph import state_graph
+    >>> from g2po.analysis.state_graph import state_graph
     >>> def group(keys, reward):
     ...     return pd.DataFrame({"group_id": "g", "traj_id": "a", "t": range(len(keys)),
     ...         "state_key": keys, "action": "go", "episode_reward": reward,

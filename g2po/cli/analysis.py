@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from g2po.analysis.state_graph import state_graph
 from g2po.cli.logs import add_log_options, log_options
 from g2po.estimators import (
     compute_advantages,
@@ -18,7 +19,6 @@ from g2po.estimators import (
     list_estimators,
     shared_params,
 )
-from g2po.graph import state_graph
 from g2po.outcomes import OutcomeRule
 from loaders.tables import write_csv
 

@@ -1,25 +1,23 @@
-"""The estimator registry and the one public entry point, :func:`compute_advantages`.
+"""The estimators: a registry (:mod:`g2po.estimators.registry`) with one signature for all, the
+built-in estimators (one module each), and :func:`compute_advantages` to run any of them
+(:mod:`g2po.estimators.compute`). Importing the package registers the built-ins."""
 
-Every estimator has the same signature, ``fn(ix: StepIndex, **params) -> dict[str, ndarray]``:
-it receives the integer codes of the step table (:class:`g2po.index.StepIndex`) and returns
-columns of shape (n_steps,), always including ``adv``. Callers never special-case one.
-"""
-
-from __future__ import annotations
-
-import inspect
-import math
-import numbers
-import typing
-from collections.abc import Callable
-
-import numpy as np
-import pandas as pd
-
-from g2po.errors import StepTableError, UnknownEstimatorError
-from g2po.index import MAX_ABS_REWARD, StepIndex, index_steps
-from g2po.state_keys import StateKeyFn, resolve_state_key
-from g2po.steps import coerce_steps, column_problems
+from g2po.estimators import g2po as _g2po  # noqa: F401
+from g2po.estimators import gigpo as _gigpo  # noqa: F401
+from g2po.estimators import graphgpo as _graphgpo  # noqa: F401
+from g2po.estimators import graphhca as _graphhca  # noqa: F401
+from g2po.estimators import hgpo as _hgpo  # noqa: F401
+from g2po.estimators import outcome as _outcome  # noqa: F401
+from g2po.estimators import value_iteration as _value_iteration  # noqa: F401
+from g2po.estimators.compute import compute_advantages, estimate
+from g2po.estimators.registry import (
+    Estimator,
+    estimator_params,
+    get_estimator,
+    list_estimators,
+    register_estimator,
+    shared_params,
+)
 
 __all__ = [
     "Estimator",
@@ -31,209 +29,3 @@ __all__ = [
     "estimate",
     "compute_advantages",
 ]
-
-Estimator = Callable[..., dict[str, np.ndarray]]
-_REGISTRY: dict[str, Estimator] = {}
-
-
-def register_estimator(name: str, *, overwrite: bool = False) -> Callable[[Estimator], Estimator]:
-    """Decorator registering ``fn(ix: StepIndex, **params) -> {column: (n_steps,) array}``.
-
-    >>> @register_estimator("zero", overwrite=True)
-    ... def zero(ix):
-    ...     return {"adv": np.zeros(ix.n_steps)}
-    >>> "zero" in list_estimators()
-    True
-    """
-
-    def decorator(fn: Estimator) -> Estimator:
-        if name in _REGISTRY and not overwrite and _REGISTRY[name] is not fn:
-            raise ValueError(
-                f"an estimator named {name!r} is already registered; pass overwrite=True to "
-                "replace it"
-            )
-        _REGISTRY[name] = fn
-        return fn
-
-    return decorator
-
-
-def get_estimator(name: str) -> Estimator:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownEstimatorError(
-            f"unknown estimator {name!r}; registered: {', '.join(sorted(_REGISTRY))}"
-        ) from None
-
-
-def list_estimators() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def estimator_params(name: str) -> dict[str, object]:
-    """The parameters an estimator accepts, with their defaults."""
-    sig = inspect.signature(get_estimator(name))
-    return {
-        p.name: p.default
-        for p in list(sig.parameters.values())[1:]
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    }
-
-
-def shared_params(name: str, values: dict[str, object]) -> dict[str, object]:
-    """Of ``values`` (settings shared by every estimator on a page or in a run: γ, the
-    penalty, the success reward …), those that estimator ``name`` takes *with G2PO's meaning*:
-    a parameter of the same name whose default is G2PO's. GraphGPO's ``gamma`` (0.1, a
-    discount per graph-distance step) is another quantity and keeps its own default.
-
-    >>> shared_params("graphgpo", {"gamma": 0.9, "penalty": 0.2})
-    {'penalty': 0.2}
-    """
-    reference = estimator_params("g2po")
-    own = estimator_params(name)
-    return {k: v for k, v in values.items()
-            if k in own and k in reference and own[k] == reference[k]}
-
-
-def _choices(fn: Estimator) -> dict[str, tuple]:
-    """The allowed values of each ``Literal[...]``-annotated parameter of ``fn``."""
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception:  # a user's annotations that do not resolve: no choices to check
-        return {}
-    return {k: typing.get_args(h) for k, h in hints.items()
-            if typing.get_origin(h) is typing.Literal}
-
-
-def _check_value(name: str, key: str, value: object, default: object,
-                 choices: tuple | None) -> object:
-    """``value`` checked against the parameter's default type; returns it in that type."""
-    where = f"estimator {name!r}: parameter {key!r}"
-    is_number = isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
-    if isinstance(default, bool):
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{where} must be true or false, got {value!r}")
-        return bool(value)
-    if isinstance(default, numbers.Real) or (default is None and is_number):
-        if not is_number or not isinstance(value, numbers.Real):
-            raise ValueError(f"{where} must be a real number, got {value!r}")
-        if not math.isfinite(float(value)):
-            raise ValueError(f"{where} must be finite, got {value!r}")
-        if isinstance(default, numbers.Integral):
-            if float(value) != int(value):
-                raise ValueError(f"{where} must be a whole number, got {value!r}")
-            return int(value)
-        return float(value)
-    if isinstance(default, str):
-        if not isinstance(value, str):
-            raise ValueError(f"{where} must be a string, got {value!r}")
-        if choices and value not in choices:
-            raise ValueError(f"{where} must be one of {', '.join(map(repr, choices))}, "
-                             f"got {value!r}")
-    return value
-
-
-def _bind(name: str, fn: Estimator, params: dict) -> dict:
-    """The parameters checked (names, types, finiteness, choices) and converted to the types of
-    their defaults, for every registered estimator alike."""
-    accepted = estimator_params(name)
-    unknown = [k for k in params if k not in accepted]
-    if unknown and not any(
-        p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values()
-    ):
-        raise TypeError(
-            f"estimator {name!r} takes no parameter(s) {', '.join(map(repr, unknown))}; "
-            f"it takes: {', '.join(accepted) or 'none'}"
-        )
-    choices = _choices(fn)
-    bound = {}
-    for key, value in params.items():
-        default = accepted.get(key, inspect.Parameter.empty)
-        if default is inspect.Parameter.empty:
-            default = None
-        bound[key] = _check_value(name, key, value, default, choices.get(key))
-    return bound
-
-
-def _check_columns(name: str, columns: dict, n_steps: int) -> None:
-    if "adv" not in columns:
-        raise ValueError(f"estimator {name!r} returned no 'adv' column")
-    for col, values in columns.items():
-        if np.shape(values) != (n_steps,):
-            raise ValueError(
-                f"estimator {name!r} returned column {col!r} of shape {np.shape(values)}, "
-                f"expected ({n_steps},)"
-            )
-        values = np.asarray(values)
-        if values.dtype.kind in "fc" and not np.isfinite(values).all():
-            raise ValueError(
-                f"estimator {name!r} produced non-finite values in column {col!r}: rewards or "
-                "parameters too large for float64 (rewards are supported up to "
-                f"{MAX_ABS_REWARD:g} in magnitude)"
-            )
-
-
-def estimate(
-    steps: pd.DataFrame,
-    estimator: str = "g2po",
-    *,
-    state_key: str | StateKeyFn | None = "exact",
-    **params,
-) -> tuple[dict[str, np.ndarray], StepIndex]:
-    """Run one estimator; returns its columns (each (n_steps,), in row order) and the index.
-
-    Raises :class:`g2po.errors.StepTableError` (every problem at once) on a bad table,
-    :class:`g2po.errors.UnknownEstimatorError` on an unknown name, ``TypeError`` on a
-    parameter the estimator does not take and ``ValueError`` naming the parameter on a value of
-    the wrong type, a non-finite number or a choice not offered. Every column an estimator
-    returns is checked to be finite.
-    """
-    fn = get_estimator(estimator)
-    params = _bind(estimator, fn, params)
-    problems = column_problems(steps)
-    if problems:
-        raise StepTableError(problems)
-    steps = coerce_steps(steps)
-    ix = index_steps(steps, resolve_state_key(state_key))
-    columns = fn(ix, **params)
-    _check_columns(estimator, columns, ix.n_steps)
-    return columns, ix
-
-
-def compute_advantages(
-    steps: pd.DataFrame,
-    estimator: str = "g2po",
-    *,
-    state_key: str | StateKeyFn | None = "exact",
-    prefix: str = "",
-    **params,
-) -> pd.DataFrame:
-    """The step table with the estimator's columns added (``prefix`` + name), row order kept.
-
-    ``state_key`` picks the state-merging strategy (see :mod:`g2po.state_keys`); ``params`` are
-    the estimator's own (see :func:`estimator_params`).
-
-    >>> import pandas as pd
-    >>> steps = pd.DataFrame({"group_id": "g", "traj_id": ["a", "b"], "t": 0,
-    ...     "state_key": "s", "action": "go", "episode_reward": [10.0, 0.0],
-    ...     "is_action_valid": True})
-    >>> compute_advantages(steps, "grpo")["adv"].round(4).tolist()
-    [0.7071, -0.7071]
-    """
-    columns, _ = estimate(steps, estimator, state_key=state_key, **params)
-    added = {prefix + k: v for k, v in columns.items()}
-    if any(k in steps.columns for k in added):  # recomputed columns keep their place
-        return steps.assign(**added)
-    # One concat instead of a column at a time: assign re-consolidates the frame per column.
-    return pd.concat([steps, pd.DataFrame(added, index=steps.index, copy=False)], axis=1)
-
-
-# Importing the modules registers the built-in estimators.
-from g2po.estimators import g2po as _g2po  # noqa: E402,F401
-from g2po.estimators import gigpo as _gigpo  # noqa: E402,F401
-from g2po.estimators import graphgpo as _graphgpo  # noqa: E402,F401
-from g2po.estimators import graphhca as _graphhca  # noqa: E402,F401
-from g2po.estimators import hgpo as _hgpo  # noqa: E402,F401
-from g2po.estimators import outcome as _outcome  # noqa: E402,F401
-from g2po.estimators import value_iteration as _value_iteration  # noqa: E402,F401

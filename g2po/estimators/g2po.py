@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from g2po.estimators import register_estimator
-from g2po.graph import Terminal, graph_values
+from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import NormMode, segment_norm
+from g2po.values import Terminal, graph_values
 
 __all__ = ["g2po", "episode_advantage"]
 

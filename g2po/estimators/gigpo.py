@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from g2po.estimators import register_estimator
 from g2po.estimators.g2po import episode_advantage
-from g2po.graph import check_gamma
+from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import NormMode, discounted_suffix_sum, powers, segment_norm
+from g2po.values import check_gamma
 
 __all__ = ["gigpo", "discounted_returns", "step_returns"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from g2po.estimators import register_estimator
 from g2po.estimators.g2po import episode_advantage
-from g2po.graph import check_gamma, terminal_values, transition_targets
+from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import NormMode, powers, segment_norm
+from g2po.values import check_gamma, terminal_values, transition_targets
 
 __all__ = ["graphgpo", "distance_to_success"]
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from g2po.estimators import register_estimator
 from g2po.estimators.outcome import grpo
+from g2po.estimators.registry import register_estimator
 from g2po.estimators.value_iteration import solve_graph_values
-from g2po.graph import check_gamma, terminal_values
 from g2po.index import StepIndex
 from g2po.segments import NormMode, segment_norm
+from g2po.values import check_gamma, terminal_values
 
 __all__ = ["graphhca", "PHI_FLOOR"]
 

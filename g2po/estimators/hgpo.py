@@ -17,9 +17,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from g2po.estimators import register_estimator
 from g2po.estimators.g2po import episode_advantage
 from g2po.estimators.gigpo import step_returns
+from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import EPS, NormMode, check_mode, segment_mean_var
 

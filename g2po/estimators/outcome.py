@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from g2po.estimators import register_estimator
 from g2po.estimators.g2po import episode_advantage
+from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import NormMode, segment_norm
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from g2po.estimators import register_estimator
-from g2po.graph import Terminal, check_gamma, terminal_values
+from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import NormMode, discounted_suffix_sum, segment_norm
+from g2po.values import Terminal, check_gamma, terminal_values
 
 __all__ = ["value_iteration", "graph_gae", "solve_graph_values", "graph_td"]
 

@@ -13,7 +13,7 @@ import loaders
 from app.data import find_logs
 from app.graph_html import FADED_EDGE, graph_html
 from app.options import SAMPLE_DIR
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from loaders import RunWriter
 from tests.app.browser import (
     ARTIFACTS,

@@ -212,7 +212,7 @@ def test_curves_go_with_one_log_and_stay_within_the_roots(runs_root, tmp_path):
 
 
 def test_merge_rates_of_a_run_counted_in_arrow_equal_the_graphs(tmp_path):
-    from g2po.graph import state_graph
+    from g2po.analysis.state_graph import state_graph
 
     run = write_run(tmp_path / "run", 3, rows=300)
     log = loaders.open_log(run)

@@ -28,7 +28,7 @@ from app.graph_html import (
     vis_network_js,
 )
 from app.tables import trajectory_highlight
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from tests.app.builders import XSS_IMG, XSS_SCRIPT, group_steps, hostile
 
 

@@ -1,8 +1,8 @@
 import pytest
 
 from app.params import SpecParams
+from g2po.analysis.state_graph import state_graph
 from g2po.errors import UnknownStateKeyError
-from g2po.graph import state_graph
 from g2po.outcomes import OutcomeRule
 from tests.g2po.builders import THREE, trajectories
 

@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import loaders
+from g2po.analysis.state_graph import state_graph
 from g2po.analysis.stepdiff import step_diff
-from g2po.graph import state_graph
 from g2po.outcomes import OutcomeRule
 from loaders import RunWriter
 from tests.app.builders import app_test, entry, goto, group_steps, texts, write_cut_csv

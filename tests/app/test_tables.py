@@ -19,7 +19,7 @@ from app.tables import (
     trajectory_summary,
 )
 from g2po.analysis.labels import natural_key
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from tests.app.builders import group_steps
 
 

@@ -1,8 +1,9 @@
 import numpy as np
 
+from g2po.analysis.state_graph import state_graph
 from g2po.estimators import estimate
-from g2po.graph import state_graph, truncated_steps
 from g2po.node_ids import step_node_ids
+from g2po.outcomes import truncated_steps
 from tests.app.builders import group_steps
 
 

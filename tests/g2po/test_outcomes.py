@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from g2po.analysis.state_graph import state_graph
 from g2po.estimators import compute_advantages, list_estimators
-from g2po.graph import state_graph
 from g2po.outcomes import (
     OutcomeRule,
     TruncationHint,

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import loaders
 from g2po.analysis.compare import compare_estimators, sign_disagreements, step_location
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from tests.app.browser import ARTIFACTS, graph_frame, serve_app, wait_idle, watch
 
 #: The width the issue saw the comparison clipped at.

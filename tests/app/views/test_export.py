@@ -45,7 +45,7 @@ def test_file_names_never_carry_log_text():
 def test_node_ids_match_the_graph_and_the_record_names_every_parameter(runs_root):
     from app.export import read_parquet_metadata, table_bytes
     from app.views.export import table_metadata
-    from g2po.graph import state_graph
+    from g2po.analysis.state_graph import state_graph
 
     log = loaders.open_log(runs_root / "run_a")
     group = log.groups(2)[1]
@@ -88,7 +88,7 @@ def test_the_page_shows_the_record_and_offers_the_csv_sidecar(runs_root):
 
 
 def test_the_table_marks_trajectories_cut_by_the_runs_rule_as_the_graph_does(tmp_path):
-    from g2po.graph import state_graph
+    from g2po.analysis.state_graph import state_graph
     from g2po.outcomes import OutcomeRule
 
     steps = loaders.open_log(write_cut_csv(tmp_path / "cut.csv")).load_step(0)

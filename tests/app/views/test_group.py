@@ -10,7 +10,7 @@ from app.graph_html import FADED_EDGE, critical_edges
 from app.sidebar import GROUP_LABEL_CHARS
 from app.views.group import edge_from_click, node_from_click
 from g2po.analysis.alarms import credit_alarms
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from tests.app.builders import app_test, entry, shown, texts, write_run
 
 

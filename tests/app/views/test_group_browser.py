@@ -16,7 +16,7 @@ import pytest
 
 import loaders
 from app.graph_html import FADED_EDGE, HIGHLIGHT_COLOR
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from tests.app.browser import ARTIFACTS, graph_frame, hover_node, serve_app, wait_idle, watch
 
 COOKING = Path(__file__).resolve().parents[1] / "data" / "cooking16"

@@ -3,7 +3,7 @@ from streamlit.testing.v1 import AppTest
 
 import loaders
 from app.params import SpecParams
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from tests.app.builders import app_test, entry, goto, shown, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
 

@@ -1,8 +1,8 @@
 import loaders
 from app.params import SpecParams
 from app.views.step_diff import changed_highlight
+from g2po.analysis.state_graph import state_graph
 from g2po.analysis.stepdiff import step_diff
-from g2po.graph import state_graph
 from tests.app.builders import app_test, shown, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
 

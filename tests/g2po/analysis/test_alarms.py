@@ -4,7 +4,7 @@ import pytest
 
 from g2po import compute_advantages
 from g2po.analysis.alarms import SHOWN, alarm_counts, credit_alarms, group_signals
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
 from tests.g2po.analysis.groups import (
     ALL_FAILED,

@@ -14,8 +14,8 @@ from g2po.analysis.compare import (
     trajectory_facts,
     zscore,
 )
+from g2po.analysis.state_graph import state_graph
 from g2po.estimators import compute_advantages, register_estimator
-from g2po.graph import state_graph
 from g2po.outcomes import OutcomeRule
 from tests.app.builders import group_steps
 from tests.g2po.builders import THREE, trajectories
@@ -133,7 +133,7 @@ def test_rows_come_in_natural_trajectory_order_and_text_last():
 
 
 def test_a_users_estimator_shows_its_adv_columns_as_parts():
-    from g2po import estimators
+    from g2po.estimators import registry
 
     @register_estimator("test_parts_est", overwrite=True)
     def test_parts_est(ix):
@@ -144,7 +144,7 @@ def test_a_users_estimator_shows_its_adv_columns_as_parts():
         result = compare_estimators(trajectories(THREE), ["test_parts_est"])
         assert result.parts["test_parts_est"].columns.tolist() == ["A^half"]
     finally:
-        estimators._REGISTRY.pop("test_parts_est", None)
+        registry._REGISTRY.pop("test_parts_est", None)
     assert part_label("adv_step") == "A^S" and part_label("adv_k3") == "A^k3"
 
 

@@ -7,7 +7,7 @@ from g2po.analysis.diagnostics import (
     node_variances,
     step_node_variances,
 )
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from tests.app.builders import group_steps
 
 
@@ -68,7 +68,7 @@ def test_char_diff_rebuilds_both_keys_and_marks_only_differences():
 
 def test_near_duplicates_report_progress_to_the_end():
     from g2po.analysis.diagnostics import near_duplicate_keys
-    from g2po.graph import state_graph
+    from g2po.analysis.state_graph import state_graph
     from tests.app.builders import group_steps
 
     steps = group_steps(rows=400)

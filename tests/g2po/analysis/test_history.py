@@ -10,7 +10,7 @@ from g2po.analysis.history import (
     smooth,
     state_history,
 )
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from tests.app.builders import group_steps
 
 

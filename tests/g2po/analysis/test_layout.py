@@ -8,7 +8,7 @@ from g2po.analysis.layout import (
     layered_layout,
     wrap_bands,
 )
-from g2po.graph import state_graph
+from g2po.analysis.state_graph import state_graph
 from g2po.synthetic import synthetic_steps
 
 

@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from g2po.analysis.state_graph import state_graph
 from g2po.analysis.stepdiff import APPEARED, KEPT, VANISHED, step_diff, success_rate
-from g2po.graph import state_graph
 
 
 def _group(trajs: dict[str, tuple[list[str], list[str], float]]) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import pytest
 from g2po import compute_advantages
 from g2po.analysis import triage as triage_module
 from g2po.analysis.alarms import ALARM_KINDS, credit_alarms
+from g2po.analysis.state_graph import state_graph
 from g2po.analysis.triage import (
     ALARM_COLUMNS,
     TRIAGE_COLUMNS,
@@ -22,7 +23,6 @@ from g2po.analysis.triage import (
     triage_log,
 )
 from g2po.errors import StepTableError
-from g2po.graph import state_graph
 from g2po.outcomes import OutcomeRule
 from loaders import RunWriter, open_log
 from loaders.summary import group_summary, trajectory_table

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import g2po.estimators as registry
 from g2po import compute_advantages, estimator_params, list_estimators, register_estimator
 from g2po.errors import StepTableError
+from g2po.estimators import registry
 from g2po.index import MAX_ABS_REWARD
 from tests.g2po import reference
 from tests.g2po.builders import CYCLE, THREE, TWO, trajectories

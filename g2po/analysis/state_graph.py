@@ -1,137 +1,28 @@
-"""The G2PO state graph: node values, next-state values, TD errors, and one group's graph.
+"""One group's state graph as node and edge tables, for the app, the CLI and the analyses.
 
-The vectorised quantities (:func:`graph_values`) feed the G2PO estimator; :func:`state_graph`
-summarises one group as node and edge tables for the app and the CLI, from the very same columns
-the estimator produced, so the picture and the loss never disagree.
+:func:`state_graph` builds them from the very columns the G2PO estimator produced, so the
+picture and the loss never disagree.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from g2po.analysis.labels import distinguishing_labels
-from g2po.index import StepIndex
-from g2po.outcomes import cut_at_limit, flag_values, success_mask
-from g2po.segments import powers, segment_mean_var
+from g2po.estimators import estimate
+from g2po.outcomes import truncated_steps
 
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = [
-    "Terminal",
-    "transition_targets",
-    "GraphValues",
-    "graph_values",
-    "terminal_values",
-    "StateGraph",
-    "state_graph",
-    "truncated_steps",
-    "to_networkx",
-]
+__all__ = ["StateGraph", "state_graph", "to_networkx", "SUCCESS", "FAILURE", "TRUNCATED"]
 
-Terminal = Literal["binary", "reward"]
 SUCCESS, FAILURE, TRUNCATED = "success", "failure", "truncated"
-
-
-def check_gamma(gamma: float, *, strict: bool = False, name: str = "gamma") -> float:
-    upper_ok = gamma < 1.0 if strict else gamma <= 1.0
-    if not (0.0 < gamma and upper_ok):
-        bound = "(0, 1)" if strict else "(0, 1]"
-        raise ValueError(f"{name} must be in {bound}, got {gamma}")
-    return float(gamma)
-
-
-def check_success_reward(success_reward: float) -> float:
-    from g2po.index import MAX_ABS_REWARD
-
-    if not abs(success_reward) <= MAX_ABS_REWARD:
-        raise ValueError(f"success_reward must be at most {MAX_ABS_REWARD:g} in magnitude, "
-                         f"got {success_reward}")
-    return float(success_reward)
-
-
-def check_terminal(terminal: str) -> str:
-    if terminal not in ("binary", "reward"):
-        raise ValueError(f"terminal must be 'binary' or 'reward', got {terminal!r}")
-    return terminal
-
-
-def terminal_values(
-    ix: StepIndex, success_reward: float = 10.0, terminal: Terminal = "binary",
-    success_threshold: float | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per step: did its trajectory succeed (n_steps,) bool, by :func:`g2po.outcomes.
-    success_mask` (reward equal to the success reward, or at least ``success_threshold``), and
-    the value of its terminal node (n_steps,) float64: the success reward or 0 (``binary``), or
-    R_i itself (``reward``)."""
-    check_terminal(terminal)
-    check_success_reward(success_reward)
-    success = success_mask(ix.reward, success_reward, success_threshold)
-    if terminal == "binary":
-        value = np.where(success, float(success_reward), 0.0)
-    else:
-        value = ix.reward.copy()
-    return success, value
-
-
-def transition_targets(ix: StepIndex, success: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each step's transition leads, in the block-diagonal graph of all groups at once.
-
-    Vertices 0 … n_nodes-1 are the state nodes; ``n_nodes + g`` is group g's ``success`` vertex
-    and ``n_nodes + n_groups + g`` its ``failure`` vertex (groups never share a vertex). Returns
-    (target (n_steps,) int64: the next step's node, or the terminal vertex on the last step;
-    vertex_group (n_vertices,) int64)."""
-    target = np.where(success, ix.n_nodes + ix.group, ix.n_nodes + ix.n_groups + ix.group)
-    has_next = ix.next_row >= 0
-    target[has_next] = ix.node[ix.next_row[has_next]]
-    groups = np.arange(ix.n_groups, dtype=np.int64)
-    return target.astype(np.int64), np.concatenate([ix.node_group, groups, groups])
-
-
-@dataclass(frozen=True)
-class GraphValues:
-    """The value side of the G2PO graph, for all groups at once.
-
-    step_value : (n_steps,) v_{i,t} = gamma^(T_i - t) * R_i
-    node_value : (n_nodes,) V(k), the mean step value of node k
-    node_var : (n_nodes,) population variance of the step values merged into node k
-    node_visits : (n_nodes,) int64 occurrences of node k
-    next_value : (n_steps,) V(node of step t+1), or the terminal value on the last step
-    td_error : (n_steps,) next_value - V(node of the step)
-    success : (n_steps,) bool, the trajectory reached the success terminal
-    """
-
-    step_value: np.ndarray
-    node_value: np.ndarray
-    node_var: np.ndarray
-    node_visits: np.ndarray
-    next_value: np.ndarray
-    td_error: np.ndarray
-    success: np.ndarray
-
-
-def graph_values(
-    ix: StepIndex,
-    gamma: float = 0.95,
-    success_reward: float = 10.0,
-    terminal: Terminal = "binary",
-    success_threshold: float | None = None,
-) -> GraphValues:
-    """Steps 1–3 of the G2PO spec and the TD error of step 5 (before normalisation)."""
-    check_gamma(gamma)
-    step_value = powers(gamma, ix.length - ix.t) * ix.reward
-    node_value, node_var, visits = segment_mean_var(step_value, ix.node, ix.n_nodes, ix.order)
-    success, term_value = terminal_values(ix, success_reward, terminal, success_threshold)
-    has_next = ix.next_row >= 0
-    next_value = term_value.copy()
-    next_value[has_next] = node_value[ix.node[ix.next_row[has_next]]]
-    td_error = next_value - node_value[ix.node]
-    return GraphValues(step_value, node_value, node_var, visits, next_value, td_error, success)
 
 
 @dataclass(frozen=True)
@@ -191,8 +82,6 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True,
     >>> int(g.edges["count"].sum())
     3
     """
-    from g2po.estimators import estimate  # the estimators import this module
-
     group_cols = [c for c in ("train_step", "group_id") if c in steps.columns]
     n_groups = len(steps.drop_duplicates(group_cols)) if len(steps) else 0
     if n_groups != 1:
@@ -272,26 +161,6 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True,
     if not estimator_columns:
         table = table[[*steps.columns, "node", "next_node", "truncated"]]
     return StateGraph(nodes=nodes, edges=edges, steps=table)
-
-
-def truncated_steps(steps: pd.DataFrame, ix: StepIndex, success: np.ndarray,
-                    truncate_at: int | None = None) -> np.ndarray:
-    """(n_steps,) bool, row-aligned with ``steps``: the step's trajectory was cut at the step
-    limit (:func:`g2po.outcomes.cut_at_limit` on each trajectory's last step: ``done`` false
-    there, or with ``truncate_at`` N a failure of N steps or more without ``done``).
-
-    ix : the :class:`StepIndex` of ``steps``. success : (n_steps,) bool, the estimator's.
-    """
-    last = np.flatnonzero(ix.next_row < 0)
-    if "done" in steps.columns:
-        done = flag_values(steps["done"])[last]
-    else:
-        done = np.full(len(last), np.nan)
-    cut = cut_at_limit(ix.length[last], done, np.asarray(success, dtype=bool)[last],
-                       truncate_at)
-    by_traj = np.zeros(ix.n_traj, dtype=bool)
-    by_traj[ix.traj[last]] = cut
-    return by_traj[ix.traj]
 
 
 @functools.lru_cache(maxsize=128)
