@@ -399,7 +399,7 @@ def group_graph(_log: loaders.Log, key: str, train_step: int, group_id: str,
     """The group's state graph under ``params`` and their outcome rule (G2PO's columns on
     every step; the rule's cut trajectories end at the truncated terminal). Not mutated."""
     steps = load_group(_log, key, train_step, group_id)
-    return state_graph(steps, **params.graph_kwargs())
+    return state_graph(steps, rule=params.rule, params=params.g2po())
 
 
 def graph_id(key: str, train_step: int, group_id: str, params: SpecParams) -> str:

@@ -315,7 +315,7 @@ def build_network(
     graph: StateGraph,
     highlight: Highlight | None = None,
     *,
-    success_reward: float = 10.0,
+    success_reward: float,
     style: DrawStyle | None = None,
 ) -> Network:
     """A pyvis :class:`Network` of the graph: node colour = V (on the scale ``style`` names),
@@ -493,7 +493,7 @@ def network_data(
     graph: StateGraph,
     highlight: Highlight | None = None,
     *,
-    success_reward: float = 10.0,
+    success_reward: float,
     title: str = "G2PO state graph",
     graph_id: str = "",
     style: DrawStyle | None = None,
@@ -564,7 +564,7 @@ def graph_html(
     highlight: Highlight | None = None,
     *,
     height: str = "620px",
-    success_reward: float = 10.0,
+    success_reward: float,
     title: str = "G2PO state graph",
     style: DrawStyle | None = None,
 ) -> str:

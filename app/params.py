@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from g2po.estimators import estimator_params, shared_params
 from g2po.outcomes import TERMINAL_RULES, OutcomeRule
+from g2po.params import G2POParams
 from g2po.segments import NORM_MODES
 from g2po.state_keys import resolve_state_key
 
@@ -46,6 +47,11 @@ class SpecParams:
         if not isinstance(self.rule, OutcomeRule):
             raise ValueError(f"rule must be an OutcomeRule, got {type(self.rule).__name__}")
         resolve_state_key(self.state_key)  # raises UnknownStateKeyError / ValueError early
+
+    def g2po(self) -> G2POParams:
+        """The G2PO parameters alone (the library's object)."""
+        return G2POParams(gamma=self.gamma, w=self.w, mode=self.mode, penalty=self.penalty,
+                          state_key=self.state_key)
 
     def g2po_kwargs(self) -> dict[str, object]:
         """Keyword arguments of the ``g2po`` estimator (and the analyses that call it): the

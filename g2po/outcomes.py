@@ -49,7 +49,7 @@ def check_success_threshold(success_threshold: float | None) -> float | None:
     return value
 
 
-def success_mask(reward: np.ndarray, success_reward: float = 10.0,
+def success_mask(reward: np.ndarray, success_reward: float,
                  success_threshold: float | None = None) -> np.ndarray:
     """Which episode rewards count as success: equal to ``success_reward`` (within 1e-9; the
     reference rule), or, with a ``success_threshold`` T, at least T. One rule for the
@@ -67,7 +67,7 @@ def success_mask(reward: np.ndarray, success_reward: float = 10.0,
     return reward >= threshold
 
 
-def success_rule(success_reward: float = 10.0, success_threshold: float | None = None) -> str:
+def success_rule(success_reward: float, success_threshold: float | None = None) -> str:
     """The success rule in words, for messages and headings."""
     if success_threshold is None:
         return f"reward = success reward {success_reward:g}"
@@ -298,25 +298,32 @@ class OutcomeCheck:
     fixes: list[Fix] = field(default_factory=list)
 
 
-def trajectory_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
-                        success_threshold: float | None = None,
-                        truncate_at: int | None = None) -> pd.DataFrame:
-    """One row per trajectory (index ``traj_id``, naturally ordered as first seen): ``reward``,
-    ``success`` (by :func:`success_mask`), ``won`` (the log's flag on any step; NaN without the
-    column), ``length``, ``done`` (the log's flag on the last step: 1.0, 0.0, NaN where it
-    does not say) and ``truncated`` (:func:`cut_at_limit`)."""
+def _trajectory_facts(steps: pd.DataFrame) -> pd.DataFrame:
+    """What the log states per trajectory, before any rule: ``reward``, ``length``, ``won``
+    and ``done`` (see :func:`trajectory_outcomes`)."""
     ordered = steps.sort_values(["traj_id", "t"], kind="stable")
     grouped = ordered.groupby("traj_id", sort=False)
     table = pd.DataFrame({"reward": grouped["episode_reward"].first().astype(np.float64),
                           "length": grouped.size()})
-    table["success"] = success_mask(table["reward"].to_numpy(), success_reward,
-                                    success_threshold)
     if "won" in ordered.columns and ordered["won"].notna().any():
         won = ordered["won"].map(lambda v: bool(v) if pd.notna(v) else False)
         table["won"] = won.groupby(ordered["traj_id"], sort=False).any()
     else:
         table["won"] = np.nan
     table["done"] = _last_done(ordered).reindex(table.index).to_numpy()
+    return table
+
+
+def trajectory_outcomes(steps: pd.DataFrame, success_reward: float,
+                        success_threshold: float | None,
+                        truncate_at: int | None) -> pd.DataFrame:
+    """One row per trajectory (index ``traj_id``, naturally ordered as first seen): ``reward``,
+    ``length``, ``won`` (the log's flag on any step; NaN without the column), ``done`` (the
+    log's flag on the last step: 1.0, 0.0, NaN where it does not say), then by the run's rule
+    ``success`` (:func:`success_mask`) and ``truncated`` (:func:`cut_at_limit`)."""
+    table = _trajectory_facts(steps)
+    table.insert(2, "success", success_mask(table["reward"].to_numpy(), success_reward,
+                                            success_threshold))
     table["truncated"] = cut_at_limit(table["length"].to_numpy(), table["done"].to_numpy(),
                                       table["success"].to_numpy(), truncate_at)
     return table
@@ -379,13 +386,13 @@ def _won_threshold(table: pd.DataFrame) -> float | None:
 def success_reward_from_won(steps: pd.DataFrame) -> float | None:
     """The reward every ``won`` trajectory has, when the log marks wins and they share one
     reward that no lost trajectory has; else None."""
-    return _won_reward(trajectory_outcomes(steps))
+    return _won_reward(_trajectory_facts(steps))
 
 
 def success_threshold_from_won(steps: pd.DataFrame) -> float | None:
     """The smallest reward of a ``won`` trajectory, when it is above the reward of every
     trajectory not won (so 'reward ≥ it' reproduces ``won``); else None."""
-    return _won_threshold(trajectory_outcomes(steps))
+    return _won_threshold(_trajectory_facts(steps))
 
 
 def success_rule_from_won(steps: pd.DataFrame) -> tuple[float, float | None] | None:
@@ -394,7 +401,7 @@ def success_rule_from_won(steps: pd.DataFrame) -> tuple[float, float | None] | N
     trajectories are rewarded unequally but above every other, the threshold that reproduces
     ``won`` with the largest won reward as the success terminal's value; None when ``won`` is
     absent or no rule reproduces it."""
-    rule = rule_from_won(trajectory_outcomes(steps))
+    rule = rule_from_won(_trajectory_facts(steps))
     return None if rule is None else (rule.success_reward, rule.success_threshold)
 
 
@@ -414,7 +421,7 @@ def rule_from_won(table: pd.DataFrame) -> OutcomeRule | None:
     return OutcomeRule(success_reward=top, success_threshold=lowest)
 
 
-def check_outcomes(steps: pd.DataFrame, success_reward: float = 10.0,
+def check_outcomes(steps: pd.DataFrame, success_reward: float,
                    terminal: str = "binary",
                    success_threshold: float | None = None,
                    truncate_at: int | None = None) -> OutcomeCheck:

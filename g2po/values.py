@@ -51,8 +51,8 @@ def check_terminal(terminal: str) -> str:
 
 
 def terminal_values(
-    ix: StepIndex, success_reward: float = 10.0, terminal: Terminal = "binary",
-    success_threshold: float | None = None,
+    ix: StepIndex, success_reward: float, terminal: Terminal,
+    success_threshold: float | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per step: did its trajectory succeed (n_steps,) bool, by :func:`g2po.outcomes.
     success_mask` (reward equal to the success reward, or at least ``success_threshold``), and
@@ -106,12 +106,14 @@ class GraphValues:
 
 def graph_values(
     ix: StepIndex,
-    gamma: float = 0.95,
-    success_reward: float = 10.0,
-    terminal: Terminal = "binary",
-    success_threshold: float | None = None,
+    gamma: float,
+    success_reward: float,
+    terminal: Terminal,
+    success_threshold: float | None,
 ) -> GraphValues:
-    """Steps 1–3 of the G2PO spec and the TD error of step 5 (before normalisation)."""
+    """Steps 1–3 of the G2PO spec and the TD error of step 5 (before normalisation). Every
+    argument is the caller's (the estimator's parameters and the run's outcome rule): no
+    default here can disagree with the run."""
     check_gamma(gamma)
     step_value = powers(gamma, ix.length - ix.t) * ix.reward
     node_value, node_var, visits = segment_mean_var(step_value, ix.node, ix.n_nodes, ix.order)

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from g2po.outcomes import OutcomeRule  # noqa: E402
 from tests.app.browser import (  # noqa: E402
     chromium,
     chromium_missing,
@@ -36,7 +37,7 @@ def pick_group(run: str, nodes: int) -> tuple[int, str, str]:
     best = None
     for step in log.train_steps():
         for group in log.groups(step):
-            graph = state_graph(log.load_group(step, group))
+            graph = state_graph(log.load_group(step, group), rule=OutcomeRule())
             gap = abs(len(graph.nodes) - nodes)
             if best is None or gap < best[0]:
                 won = graph.steps.loc[graph.steps["success"], "traj_id"].astype(str)
@@ -65,7 +66,7 @@ def main() -> int:
     from g2po.analysis.state_graph import state_graph
 
     graph = state_graph(loaders.open_log(ROOT / "sample_rollouts" / args.run)
-                        .load_group(step, group))
+                        .load_group(step, group), rule=OutcomeRule())
     top = critical_edges(graph, 1)
     edge = int(graph.edges.index.get_loc(top.index[0]))
     query = urlencode({"run": args.run, "step": step, "group": group, "traj": traj,

@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from g2po.outcomes import OutcomeRule  # noqa: E402
 from tests.app.browser import (  # noqa: E402
     chromium,
     chromium_missing,
@@ -148,7 +149,7 @@ def write_big_graph_run(path: Path, target_nodes: int = 2000) -> int:
     frame = pd.DataFrame(rows)
     RunWriter(path, {"env": "bench"}).write_step(1, frame)
     from g2po.analysis.state_graph import state_graph
-    return len(state_graph(frame).nodes)
+    return len(state_graph(frame, rule=OutcomeRule()).nodes)
 
 
 def bench_big_graph(browser, run_dir: Path, repeats: int) -> dict[str, list[float]]:
@@ -185,7 +186,7 @@ def bench_server(repeats: int) -> dict[str, list[float]]:
 
     step, group, _ = pick_group("cooking", 100)
     log = open_log(ROOT / "sample_rollouts" / "cooking")
-    graph = state_graph(log.load_group(step, group))
+    graph = state_graph(log.load_group(step, group), rule=OutcomeRule())
     st.cache_data.clear()
     st.cache_resource.clear()
     at = AppTest.from_file(str(ROOT / "scripts" / "_bench_app_entry.py"), default_timeout=120)

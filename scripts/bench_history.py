@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from g2po.outcomes import OutcomeRule
+
 ROOT = Path(__file__).resolve().parents[1]
 for _path in (ROOT, ROOT / "scripts"):  # the project, and bench_loaders beside this one
     if str(_path) not in sys.path:
@@ -147,7 +149,7 @@ def measure(run: Path) -> dict:
     steps, keys = load_groups_coded(log, zip(pairs["train_step"], pairs["group_id"],
                                              strict=True))
     t_load = time.perf_counter() - start
-    table = state_table(steps, keys)
+    table = state_table(steps, keys, rule=OutcomeRule())
     key = str(table["key"].iloc[0])  # the most visited state of the first step: the start
     history = history_of(table, key)
     figs = [history_figure(history, {"visits": "visits"}, "v", "bars"),

@@ -52,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from g2po.outcomes import OutcomeRule  # noqa: E402
 from tests.app.browser import (  # noqa: E402
     ARTIFACTS,
     CHROMIUM,
@@ -347,7 +348,7 @@ def bench_beside(run_dir: Path, views: int = 60, seed: int = 0) -> dict:
 
     def view(step: int, group: str) -> float:
         start = time.perf_counter()
-        graph = state_graph(log.load_group(step, group))
+        graph = state_graph(log.load_group(step, group), rule=OutcomeRule())
         network_data(graph, Highlight(), success_reward=10.0, title="bench", graph_id="bench")
         return time.perf_counter() - start
 

@@ -58,7 +58,8 @@ def estimator_defaults(name: str, params: SpecParams) -> dict[str, object]:
 def _comparison(_log, key: str, train_step: int, group_id: str, names: tuple[str, ...],
                 params_json: str, state_key: str, rule: OutcomeRule) -> Comparison:
     steps = data.load_group(_log, key, train_step, group_id)
-    result = compare_estimators(steps, list(names), json.loads(params_json), state_key, rule)
+    result = compare_estimators(steps, list(names), json.loads(params_json), state_key,
+                                rule=rule)
     text = result.text_column
     shown = result.table.assign(**{"action": result.table["action"].map(_short),
                                    text: result.table[text].map(_short)})

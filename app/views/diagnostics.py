@@ -84,7 +84,7 @@ def _near_duplicates(graph: StateGraph, graph_key: str, threshold: float, bar) -
 @st.cache_data(show_spinner=False, max_entries=16)
 def _step_variances(_log, key: str, train_step: int, params: SpecParams):
     steps = data.load_train_step(_log, key, train_step)
-    return step_node_variances(steps, **params.g2po_kwargs())
+    return step_node_variances(steps, rule=params.rule, params=params.g2po())
 
 
 def render(ctx: AppContext) -> None:

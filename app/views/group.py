@@ -385,7 +385,7 @@ def _drawn(graph: StateGraph, graph_id: str, highlight: Highlight, style: DrawSt
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _alarms_cached(_graph: StateGraph, graph_id: str, params) -> list[Alarm]:
-    return credit_alarms(_graph, **params.g2po_kwargs(), rule=params.rule)
+    return credit_alarms(_graph, rule=params.rule, params=params.g2po())
 
 
 def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:

@@ -86,8 +86,7 @@ def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
         if bar is not None and total:
             bar.progress(min(done / total, 1.0), text="Computing the groups table…")
 
-    table = triage_log(opened.log, steps, rule=rule, gamma=params.gamma, w=params.w,
-                       mode=params.mode, penalty=params.penalty, state_key=params.state_key,
+    table = triage_log(opened.log, steps, rule=rule, params=params.g2po(),
                        progress=progress)
     _TABLES[key] = table
     while len(_TABLES) > _TABLES_MAX:

@@ -77,7 +77,7 @@ def _state_table(_log, key: str, version: tuple[int, int], _pairs: tuple[tuple[i
     state then costs nothing. ``pairs_key`` names ``_pairs`` (hashing hundreds of tuples on
     every rerun would cost more than the lookup)."""
     steps, keys = load_groups_coded(_log, _pairs)
-    return state_table(steps, keys, **params.g2po_kwargs())
+    return state_table(steps, keys, rule=params.rule, params=params.g2po())
 
 
 def task_label(task: str, n_steps: int) -> str:

@@ -39,6 +39,7 @@ from g2po.analysis.state_graph import StateGraph
 from g2po.estimators import estimate, get_estimator
 from g2po.index import StepIndex
 from g2po.outcomes import OutcomeRule, truncated_steps
+from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 
 __all__ = ["Alarm", "GroupSignals", "group_signals", "alarm_counts", "credit_alarms",
@@ -182,23 +183,18 @@ def _segment_median(values: np.ndarray, seg: np.ndarray, n: int) -> np.ndarray:
 def group_signals(
     steps: pd.DataFrame,
     *,
-    gamma: float = 0.95,
-    w: float = 1.0,
-    mode: str = "mean_std_norm",
-    penalty: float = 0.1,
-    state_key: str = "exact",
-    rule: OutcomeRule | None = None,
+    rule: OutcomeRule,
+    params: G2POParams = DEFAULT_PARAMS,
     truncated_rows: np.ndarray | None = None,
 ) -> GroupSignals:
     """Every alarm's numbers for every group of ``steps`` (one G2PO and one GRPO call).
 
-    ``rule`` gives the success reward, threshold, terminal and truncation rule (default: the
-    reference's); ``truncated_rows`` (n_steps,) bool marks steps of trajectories known to be
-    cut (a graph's ``truncated`` column), in addition to the rule's.
+    ``params`` and the run's ``rule`` (success reward, threshold, terminal and truncation)
+    are passed whole; ``truncated_rows`` (n_steps,) bool marks steps of trajectories known to
+    be cut (a graph's ``truncated`` column), in addition to the rule's.
     """
-    rule = rule or OutcomeRule()
-    cols, ix = estimate(steps, "g2po", state_key=state_key, gamma=gamma, w=w, mode=mode,
-                        penalty=penalty, **rule.estimator_kwargs())
+    cols, ix = estimate(steps, "g2po", **params.g2po_kwargs(rule))
+    mode, penalty = params.mode, params.penalty
     grpo = get_estimator("grpo")(ix, mode=mode)["adv"]
     n, G = ix.n_steps, ix.n_groups
     action = pd.factorize(steps["action"], sort=False)[0].astype(np.int64)
@@ -326,42 +322,32 @@ def _top(ranking: pd.DataFrame, describe) -> str:
 def credit_alarms(
     graph: StateGraph,
     *,
-    gamma: float = 0.95,
-    w: float = 1.0,
-    mode: str = "mean_std_norm",
-    penalty: float = 0.1,
-    success_reward: float = 10.0,
-    terminal: str = "binary",
-    state_key: str = "exact",
-    success_threshold: float | None = None,
-    rule: OutcomeRule | None = None,
+    rule: OutcomeRule,
+    params: G2POParams = DEFAULT_PARAMS,
 ) -> list[Alarm]:
-    """The alarms that fire for one group's graph (built with the same parameters), in the
-    order of :data:`ALARM_KINDS`.
+    """The alarms that fire for one group's graph (built with the same ``params`` and
+    ``rule``), in the order of :data:`ALARM_KINDS`.
 
-    ``rule``, when given, is the run's outcome rule (success, terminal, truncation) and wins
-    over ``success_reward``, ``terminal`` and ``success_threshold``. G2PO and GRPO advantages
-    come from the estimators on the group's rows (:func:`group_signals`), so the numbers are
-    exactly those the trainer would use.
+    ``rule`` is the run's outcome rule (success, terminal, truncation). G2PO and GRPO
+    advantages come from the estimators on the group's rows (:func:`group_signals`), so the
+    numbers are exactly those the trainer would use.
 
     Examples
     --------
     >>> import pandas as pd
     >>> from g2po.analysis.state_graph import state_graph
+    >>> from g2po.outcomes import OutcomeRule
     >>> steps = pd.DataFrame({"group_id": "g", "traj_id": ["a", "a", "b", "b"],
     ...     "t": [0, 1, 0, 1], "state_key": ["s0", "s1", "s0", "s1"], "action": "go",
     ...     "episode_reward": 0.0, "is_action_valid": [True, False, True, True]})
-    >>> [a.kind for a in credit_alarms(state_graph(steps))]
+    >>> rule = OutcomeRule()
+    >>> [a.kind for a in credit_alarms(state_graph(steps, rule=rule), rule=rule)]
     ['no_signal', 'penalty_amplification']
     """
-    if rule is None:
-        rule = OutcomeRule(success_reward=success_reward, success_threshold=success_threshold,
-                           terminal=terminal)
     steps = graph.steps
     raw = steps[[c for c in steps.columns if c in REQUIRED_COLUMNS or c in OPTIONAL_COLUMNS]]
     cut_rows = steps["truncated"].to_numpy(dtype=bool) if "truncated" in steps.columns else None
-    sig = group_signals(raw, gamma=gamma, w=w, mode=mode, penalty=penalty,
-                        state_key=state_key, rule=rule, truncated_rows=cut_rows)
+    sig = group_signals(raw, rule=rule, params=params, truncated_rows=cut_rows)
     ix, cols = sig.ix, sig.g2po
     count = {kind: int(values[0]) if len(values) else 0 for kind, values in sig.counts.items()}
     graph_node = np.zeros(ix.n_nodes, dtype=np.int64)
@@ -438,7 +424,8 @@ def credit_alarms(
             "penalty_amplification",
             f"Penalty amplification: {int(invalid.sum())} invalid step(s)",
             f"All rollouts {outcome_word} (reward {rewards[0]:g}): the only spread left is the "
-            f"invalid-action penalty p = {penalty:g}, and mean_std_norm scales it to unit size. "
+            f"invalid-action penalty p = {params.penalty:g}, and mean_std_norm scales it to "
+            "unit size. "
             f"Invalid steps get A^EP ≈ {adv_ep[invalid].mean():.2f}, every valid step "
             f"≈ {adv_ep[~invalid].mean():+.2f}, whatever it did. Consider mode = mean_norm or "
             "a smaller penalty.",

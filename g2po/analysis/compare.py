@@ -92,7 +92,8 @@ def compare_estimators(
     estimators: list[str],
     params: dict[str, dict] | None = None,
     state_key: str = "exact",
-    rule: OutcomeRule | None = None,
+    *,
+    rule: OutcomeRule,
 ) -> Comparison:
     """Run each estimator on the group's ``steps`` with ``params[name]`` (keyword arguments)
     and collect its ``adv`` column and its parts. An estimator that fails (a parameter out of
@@ -101,7 +102,6 @@ def compare_estimators(
     truncated); node ids are numbered as :func:`g2po.analysis.state_graph.state_graph`
     numbers them on ``steps`` in their given row order, under the same rule."""
     params = params or {}
-    rule = rule or OutcomeRule()
     g2po_cols, ix = estimate(steps, "g2po", state_key=state_key, **rule.estimator_kwargs())
     success = np.asarray(g2po_cols["success"], dtype=bool)
     truncated = truncated_steps(steps, ix, success, rule.truncate_at)

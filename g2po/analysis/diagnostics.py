@@ -21,6 +21,8 @@ import pandas as pd
 from g2po.analysis.state_graph import StateGraph
 from g2po.estimators import estimate
 from g2po.index import StepIndex
+from g2po.outcomes import OutcomeRule
+from g2po.params import DEFAULT_PARAMS, G2POParams
 
 if TYPE_CHECKING:
     import scipy.sparse
@@ -211,14 +213,12 @@ def node_variances(graph: StateGraph, min_visits: int = 2) -> pd.DataFrame:
     return states[["visits", "value", "value_var"]].rename_axis("node").reset_index()
 
 
-def step_node_variances(steps: pd.DataFrame, min_visits: int = 2,
-                        **g2po_params) -> pd.DataFrame:
+def step_node_variances(steps: pd.DataFrame, min_visits: int = 2, *, rule: OutcomeRule,
+                        params: G2POParams = DEFAULT_PARAMS) -> pd.DataFrame:
     """The same over every group of a training step, from one call of the G2PO estimator:
-    group_id, visits, value, value_var per state node with at least ``min_visits`` visits."""
-    state_key = g2po_params.pop("state_key", "exact")
-    params = {k: v for k, v in g2po_params.items() if k in ("gamma", "success_reward",
-                                                            "terminal")}
-    columns, ix = estimate(steps, "g2po", state_key=state_key, **params)
+    group_id, visits, value, value_var per state node with at least ``min_visits`` visits.
+    (Node values depend on γ, the state key and the rule only.)"""
+    columns, ix = estimate(steps, "g2po", **params.g2po_kwargs(rule))
     frame = pd.DataFrame({
         "node": ix.node,
         "group_id": steps["group_id"].to_numpy(),

@@ -11,11 +11,14 @@ training step, from one vectorised G2PO call over one group per step.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from g2po.estimators import estimate
+from g2po.outcomes import OutcomeRule
+from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.state_keys import resolve_state_key
 
 __all__ = [
@@ -132,7 +135,7 @@ def metric_series(metrics: Mapping[str, pd.DataFrame], names: Sequence[str],
 
 
 def state_table(steps: pd.DataFrame, keys: Sequence[str] | None = None, *,
-                state_key: str = "exact", **g2po_params) -> pd.DataFrame:
+                rule: OutcomeRule, params: G2POParams = DEFAULT_PARAMS) -> pd.DataFrame:
     """Every state of one task at every training step, from one G2PO call over every group.
 
     ``steps``: the step rows of one group per training step (a ``train_step`` column tells the
@@ -140,7 +143,7 @@ def state_table(steps: pd.DataFrame, keys: Sequence[str] | None = None, *,
     ``state_key`` holds numbers into this list of distinct keys (see
     :func:`loaders.across_steps.load_groups_coded`): a value-wise strategy
     (:data:`VALUE_WISE_STRATEGIES`) then runs on the distinct keys only, any other gets the
-    text back. ``g2po_params``: gamma, w, mode, penalty, success_reward, terminal.
+    text back. ``params`` and the run's ``rule`` go to the G2PO estimator whole.
 
     Returns one row per (training step, state node): train_step, group_id, key (the canonical
     key), n_traj (the group's trajectories), visits, traj_share (share of the trajectories
@@ -152,6 +155,7 @@ def state_table(steps: pd.DataFrame, keys: Sequence[str] | None = None, *,
         return pd.DataFrame(columns=columns_out)
     if "train_step" not in steps.columns:
         steps = steps.assign(train_step=0)
+    state_key = params.state_key
     canon_text = None
     if keys is not None:
         codes = steps["state_key"].to_numpy().astype(np.int64)
@@ -165,7 +169,8 @@ def state_table(steps: pd.DataFrame, keys: Sequence[str] | None = None, *,
             state_key = "exact"
         else:
             steps = steps.assign(state_key=distinct.to_numpy()[codes])
-    columns, ix = estimate(steps, "g2po", state_key=state_key, **g2po_params)
+    columns, ix = estimate(steps, "g2po",
+                           **replace(params, state_key=state_key).g2po_kwargs(rule))
     node = ix.node
     first = np.full(ix.n_nodes, -1, dtype=np.int64)
     first[node[::-1]] = np.arange(len(node))[::-1]  # the first row of each node
@@ -217,11 +222,10 @@ def history_of(table: pd.DataFrame, canonical_key: str) -> pd.DataFrame:
 
 
 def state_history(steps: pd.DataFrame, canonical_key: str, keys: Sequence[str] | None = None,
-                  *, state_key: str = "exact", **g2po_params) -> pd.DataFrame:
+                  *, rule: OutcomeRule, params: G2POParams = DEFAULT_PARAMS) -> pd.DataFrame:
     """One state's numbers at every training step of ``steps``: :func:`history_of` the
     :func:`state_table` (same arguments; ``canonical_key`` is the state's key after the
     ``state_key`` strategy, a graph node's ``canonical_key``)."""
     if steps.empty:
         return pd.DataFrame(columns=HISTORY_COLUMNS)
-    return history_of(state_table(steps, keys, state_key=state_key, **g2po_params),
-                      canonical_key)
+    return history_of(state_table(steps, keys, rule=rule, params=params), canonical_key)

@@ -15,7 +15,8 @@ import pandas as pd
 
 from g2po.analysis.labels import distinguishing_labels
 from g2po.estimators import estimate
-from g2po.outcomes import truncated_steps
+from g2po.outcomes import OutcomeRule, truncated_steps
+from g2po.params import DEFAULT_PARAMS, G2POParams
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -53,17 +54,18 @@ class StateGraph:
         return int((self.nodes["kind"] == "state").sum())
 
 
-def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True,
-                truncate_at: int | None = None, **params) -> StateGraph:
+def state_graph(steps: pd.DataFrame, *, rule: OutcomeRule,
+                params: G2POParams = DEFAULT_PARAMS,
+                estimator_columns: bool = True) -> StateGraph:
     """Build the state graph of the single group in ``steps``.
 
     ``steps`` holds the rows of exactly one group (one ``group_id``, one ``train_step``);
-    ``params`` go to the G2PO estimator (gamma, w, mode, penalty, success_reward, terminal,
-    state_key). Columns already computed by the caller are recomputed, so the graph always matches
-    the parameters given. ``truncate_at`` (the outcome rule's, :class:`g2po.outcomes.
-    OutcomeRule`): a failed trajectory of that many steps or more, whose last step has no
-    ``done`` flag, ends at the ``truncated`` terminal; only the drawing changes, the estimator
-    values it as failure all the same.
+    ``params`` (γ, w, mode, penalty, state key) go to the G2PO estimator with the run's outcome
+    ``rule`` (success reward, threshold, terminal). Columns already computed by the caller are
+    recomputed, so the graph always matches the parameters given. The rule's ``truncate_at``:
+    a failed trajectory of that many steps or more, whose last step has no ``done`` flag, ends
+    at the ``truncated`` terminal; only the drawing changes, the estimator values it as failure
+    all the same.
 
     Raises
     ------
@@ -73,10 +75,11 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True,
     Examples
     --------
     >>> import pandas as pd
+    >>> from g2po.outcomes import OutcomeRule
     >>> steps = pd.DataFrame({"group_id": "g", "traj_id": ["a", "a", "b"], "t": [0, 1, 0],
     ...     "state_key": ["s0", "s1", "s0"], "action": ["go", "take", "look"],
     ...     "episode_reward": [10.0, 10.0, 0.0], "is_action_valid": True})
-    >>> g = state_graph(steps)
+    >>> g = state_graph(steps, rule=OutcomeRule())
     >>> list(g.nodes["kind"])
     ['state', 'state', 'success', 'failure']
     >>> int(g.edges["count"].sum())
@@ -89,14 +92,14 @@ def state_graph(steps: pd.DataFrame, *, estimator_columns: bool = True,
             f"state_graph needs the rows of exactly one group ({' / '.join(group_cols)}), "
             f"got {n_groups}"
         )
-    columns, ix = estimate(steps, "g2po", **params)
+    columns, ix = estimate(steps, "g2po", **params.g2po_kwargs(rule))
     table = steps.assign(**columns)
     local, uniques = pd.factorize(ix.node, sort=False)
     n_states = len(uniques)
     success_id, failure_id = n_states, n_states + 1
     # a trajectory cut at the step limit ends in its own terminal (valued as failure by the
     # estimator, whose numbers are untouched: only where it is drawn changes)
-    truncated = truncated_steps(table, ix, table["success"].to_numpy(), truncate_at)
+    truncated = truncated_steps(table, ix, table["success"].to_numpy(), rule.truncate_at)
     has_truncated = bool(truncated.any())
     truncated_id = n_states + 2
     next_node = np.where(table["success"].to_numpy(), success_id, failure_id)

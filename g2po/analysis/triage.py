@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -43,6 +44,7 @@ from g2po.analysis.alarms import ALARM_KINDS, ZERO_ADV, group_signals
 from g2po.analysis.history import VALUE_WISE_STRATEGIES
 from g2po.cache import atomic_file, user_cache_dir
 from g2po.outcomes import OutcomeRule
+from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.state_keys import resolve_state_key
 
 __all__ = ["TRIAGE_COLUMNS", "ALARM_COLUMNS", "READ_COLUMNS", "triage_groups", "triage_log",
@@ -101,32 +103,27 @@ def _coded(steps: pd.DataFrame, state_key: str) -> tuple[pd.DataFrame, str]:
 def triage_groups(
     steps: pd.DataFrame,
     *,
-    rule: OutcomeRule | None = None,
-    gamma: float = 0.95,
-    w: float = 1.0,
-    mode: str = "mean_std_norm",
-    penalty: float = 0.1,
-    state_key: str = "exact",
+    rule: OutcomeRule,
+    params: G2POParams = DEFAULT_PARAMS,
 ) -> pd.DataFrame:
     """One row per group of ``steps`` (:data:`TRIAGE_COLUMNS`, sorted by training step and
-    group id), under the G2PO parameters and the outcome ``rule`` (default: the reference's).
+    group id), under the G2PO ``params`` and the run's outcome ``rule``.
 
     Examples
     --------
     >>> steps = pd.DataFrame({"group_id": ["g", "g", "h", "h"], "traj_id": ["a", "b"] * 2,
     ...     "t": 0, "state_key": "s", "action": "go", "episode_reward": [0.0, 0.0, 10.0, 0.0],
     ...     "is_action_valid": True})
-    >>> triage_groups(steps)[["group_id", "success_rate", "no_signal", "alarm_no_signal"]]
+    >>> table = triage_groups(steps, rule=OutcomeRule())
+    >>> table[["group_id", "success_rate", "no_signal", "alarm_no_signal"]]
       group_id  success_rate  no_signal  alarm_no_signal
     0        g           0.0       True                2
     1        h           0.5      False                0
     """
-    rule = rule or OutcomeRule()
     if steps.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in TRIAGE_COLUMNS})
-    steps, state_key = _coded(steps, state_key)
-    sig = group_signals(steps, gamma=gamma, w=w, mode=mode, penalty=penalty,
-                        state_key=state_key, rule=rule)
+    steps, state_key = _coded(steps, params.state_key)
+    sig = group_signals(steps, rule=rule, params=replace(params, state_key=state_key))
     ix, cols = sig.ix, sig.g2po
     G = ix.n_groups
     first = np.full(G, ix.n_steps, dtype=np.int64)
@@ -292,13 +289,13 @@ def _identity(log: _Log, train_step: int) -> tuple[str, int, int] | None:
     return str(Path(source).resolve()), int(stat.st_size), int(stat.st_mtime_ns)
 
 
-def _cache_file(log: _Log, rule: OutcomeRule, params: dict, folder: Path) -> Path:
+def _cache_file(log: _Log, rule: OutcomeRule, params: G2POParams, folder: Path) -> Path:
     from g2po import __version__
 
     key = json.dumps({"v": TRIAGE_VERSION, "g2po": __version__, "format": log.format,
                       "path": str(Path(log.path).resolve()),
                       "read": repr(sorted(getattr(log, "read_options", {}).items())),
-                      "params": params, "rule": repr(rule)}, sort_keys=True, default=str)
+                      "params": params.as_dict(), "rule": repr(rule)}, sort_keys=True, default=str)
     return folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.parquet"
 
 
@@ -326,11 +323,7 @@ def triage_log(
     train_steps: Sequence[int] | None = None,
     *,
     rule: OutcomeRule | None = None,
-    gamma: float = 0.95,
-    w: float = 1.0,
-    mode: str = "mean_std_norm",
-    penalty: float = 0.1,
-    state_key: str = "exact",
+    params: G2POParams = DEFAULT_PARAMS,
     cache: bool | Path = True,
     progress: Callable[[int, int], None] | None = None,
     batch_rows: int = 200_000,
@@ -348,8 +341,6 @@ def triage_log(
     """
     rule = rule or log.rule()
     steps = list(log.train_steps() if train_steps is None else train_steps)
-    params = {"gamma": float(gamma), "w": float(w), "mode": mode, "penalty": float(penalty),
-              "state_key": state_key}
     folder = None if cache is False else (cache_dir() if cache is True else Path(cache))
     identity = {s: _identity(log, s) for s in steps}
     path = _cache_file(log, rule, params, folder) if folder is not None else None
@@ -368,15 +359,14 @@ def triage_log(
     batch: list[pd.DataFrame] = []
     batch_steps: list[int] = []
     rows_in_batch = 0
-    applied = state_key  # the strategy left once the distinct keys were mapped
+    applied = params.state_key  # the strategy left once the distinct keys were mapped
 
     def flush() -> None:
         nonlocal batch, batch_steps, rows_in_batch, count
         if not batch:
             return
         frame = batch[0] if len(batch) == 1 else pd.concat(batch, ignore_index=True)
-        table = triage_groups(frame, rule=rule, state_key=applied, gamma=gamma, w=w,
-                              mode=mode, penalty=penalty)
+        table = triage_groups(frame, rule=rule, params=replace(params, state_key=applied))
         for s, rows in table.groupby("train_step", sort=False):
             ident = identity.get(int(s)) or ("", -1, -1)
             done[int(s)] = rows.assign(_source=ident[0], _size=ident[1], _mtime_ns=ident[2])
@@ -387,7 +377,7 @@ def triage_log(
 
     for s in todo:
         frame = log.step_columns(s, READ_COLUMNS).assign(train_step=np.int64(s))
-        frame, applied = _coded(frame, state_key)
+        frame, applied = _coded(frame, params.state_key)
         batch.append(frame)
         batch_steps.append(s)
         rows_in_batch += len(frame)

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -20,9 +21,10 @@ from g2po.estimators import (
     shared_params,
 )
 from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from loaders.tables import write_csv
 
-__all__ = ["add_parser", "parse_params", "terminal_table"]
+__all__ = ["add_parser", "parse_params", "params_and_rule", "terminal_table"]
 
 _STEP_COLUMNS = ["group_id", "traj_id", "t", "action", "episode_reward", "is_action_valid"]
 
@@ -42,6 +44,24 @@ def parse_params(pairs: list[str]) -> dict:
             raise ValueError(f"--param expects KEY=VALUE, got {pair!r}")
         params[key.strip()] = _param_value(value.strip())
     return params
+
+
+def params_and_rule(values: dict, rule: OutcomeRule, state_key: str, *,
+                    rule_keys: bool = True) -> tuple[G2POParams, OutcomeRule]:
+    """The G2PO parameters (``-p`` values for γ, w, mode, penalty and ``--state-key``) and the
+    log's outcome ``rule``, with the ``-p`` values that set the rule's success reward,
+    threshold or terminal where ``rule_keys`` allows (else they are an error: the command has
+    flags for them)."""
+    own = {k: v for k, v in values.items() if k in rule.estimator_kwargs()}
+    if own and not rule_keys:
+        raise ValueError(f"-p takes {', '.join(n for n in G2POParams.names() if n != 'state_key')}"
+                         " (the outcome rule has its own flags: --success-reward, --success-min,"
+                         f" --truncate-at); got {', '.join(sorted(own))}")
+    rest = {k: v for k, v in values.items() if k not in own}
+    if "state_key" in rest:
+        raise ValueError("-p state_key: use --state-key")
+    params = G2POParams.from_values({**rest, "state_key": state_key}, where="-p: ")
+    return params, replace(rule, **own) if own else rule
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -187,8 +207,8 @@ def _graph(args: argparse.Namespace) -> int:
             f"{args.path}: --group is required, the log holds {len(groups)} groups: "
             + ", ".join(map(str, groups[:10])) + (" …" if len(groups) > 10 else "")
         )
-    graph = state_graph(steps, state_key=args.state_key, truncate_at=rule.truncate_at,
-                        **_estimator_params("g2po", rule, parse_params(args.param)))
+    params, rule = params_and_rule(parse_params(args.param), rule, args.state_key)
+    graph = state_graph(steps, rule=rule, params=params)
     nodes, edges = graph.nodes.copy(), graph.edges.copy()
     nodes["state_key"] = nodes["state_key"].str.slice(0, args.width)
     nodes = nodes.drop(columns=["label", "canonical_key", "observation"])

@@ -14,9 +14,6 @@ from g2po.cli.logs import add_log_options, log_options
 
 __all__ = ["add_parser"]
 
-#: G2PO parameters ``-p`` may set (the outcome rule has its own flags).
-PARAMS = ("gamma", "w", "mode", "penalty")
-
 
 def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], None]]:
     """A progress bar on stderr (tqdm's when installed) and a function closing it; silent
@@ -41,22 +38,17 @@ def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], N
 
 def _triage(args: argparse.Namespace) -> int:
     from g2po.analysis.triage import filter_groups, sort_groups, triage_log
-    from g2po.cli.analysis import parse_params, terminal_table
+    from g2po.cli.analysis import params_and_rule, parse_params, terminal_table
     from loaders import open_log
 
-    params = parse_params(args.param)
-    unknown = sorted(set(params) - set(PARAMS))
-    if unknown:
-        raise ValueError(f"-p takes {', '.join(PARAMS)} (the outcome rule has its own flags: "
-                         f"--success-reward, --success-min, --truncate-at); got "
-                         f"{', '.join(unknown)}")
     log = open_log(args.path, **log_options(args))
+    params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key,
+                                   rule_keys=False)
     steps = None if args.step is None else [args.step]  # an unknown one: the log's error
-    rule = log.rule()
     update, close = _progress(args.output == "table" or args.progress)
     try:
-        table = triage_log(log, steps, rule=rule, state_key=args.state_key,
-                           cache=not args.no_cache, progress=update, **params)
+        table = triage_log(log, steps, rule=rule, params=params,
+                           cache=not args.no_cache, progress=update)
     finally:
         close()
     shown = filter_groups(table, alarms=args.alarm or (), task=args.task)

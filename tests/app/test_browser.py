@@ -14,6 +14,7 @@ from app.data import find_logs
 from app.graph_html import FADED_EDGE, graph_html
 from app.options import SAMPLE_DIR
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
 from loaders import RunWriter
 from tests.app.browser import (
     ARTIFACTS,
@@ -45,7 +46,7 @@ def test_sample_rollouts_draw_select_and_stay_offline(browser):
     log = loaders.open_log(refs[0].path)
     step = log.train_steps()[-1]
     group = log.groups(step)[0]
-    graph = state_graph(log.load_group(step, group))
+    graph = state_graph(log.load_group(step, group), rule=OutcomeRule())
 
     with serve_app([]) as url:
         page = browser.new_page(viewport=VIEWPORT)
@@ -189,9 +190,9 @@ def test_the_exported_graph_opens_offline_from_a_file(browser, tmp_path):
     refs, _ = find_logs(SAMPLE_DIR)
     log = loaders.open_log(refs[0].path)
     step = log.train_steps()[0]
-    graph = state_graph(log.load_group(step, log.groups(step)[0]))
+    graph = state_graph(log.load_group(step, log.groups(step)[0]), rule=OutcomeRule())
     path = tmp_path / "graph.html"
-    path.write_text(graph_html(graph, title="exported"), encoding="utf-8")
+    path.write_text(graph_html(graph, title="exported", success_reward=10.0), encoding="utf-8")
     page = browser.new_page(viewport=VIEWPORT)
     seen = watch(page)
     page.goto(path.as_uri())
@@ -227,7 +228,7 @@ def write_200_node_run(path):
     first = steps[steps["group_id"] == steps["group_id"].iloc[0]]
     RunWriter(path, {"env": "synthetic", "config": {"success_reward": 10.0}}).write_step(
         1, first)
-    return state_graph(first)
+    return state_graph(first, rule=OutcomeRule())
 
 
 def test_row_clicks_urls_a_200_node_group_and_won(browser, tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from app.charts import (
 )
 from app.safe import escape_html
 from g2po.analysis.compare import compare_estimators, rank_correlation
+from g2po.outcomes import OutcomeRule
 from tests.app.builders import XSS_IMG, group_steps, hostile
 
 
@@ -24,7 +25,7 @@ def test_overview_has_one_trace_per_run_in_the_order_clicks_name():
 def test_hover_text_from_logs_is_escaped():
     steps = hostile(group_steps(rows=300))
     group = steps[steps["group_id"] == steps["group_id"].iloc[0]]
-    result = compare_estimators(group, ["g2po", "grpo"])
+    result = compare_estimators(group, ["g2po", "grpo"], rule=OutcomeRule())
     fig = advantage_lines(result.table, result.estimators,
                           sorted(result.table["traj_id"].unique())[:3])
     dumped = fig.to_json()
@@ -40,7 +41,7 @@ def test_hover_text_from_logs_is_escaped():
 def test_trajectory_panels_take_their_titles_escaped():
     steps = hostile(group_steps(rows=300))
     group = steps[steps["group_id"] == steps["group_id"].iloc[0]]
-    result = compare_estimators(group, ["grpo"])
+    result = compare_estimators(group, ["grpo"], rule=OutcomeRule())
     ids = sorted(result.table["traj_id"].unique())[:3]
     assert XSS_IMG in ids
     titles = {t: f"{t} · success · {i + 2} steps" for i, t in enumerate(ids)}

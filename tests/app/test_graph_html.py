@@ -29,6 +29,7 @@ from app.graph_html import (
 )
 from app.tables import trajectory_highlight
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
 from tests.app.builders import XSS_IMG, XSS_SCRIPT, group_steps, hostile
 
 
@@ -45,7 +46,9 @@ def tiny_steps() -> pd.DataFrame:
 
 
 def test_layout_is_layered_by_depth_and_cached_by_structure():
-    graph = state_graph(group_steps(rows=400)[lambda d: d["group_id"] == "task-0"])
+    graph = state_graph(
+        group_steps(rows=400)[lambda d: d["group_id"] == "task-0"], rule=OutcomeRule()
+    )
     pos = layout_positions(graph)
     assert layout_positions(graph) is pos  # same structure: the cached layout
     assert np.isfinite(pos[["x", "y"]].to_numpy()).all()
@@ -58,8 +61,8 @@ def test_layout_is_layered_by_depth_and_cached_by_structure():
 
 
 def test_network_has_every_node_and_edge_with_marks():
-    graph = state_graph(tiny_steps())
-    net = build_network(graph)
+    graph = state_graph(tiny_steps(), rule=OutcomeRule())
+    net = build_network(graph, success_reward=10.0)
     assert len(net.nodes) == len(graph.nodes) and len(net.edges) == len(graph.edges)
     shapes = {n["id"]: n["shape"] for n in net.nodes}
     kinds = graph.nodes["kind"]
@@ -75,7 +78,7 @@ def test_network_has_every_node_and_edge_with_marks():
 
 
 def test_parallel_edges_and_self_loops_are_drawn_apart():
-    net = build_network(state_graph(tiny_steps()))
+    net = build_network(state_graph(tiny_steps(), rule=OutcomeRule()), success_reward=10.0)
     loops = [e for e in net.edges if e["from"] == e["to"]]
     assert len(loops) == 2  # one per (node, action), each with its count, at its own angle
     assert len({e["selfReference"]["angle"] for e in loops}) == 2
@@ -88,18 +91,18 @@ def test_parallel_edges_and_self_loops_are_drawn_apart():
 
 
 def test_edge_width_grows_with_count():
-    net = build_network(state_graph(tiny_steps()))
-    graph = state_graph(tiny_steps())
+    net = build_network(state_graph(tiny_steps(), rule=OutcomeRule()), success_reward=10.0)
+    graph = state_graph(tiny_steps(), rule=OutcomeRule())
     widths = {(e["from"], e["to"], e["title"].split("\n")[1]): e["width"] for e in net.edges}
     go = widths[(0, 1, "action: go")]
     assert go > widths[(0, 1, "action: walk")] or graph.edges["count"].nunique() == 1
 
 
 def test_highlight_fades_what_is_off_the_path():
-    graph = state_graph(tiny_steps())
+    graph = state_graph(tiny_steps(), rule=OutcomeRule())
     hl = Highlight(nodes=frozenset({0}), edges=frozenset({(0, "go", 1)}), node=0, edge=1)
-    net = build_network(graph, hl)
-    data = network_data(graph, hl)
+    net = build_network(graph, hl, success_reward=10.0)
+    data = network_data(graph, hl, success_reward=10.0)
     assert data["selected"] == {"nodes": [0], "edges": ["e1"]}
     faded = [e for e in net.edges if e["color"] == FADED_EDGE]
     on_path = graph.edges.index[(graph.edges["source"] == 0) & (graph.edges["action"] == "go")
@@ -112,7 +115,7 @@ def test_highlight_fades_what_is_off_the_path():
 
 
 def test_tooltips_are_plain_text_with_the_numbers():
-    graph = state_graph(tiny_steps())
+    graph = state_graph(tiny_steps(), rule=OutcomeRule())
     row = graph.nodes.iloc[0].to_dict()
     tip = node_tooltip(0, row)
     assert "visits 3" in tip and "V " in tip and "Var " in tip and "s0" in tip
@@ -122,7 +125,12 @@ def test_tooltips_are_plain_text_with_the_numbers():
 
 
 def test_network_data_is_json_ready_and_named():
-    data = network_data(state_graph(tiny_steps()), title="t", graph_id="abc")
+    data = network_data(
+        state_graph(tiny_steps(), rule=OutcomeRule()),
+        title="t",
+        graph_id="abc",
+        success_reward=10.0,
+    )
     again = json.loads(json.dumps(data))
     assert again["graph_id"] == "abc" and again["title"] == "t"
     assert len(again["nodes"]) == 4 and again["options"]["physics"]["enabled"] is False
@@ -131,7 +139,7 @@ def test_network_data_is_json_ready_and_named():
 def test_html_is_offline_and_escapes_hostile_text():
     steps = hostile(group_steps(rows=300))
     one = steps[steps["group_id"] == steps["group_id"].iloc[0]]
-    html = graph_html(state_graph(one), title=XSS_SCRIPT)
+    html = graph_html(state_graph(one, rule=OutcomeRule()), title=XSS_SCRIPT, success_reward=10.0)
     # no resource from anywhere but the page itself
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "cdn" not in html.lower().replace("vis-network", "")
@@ -145,7 +153,7 @@ def test_html_is_offline_and_escapes_hostile_text():
 
 
 def test_csp_hashes_match_the_inline_scripts_exactly():
-    html = graph_html(state_graph(tiny_steps()))
+    html = graph_html(state_graph(tiny_steps(), rule=OutcomeRule()), success_reward=10.0)
     scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
     assert len(scripts) == 3
     policy = html_lib.unescape(re.search(r'Content-Security-Policy"\s+content="([^"]+)"',
@@ -160,16 +168,18 @@ def test_csp_hashes_match_the_inline_scripts_exactly():
 @pytest.mark.parametrize("n_rows", [2_000])
 def test_big_graph_switches_to_compact_drawing(n_rows):
     steps = group_steps(rows=n_rows, rollouts=16, max_len=200, states_per_task=2000)
-    graph = state_graph(steps[steps["group_id"] == "task-0"])
+    graph = state_graph(steps[steps["group_id"] == "task-0"], rule=OutcomeRule())
     assert len(graph.nodes) > 300
-    net = build_network(graph)
+    net = build_network(graph, success_reward=10.0)
     assert net.options["interaction"]["hideEdgesOnDrag"]
     assert all(":" not in n["label"] for n in net.nodes if n["shape"] == "dot")
 
 
 def test_colours_scales_widths_and_critical_edges():
-    graph = state_graph(group_steps(rows=400)[lambda d: d["group_id"] == "task-0"])
-    net = build_network(graph)
+    graph = state_graph(
+        group_steps(rows=400)[lambda d: d["group_id"] == "task-0"], rule=OutcomeRule()
+    )
+    net = build_network(graph, success_reward=10.0)
     assert min(e["width"] for e in net.edges) >= MIN_EDGE_WIDTH
     states = graph.nodes["kind"] == "state"
     values = graph.nodes.loc[states, "value"]
@@ -182,10 +192,17 @@ def test_colours_scales_widths_and_critical_edges():
     assert critical["td_error"].abs().iloc[0] == top
     labelled = [e for e in net.edges if e.get("label", "").startswith("#")]
     assert len(labelled) == 5
-    colours = {mode: [e["color"] for e in build_network(
-        graph, style=DrawStyle(edge_color=mode)).edges] for mode in EDGE_COLOR_MODES}
+    colours = {
+        mode: [
+            e["color"]
+            for e in build_network(
+                graph, style=DrawStyle(edge_color=mode), success_reward=10.0
+            ).edges
+        ]
+        for mode in EDGE_COLOR_MODES
+    }
     assert len({tuple(c) for c in colours.values()}) == 3
-    share = build_network(graph, style=DrawStyle(edge_color="success_share"))
+    share = build_network(graph, style=DrawStyle(edge_color="success_share"), success_reward=10.0)
     assert share.legend["edge"] == {"lo": 0.0, "hi": 1.0,
                                     "name": EDGE_COLOR_MODES["success_share"]}
     with pytest.raises(ValueError, match="edge_color"):
@@ -193,19 +210,21 @@ def test_colours_scales_widths_and_critical_edges():
 
 
 def test_state_labels_are_the_distinguishing_key_words_and_wrap():
-    graph = state_graph(tiny_steps())
-    net = build_network(graph)
+    graph = state_graph(tiny_steps(), rule=OutcomeRule())
+    net = build_network(graph, success_reward=10.0)
     labels = {n["id"]: n["label"] for n in net.nodes}
     assert labels[0].startswith("0: ") and "s0" in labels[0]
     assert all(len(line) <= 22 for label in labels.values() for line in label.split("\n"))
 
 
 def test_a_highlighted_trajectorys_own_edges_show_its_own_steps_advantage():
-    graph = state_graph(group_steps(rows=400)[lambda d: d["group_id"] == "task-0"])
+    graph = state_graph(
+        group_steps(rows=400)[lambda d: d["group_id"] == "task-0"], rule=OutcomeRule()
+    )
     traj = sorted(graph.steps["traj_id"].unique())[1]
     hl = trajectory_highlight(graph, traj)
     assert hl.trajectories == (traj,)
-    data = network_data(graph, hl, style=DrawStyle(edge_color="adv"))
+    data = network_data(graph, hl, style=DrawStyle(edge_color="adv"), success_reward=10.0)
     assert data["legend"]["edge"]["name"] == "A of the highlighted trajectory's own steps"
     limit = symmetric_limit(graph.steps["adv"].to_numpy())
     assert data["legend"]["edge"]["hi"] == limit  # the scale of every step's A
@@ -217,14 +236,16 @@ def test_a_highlighted_trajectorys_own_edges_show_its_own_steps_advantage():
         want = diverging_colors(np.array([a]), limit, EDGE_SCALE)[0]
         assert colours[(source, target, action)] == want
     # other colourings, or no highlighted trajectory, keep the edge's own numbers
-    assert network_data(graph, hl)["legend"]["edge"]["name"] == "TD error"
-    plain = network_data(graph, style=DrawStyle(edge_color="adv"))
+    assert network_data(graph, hl, success_reward=10.0)["legend"]["edge"]["name"] == "TD error"
+    plain = network_data(graph, style=DrawStyle(edge_color="adv"), success_reward=10.0)
     assert plain["legend"]["edge"]["name"] == EDGE_COLOR_MODES["adv"]
 
 
 def test_the_data_names_what_stays_legible_and_offers_a_drawing_per_shape():
-    graph = state_graph(group_steps(rows=400)[lambda d: d["group_id"] == "task-0"])
-    data = network_data(graph)
+    graph = state_graph(
+        group_steps(rows=400)[lambda d: d["group_id"] == "task-0"], rule=OutcomeRule()
+    )
+    data = network_data(graph, success_reward=10.0)
     kinds = graph.nodes["kind"]
     keys = set(graph.nodes.index[(kinds != "state") | graph.nodes["is_start"]])
     assert set(data["legible"]["nodes"]) == keys
@@ -235,19 +256,20 @@ def test_the_data_names_what_stays_legible_and_offers_a_drawing_per_shape():
     assert [n["x"] for n in data["nodes"]] == layouts[0]["x"]  # the drawing's own positions
     assert all(len(v["x"]) == len(v["y"]) == len(data["nodes"]) for v in layouts)
     assert len({(tuple(v["x"]), tuple(v["y"])) for v in layouts}) == len(layouts)
-    assert network_data(graph, assumed=("validity assumed",))["legend"]["assumed"] == \
-        ["validity assumed"]
+    assert network_data(graph, assumed=("validity assumed",), success_reward=10.0)["legend"][
+        "assumed"
+    ] == ["validity assumed"]
 
 
 def test_self_loops_sit_above_their_node_and_a_selected_one_reaches_past_the_ring():
-    graph = state_graph(tiny_steps())
+    graph = state_graph(tiny_steps(), rule=OutcomeRule())
     loops = graph.edges.index[graph.edges["source"] == graph.edges["target"]]
-    net = build_network(graph)
+    net = build_network(graph, success_reward=10.0)
     angles = [net.edges[i]["selfReference"]["angle"] for i in loops]
     assert all(0 < a < np.pi for a in angles)  # above the node, away from its label
     chosen = int(loops[0])
     node = int(graph.edges.loc[chosen, "source"])
-    picked = build_network(graph, Highlight(node=node, edge=chosen))
+    picked = build_network(graph, Highlight(node=node, edge=chosen), success_reward=10.0)
     edge = picked.edges[chosen]
     size = next(n["size"] for n in picked.nodes if n["id"] == node)
     assert edge["color"] == HIGHLIGHT_COLOR

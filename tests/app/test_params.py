@@ -25,7 +25,7 @@ def test_the_rule_is_one_value_its_fields_are_derived_from():
     assert p.graph_kwargs()["truncate_at"] == 3
     assert not any(hasattr(p, k) for k in ("success_reward", "success_threshold", "terminal"))
     # the graph takes all of it: the two failures of 3 steps end truncated
-    graph = state_graph(trajectories(THREE), **p.graph_kwargs())
+    graph = state_graph(trajectories(THREE), rule=p.rule, params=p.g2po())
     assert graph.nodes.loc[graph.nodes["kind"] == "truncated", "visits"].tolist() == [2]
 
 

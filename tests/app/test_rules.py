@@ -88,7 +88,7 @@ def test_the_rule_changed_once_reaches_every_page(ones_run, runs_root):
     assert not at.exception
     task = at.selectbox(key="sd_task").value
     a, b = at.selectbox(key=f"sd_a:{task}").value, at.selectbox(key=f"sd_b:{task}").value
-    graph = {s: state_graph(log.load_group(s, f"s{s}-{task}"), **ONE.estimator_kwargs())
+    graph = {s: state_graph(log.load_group(s, f"s{s}-{task}"), rule=ONE)
              for s in (a, b)}
     diff = step_diff(graph[a], graph[b])
     metrics = {m.label: m.value for m in at.metric}
@@ -105,7 +105,7 @@ def test_the_rule_changed_once_reaches_every_page(ones_run, runs_root):
     steps = log.load_group(int(row["train_step"]), str(row["group_id"]))
     expected = {}
     for name, rule in (("new", ONE), ("old", OutcomeRule())):
-        there = state_graph(steps, **rule.estimator_kwargs())
+        there = state_graph(steps, rule=rule)
         node = there.nodes.index[there.nodes["canonical_key"] == key][0]
         expected[name] = there.steps.loc[there.steps["node"] == node, "adv_ec"].mean()
     assert np.isclose(row["adv_ec_mean"], expected["new"])

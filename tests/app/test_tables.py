@@ -20,12 +20,13 @@ from app.tables import (
 )
 from g2po.analysis.labels import natural_key
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
 from tests.app.builders import group_steps
 
 
 def graph_of(seed: int = 0):
     steps = group_steps(seed=seed, rows=400)
-    return state_graph(steps[steps["group_id"] == "task-0"])
+    return state_graph(steps[steps["group_id"] == "task-0"], rule=OutcomeRule())
 
 
 def test_step_table_has_the_issue_columns_and_the_graph_numbers():
@@ -136,7 +137,7 @@ def test_rollouts_are_named_by_what_tells_them_apart():
     steps = steps[steps["group_id"] == "task-0"]
     steps = steps.assign(traj_id="cooking-recipe3-take2-go9-open-cook-cut-train-s1:" +
                          steps["traj_id"].astype(str).str.extract(r"(\d+)$")[0])
-    graph = state_graph(steps)
+    graph = state_graph(steps, rule=OutcomeRule())
     summary = trajectory_summary(graph)
     assert all(r.startswith("s1:") for r in summary["rollout"])
     assert summary["rollout"].is_unique

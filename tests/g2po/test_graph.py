@@ -7,13 +7,15 @@ import pandas as pd
 import pytest
 
 from g2po import state_graph, to_networkx
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from tests.g2po.builders import CYCLE, THREE, TWO, trajectories
 
 G = 0.95
 
 
 def test_nodes_of_two_trajectories():
-    graph = state_graph(trajectories(TWO))
+    graph = state_graph(trajectories(TWO), rule=OutcomeRule())
     nodes = graph.nodes
     assert nodes["kind"].tolist() == ["state", "state", "state", "success", "failure"]
     assert nodes["state_key"].tolist()[:3] == ["s0", "s1", "s2"]
@@ -28,7 +30,7 @@ def test_nodes_of_two_trajectories():
 
 
 def test_edges_merge_identical_transitions_and_keep_parallel_ones():
-    graph = state_graph(trajectories(THREE))
+    graph = state_graph(trajectories(THREE), rule=OutcomeRule())
     edges = graph.edges.set_index(["source", "action", "target"])
     s0, s1, success, failure = 0, 1, 3, 4
     assert edges.loc[(s0, "x", s1), "count"] == 2  # a0 and c1
@@ -44,7 +46,7 @@ def test_edges_merge_identical_transitions_and_keep_parallel_ones():
 
 
 def test_edge_advantages_are_means_of_their_steps():
-    graph = state_graph(trajectories(THREE))
+    graph = state_graph(trajectories(THREE), rule=OutcomeRule())
     steps = graph.steps
     along = steps[(steps["node"] == 0) & (steps["action"] == "x")]
     edge = graph.edges[(graph.edges["source"] == 0) & (graph.edges["action"] == "x")]
@@ -53,7 +55,7 @@ def test_edge_advantages_are_means_of_their_steps():
 
 def test_steps_keep_their_order_and_get_node_ids():
     steps = trajectories(CYCLE).sample(frac=1.0, random_state=1)
-    graph = state_graph(steps)
+    graph = state_graph(steps, rule=OutcomeRule())
     assert graph.steps.index.tolist() == steps.index.tolist()
     by_row = graph.steps.sort_index()
     assert by_row["node"].tolist()[:4] == [by_row["node"][0], by_row["node"][1]] * 2
@@ -61,8 +63,8 @@ def test_steps_keep_their_order_and_get_node_ids():
 
 
 def test_parameters_reach_the_estimator():
-    a = state_graph(trajectories(TWO))
-    b = state_graph(trajectories(TWO), gamma=0.5)
+    a = state_graph(trajectories(TWO), rule=OutcomeRule())
+    b = state_graph(trajectories(TWO), rule=OutcomeRule(), params=G2POParams(gamma=0.5))
     assert b.nodes.loc[0, "value"] == pytest.approx(0.25 * 10 / 2)
     assert a.nodes.loc[0, "value"] != b.nodes.loc[0, "value"]
 
@@ -70,11 +72,11 @@ def test_parameters_reach_the_estimator():
 def test_one_group_only():
     two_groups = pd.concat([trajectories(TWO), trajectories(TWO, group="h")])
     with pytest.raises(ValueError, match="exactly one group"):
-        state_graph(two_groups)
+        state_graph(two_groups, rule=OutcomeRule())
 
 
 def test_networkx_view():
-    graph = state_graph(trajectories(THREE))
+    graph = state_graph(trajectories(THREE), rule=OutcomeRule())
     g = to_networkx(graph)
     assert isinstance(g, nx.MultiDiGraph)
     assert g.number_of_nodes() == len(graph.nodes) == 5

@@ -3,7 +3,7 @@ import numpy as np
 from g2po.analysis.state_graph import state_graph
 from g2po.estimators import estimate
 from g2po.node_ids import step_node_ids
-from g2po.outcomes import truncated_steps
+from g2po.outcomes import OutcomeRule, truncated_steps
 from tests.app.builders import group_steps
 
 
@@ -14,7 +14,7 @@ def test_ids_equal_each_groups_own_graph():
     node, next_node = step_node_ids(ix, columns["success"])
     for group in steps["group_id"].unique():
         rows = (steps["group_id"] == group).to_numpy()
-        graph = state_graph(steps[rows])
+        graph = state_graph(steps[rows], rule=OutcomeRule())
         np.testing.assert_array_equal(node[rows], graph.steps["node"].to_numpy())
         np.testing.assert_array_equal(next_node[rows], graph.steps["next_node"].to_numpy())
 
@@ -27,6 +27,6 @@ def test_ids_of_trajectories_cut_at_the_step_limit_equal_the_graphs():
     node, next_node = step_node_ids(ix, columns["success"], cut)
     for group in steps["group_id"].unique():
         rows = (steps["group_id"] == group).to_numpy()
-        graph = state_graph(steps[rows], truncate_at=6)
+        graph = state_graph(steps[rows], rule=OutcomeRule(truncate_at=6))
         np.testing.assert_array_equal(next_node[rows], graph.steps["next_node"].to_numpy())
         np.testing.assert_array_equal(cut[rows], graph.steps["truncated"].to_numpy())

@@ -59,7 +59,7 @@ def test_rewards_that_never_match_or_are_not_two_valued():
 def test_truncated_episodes_get_their_own_terminal_valued_as_failure():
     frame = steps([0.0, 0.0, 10.0], done_last=[False, True, True])
     assert truncated_trajectories(frame).tolist() == [True, False, False]
-    graph = state_graph(frame)
+    graph = state_graph(frame, rule=OutcomeRule())
     kinds = graph.nodes["kind"]
     cut = int(kinds.index[kinds == "truncated"][0])
     last = graph.steps[(graph.steps["traj_id"] == "r0") & (graph.steps["t"] == 1)].iloc[0]
@@ -67,7 +67,7 @@ def test_truncated_episodes_get_their_own_terminal_valued_as_failure():
     assert last["next_value"] == 0.0  # the estimator's failure value, unchanged
     failed = graph.steps[(graph.steps["traj_id"] == "r1") & (graph.steps["t"] == 1)].iloc[0]
     assert graph.nodes.loc[failed["next_node"], "kind"] == "failure"
-    without = state_graph(frame.drop(columns="done"))
+    without = state_graph(frame.drop(columns="done"), rule=OutcomeRule())
     assert "truncated" not in set(without.nodes["kind"])
     np.testing.assert_allclose(without.steps["adv"], graph.steps["adv"])
 
@@ -111,8 +111,8 @@ def test_graded_rewards_without_won_are_offered_a_threshold():
 
 def test_the_graph_and_the_estimator_follow_the_threshold_rule():
     frame = steps([1.0, 0.8, 0.0])
-    equality = state_graph(frame, success_reward=1.0)
-    threshold = state_graph(frame, success_reward=1.0, success_threshold=0.8)
+    equality = state_graph(frame, rule=OutcomeRule(success_reward=1.0))
+    threshold = state_graph(frame, rule=OutcomeRule(success_reward=1.0, success_threshold=0.8))
     kinds = threshold.nodes["kind"]
     success_node = int(kinds.index[kinds == "success"][0])
     assert threshold.nodes.loc[success_node, "visits"] == 2
@@ -215,9 +215,9 @@ def test_cut_at_limit_is_the_rules_truncation():
 
 def test_the_graph_ends_cut_trajectories_at_the_truncated_terminal_by_the_rule():
     frame = cut_log()
-    plain = state_graph(frame)
+    plain = state_graph(frame, rule=OutcomeRule())
     assert "truncated" not in set(plain.nodes["kind"])
-    graph = state_graph(frame, truncate_at=5)
+    graph = state_graph(frame, rule=OutcomeRule(truncate_at=5))
     kinds = graph.nodes["kind"]
     cut = int(kinds.index[kinds == "truncated"][0])
     assert graph.nodes.loc[cut, "visits"] == 3

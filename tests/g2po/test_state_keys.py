@@ -8,6 +8,8 @@ import pytest
 
 from g2po import UnknownStateKeyError, compute_advantages, state_graph
 from g2po.errors import UserPatternError
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from g2po.state_keys import normalized, regex, resolve_state_key, similarity
 from tests.g2po.builders import TWO, trajectories
 
@@ -50,9 +52,16 @@ def test_strategy_changes_the_nodes():
     spec = {"a": (10, [("Kitchen ", "x", True), ("hall", "y", True)]),
             "b": (0, [("kitchen", "z", True), ("hall", "w", True)])}
     steps = trajectories(spec)
-    assert state_graph(steps).n_states == 3
-    assert state_graph(steps, state_key="normalized").n_states == 2
-    custom = state_graph(steps, state_key=lambda keys, groups: keys.str.len() > 4)
+    assert state_graph(steps, rule=OutcomeRule()).n_states == 3
+    assert (
+        state_graph(steps, rule=OutcomeRule(), params=G2POParams(state_key="normalized")).n_states
+        == 2
+    )
+    custom = state_graph(
+        steps,
+        rule=OutcomeRule(),
+        params=G2POParams(state_key=lambda keys, groups: keys.str.len() > 4),
+    )
     assert custom.n_states == 2
     out = compute_advantages(steps, state_key="normalized")
     assert out["node_visits"].tolist() == [2, 2, 2, 2]

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import loaders
 from g2po.analysis.compare import compare_estimators, sign_disagreements, step_location
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
 from tests.app.browser import ARTIFACTS, graph_frame, serve_app, wait_idle, watch
 
 #: The width the issue saw the comparison clipped at.
@@ -21,9 +22,9 @@ def expected_steps(runs_root, k: int) -> list[tuple[str, int, int, int]]:
     """The first ``k`` rows of the page's default G2PO-vs-GRPO disagreement table of run_a's
     group task-0 at training step 1, each as (traj_id, t, node, edge) in the explorer's graph."""
     steps = loaders.open_log(str(runs_root / "run_a")).load_group(1, "task-0")
-    result = compare_estimators(steps, ["g2po", "grpo"])
+    result = compare_estimators(steps, ["g2po", "grpo"], rule=OutcomeRule())
     diff = sign_disagreements(result.table, "g2po", "grpo", result.parts)
-    graph = state_graph(steps)
+    graph = state_graph(steps, rule=OutcomeRule())
     out = []
     for row in diff.head(k).itertuples():
         node, edge = step_location(graph, row.traj_id, row.t)

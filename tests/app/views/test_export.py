@@ -52,7 +52,7 @@ def test_node_ids_match_the_graph_and_the_record_names_every_parameter(runs_root
     steps = log.load_group(2, group)
     ctx = AppContext(options=AppOptions(), params=SpecParams(gamma=0.9, state_key="normalized"))
     table = export_table(steps, ctx, ["gigpo"])
-    graph = state_graph(steps, **ctx.params.g2po_kwargs())
+    graph = state_graph(steps, rule=ctx.params.rule, params=ctx.params.g2po())
     assert table["node"].tolist() == graph.steps["node"].tolist()
     assert table["next_node"].tolist() == graph.steps["next_node"].tolist()
     added = [c for c in table.columns if c not in steps.columns]
@@ -95,7 +95,7 @@ def test_the_table_marks_trajectories_cut_by_the_runs_rule_as_the_graph_does(tmp
     ruled = AppContext(options=AppOptions(), params=SpecParams(rule=OutcomeRule(truncate_at=6)))
     plain = export_table(steps, AppContext(options=AppOptions()), [])
     table = export_table(steps, ruled, [])
-    graph = state_graph(steps, **ruled.params.graph_kwargs())
+    graph = state_graph(steps, rule=ruled.params.rule, params=ruled.params.g2po())
     assert table["truncated"].tolist() == graph.steps["truncated"].tolist()
     assert table.groupby("traj_id")["truncated"].first().sum() == 3 and \
         not plain["truncated"].any()

@@ -11,6 +11,8 @@ from app.sidebar import GROUP_LABEL_CHARS
 from app.views.group import edge_from_click, node_from_click
 from g2po.analysis.alarms import credit_alarms
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from tests.app.builders import app_test, entry, shown, texts, write_run
 
 
@@ -35,7 +37,7 @@ def run_a(runs_root):
 def shown_graph(at, runs_root):
     run, step = run_a(runs_root)
     group = at.selectbox(key=f"group:auto:{(runs_root / 'run_a').resolve()}:{step}").value
-    return state_graph(run.load_group(step, group)), group
+    return state_graph(run.load_group(step, group), rule=OutcomeRule()), group
 
 
 def test_draws_the_groups_graph_critical_transitions_and_steps(runs_root):
@@ -133,7 +135,7 @@ def test_a_selected_node_filters_the_steps_and_lists_its_reference_set(runs_root
 def test_alarms_are_listed_and_each_filters_to_its_steps(runs_root):
     at = app_test("group", ["--log", str(runs_root)])
     graph, _ = shown_graph(at, runs_root)
-    alarms = credit_alarms(graph)
+    alarms = credit_alarms(graph, rule=OutcomeRule())
     assert alarms, "the synthetic group raises no alarm"
     buttons = [b for b in at.button if (b.key or "").startswith("g_alarm_")]
     assert [shown(b.label) for b in buttons] == [a.title for a in alarms]
@@ -164,7 +166,9 @@ def test_a_url_opens_the_view_it_names(runs_root):
     run, _ = run_a(runs_root)
     step = run.train_steps()[0]
     group = run.groups(step)[1]
-    graph = state_graph(run.load_group(step, group), gamma=0.9)
+    graph = state_graph(
+        run.load_group(step, group), rule=OutcomeRule(), params=G2POParams(gamma=0.9)
+    )
     traj = sorted(graph.steps["traj_id"].unique())[1]
     at = AppTest.from_function(entry, kwargs={"page": "group",
                                               "argv": ["--log", str(runs_root)]},
@@ -351,7 +355,7 @@ def test_switching_group_and_training_step(runs_root):
 
 def test_a_state_node_opens_its_history_over_training(training_runs):
     path = training_runs / "train_a"
-    graph = state_graph(loaders.open_log(path).load_group(3, "s3-task-2"))
+    graph = state_graph(loaders.open_log(path).load_group(3, "s3-task-2"), rule=OutcomeRule())
     at = AppTest.from_function(entry, kwargs={"page": "group", "argv": ["--log", str(path)]},
                                default_timeout=60)
     at.query_params.update({"step": "3", "group": "s3-task-2", "node": "2"})
@@ -391,7 +395,7 @@ def test_a_parameter_change_keeps_what_was_chosen(runs_root):
 def test_what_the_steps_are_filtered_to_is_in_the_url(runs_root):
     at = app_test("group", ["--log", str(runs_root)])
     graph, group = shown_graph(at, runs_root)
-    alarm = credit_alarms(graph)[0]
+    alarm = credit_alarms(graph, rule=OutcomeRule())[0]
     at.session_state["g_sel_node"] = 0  # a node picked before the alarm (its id stays)
     at.run()
     at.button(key=f"g_alarm_{alarm.kind}").click().run()
@@ -501,7 +505,7 @@ def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transiti
     key = next(b.key for b in at.selectbox if (b.key or "").startswith("group:"))
     at.selectbox(key=key).select("cut").run()
     assert not at.exception
-    graph = state_graph(steps[steps["group_id"] == "cut"])
+    graph = state_graph(steps[steps["group_id"] == "cut"], rule=OutcomeRule())
     rule = OutcomeRule(truncate_at=4)
     alarm = {a.kind: a for a in credit_alarms(graph, rule=rule)}["truncation"]
     assert at.button(key="g_alarm_truncation").label == alarm.title  # the run's rule counts
@@ -519,7 +523,7 @@ def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transiti
     assert "along edge" in texts(at)
     # a ranked alarm: its top nodes, then how many more
     at.selectbox(key=key).select("walks").run()
-    walks = state_graph(steps[steps["group_id"] == "walks"])
+    walks = state_graph(steps[steps["group_id"] == "walks"], rule=OutcomeRule())
     aliased = {a.kind: a for a in credit_alarms(walks, rule=rule)}["aliased"]
     ranked = [b for b in at.button if (b.key or "").startswith("g_alrank_aliased_")]
     assert [b.key for b in ranked] == [f"g_alrank_aliased_{n}" for n in aliased.nodes[:SHOWN]]

@@ -17,6 +17,7 @@ import pytest
 import loaders
 from app.graph_html import FADED_EDGE, HIGHLIGHT_COLOR
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
 from tests.app.browser import ARTIFACTS, graph_frame, hover_node, serve_app, wait_idle, watch
 
 COOKING = Path(__file__).resolve().parents[1] / "data" / "cooking16"
@@ -29,7 +30,7 @@ LEGIBLE_PX = 11
 @pytest.fixture(scope="module")
 def big_graph():
     log = loaders.open_log(COOKING)
-    return state_graph(log.load_group(1, BIG))
+    return state_graph(log.load_group(1, BIG), rule=OutcomeRule())
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ from streamlit.testing.v1 import AppTest
 import loaders
 from app.params import SpecParams
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
 from tests.app.builders import app_test, entry, goto, shown, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
 
@@ -25,7 +26,8 @@ def test_state_over_training_by_task_column(training_runs):
     assert table["group_id"].tolist() == [f"s{s}-task-0" for s in (1, 2, 3, 4)]
     key = at.selectbox(key="sh_state").value
     log = loaders.open_log(training_runs / "train_a")
-    graph = state_graph(log.load_group(2, "s2-task-0"), **SpecParams().g2po_kwargs())
+    graph = state_graph(log.load_group(2, "s2-task-0"), rule=SpecParams().rule,
+                        params=SpecParams().g2po())
     node = graph.nodes[graph.nodes["canonical_key"] == key]
     row = table[table["train_step"] == 2].iloc[0]
     assert row["visits"] == int(node["visits"].iloc[0])
@@ -66,7 +68,7 @@ def _open_from_another_page(log_path: str, key: str) -> None:  # runs inside App
 
 def test_open_state_history_opens_the_page_on_a_state(training_runs):
     path = str((training_runs / "train_a").resolve())
-    graph = state_graph(loaders.open_log(path).load_group(3, "s3-task-2"))
+    graph = state_graph(loaders.open_log(path).load_group(3, "s3-task-2"), rule=OutcomeRule())
     key = str(graph.nodes["canonical_key"].iloc[2])
     at = AppTest.from_function(_open_from_another_page, kwargs={"log_path": path, "key": key},
                                default_timeout=60).run()
@@ -87,7 +89,7 @@ def test_from_a_node_the_page_keeps_the_nodes_group_when_groups_share_a_task(sha
     """The cooking report: node of group c2-2 → this page showed c2-1 (first by id) and its
     most visited state. It keeps c2-2 and the node's state, and says the task has two groups."""
     path = str(shared_task_run)
-    graph = state_graph(loaders.open_log(path).load_group(2, "c2-2"))
+    graph = state_graph(loaders.open_log(path).load_group(2, "c2-2"), rule=OutcomeRule())
     node = int(graph.nodes.index[graph.nodes["canonical_key"] == "garden room 1"][0])
     at = AppTest.from_function(entry, kwargs={"page": "group", "argv": ["--log", path]},
                                default_timeout=60)

@@ -3,6 +3,7 @@ from app.params import SpecParams
 from app.views.step_diff import changed_highlight
 from g2po.analysis.state_graph import state_graph
 from g2po.analysis.stepdiff import step_diff
+from g2po.outcomes import OutcomeRule
 from tests.app.builders import app_test, shown, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
 
@@ -16,9 +17,11 @@ def test_two_steps_of_a_task_side_by_side_with_their_diff(training_runs):
     assert at.selectbox(key="sd_b:task-0").value == 4
     labels = {m.label: m.value for m in at.metric}
     log = loaders.open_log(training_runs / "train_a")
-    params = SpecParams().g2po_kwargs()
-    expected = step_diff(state_graph(log.load_group(3, "s3-task-0"), **params),
-                         state_graph(log.load_group(4, "s4-task-0"), **params))
+    params = SpecParams()
+    expected = step_diff(state_graph(log.load_group(3, "s3-task-0"), rule=params.rule,
+                                     params=params.g2po()),
+                         state_graph(log.load_group(4, "s4-task-0"), rule=params.rule,
+                                     params=params.g2po()))
     assert labels["States appeared"] == str(expected.counts()["states_appeared"])
     assert labels["Transitions vanished"] == str(expected.counts()["transitions_vanished"])
     assert labels["Success rate at 4"] == f"{expected.success_b:.0%}"
@@ -36,8 +39,8 @@ def test_two_steps_of_a_task_side_by_side_with_their_diff(training_runs):
 
 def test_the_graphs_emphasise_what_the_other_step_lacks(training_runs):
     log = loaders.open_log(training_runs / "train_a")
-    a = state_graph(log.load_group(1, "s1-task-1"))
-    b = state_graph(log.load_group(2, "s2-task-1"))
+    a = state_graph(log.load_group(1, "s1-task-1"), rule=OutcomeRule())
+    b = state_graph(log.load_group(2, "s2-task-1"), rule=OutcomeRule())
     diff = step_diff(a, b)
     in_b = changed_highlight(diff.transitions, diff.states, "b")
     appeared = diff.states[diff.states["status"] == "appeared"]
@@ -89,8 +92,8 @@ def test_the_urls_group_is_the_one_compared_when_groups_share_a_task(shared_task
     assert "**Training step 2** · group c2-2" in text
     assert "Training step 2 holds this task in 2 groups: c2-1, c2-2." in text
     log = loaders.open_log(shared_task_run)
-    expected = step_diff(state_graph(log.load_group(1, "c1-1")),
-                         state_graph(log.load_group(2, "c2-2")))
+    expected = step_diff(state_graph(log.load_group(1, "c1-1"), rule=OutcomeRule()),
+                         state_graph(log.load_group(2, "c2-2"), rule=OutcomeRule()))
     labels = {m.label: m.value for m in at.metric}
     assert labels["States appeared"] == str(expected.counts()["states_appeared"])
     # the sidebar moves to the other group: the page follows it

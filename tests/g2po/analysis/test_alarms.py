@@ -6,6 +6,7 @@ from g2po import compute_advantages
 from g2po.analysis.alarms import SHOWN, alarm_counts, credit_alarms, group_signals
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from tests.g2po.analysis.groups import (
     ALL_FAILED,
     ALL_SUCCEEDED,
@@ -33,12 +34,17 @@ def kinds(alarms):
 def test_penalty_amplification_in_an_all_failed_group():
     rows = [("a", 0, "s0", "go", 0.0, True), ("a", 1, "s1", "bad", 0.0, False),
             ("b", 0, "s0", "go", 0.0, True), ("b", 1, "s2", "look", 0.0, True)]
-    found = kinds(credit_alarms(state_graph(frame(rows))))
+    found = kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()), rule=OutcomeRule()))
     alarm = found["penalty_amplification"]
     assert alarm.count == 1 and list(map(tuple, alarm.steps.to_numpy())) == [("a", 1)]
     assert "fail" in alarm.detail
-    assert "penalty_amplification" not in kinds(credit_alarms(
-        state_graph(frame(rows), mode="mean_norm"), mode="mean_norm"))
+    assert "penalty_amplification" not in kinds(
+        credit_alarms(
+            state_graph(frame(rows), rule=OutcomeRule(), params=G2POParams(mode="mean_norm")),
+            rule=OutcomeRule(),
+            params=G2POParams(mode="mean_norm"),
+        )
+    )
 
 
 def test_aliased_states_and_disagreement_with_grpo():
@@ -46,8 +52,8 @@ def test_aliased_states_and_disagreement_with_grpo():
     rows = [("a", 0, "s0", "go", 10.0, True), ("a", 1, "s1", "open", 10.0, True),
             ("b", 0, "s0", "go", 0.0, True), ("b", 1, "s1", "open", 0.0, True),
             ("c", 0, "s0", "wait", 0.0, True), ("c", 1, "s3", "x", 0.0, False)]
-    graph = state_graph(frame(rows))
-    found = kinds(credit_alarms(graph))
+    graph = state_graph(frame(rows), rule=OutcomeRule())
+    found = kinds(credit_alarms(graph, rule=OutcomeRule()))
     aliased = found["aliased"]
     assert set(aliased.nodes) >= {0, 1}
     g2po = compute_advantages(graph.steps[["group_id", "traj_id", "t", "state_key", "action",
@@ -64,7 +70,9 @@ def test_aliased_states_and_disagreement_with_grpo():
 def test_truncation_and_no_merging():
     rows = [(f"r{i}", t, f"s{i}-{t}", "go", 0.0, True) for i in range(3) for t in range(5)]
     done = [t == 4 and i > 0 for i in range(3) for t in range(5)]
-    found = kinds(credit_alarms(state_graph(frame(rows, done=done))))
+    found = kinds(
+        credit_alarms(state_graph(frame(rows, done=done), rule=OutcomeRule()), rule=OutcomeRule())
+    )
     assert found["truncation"].count == 1
     assert list(map(tuple, found["truncation"].steps.to_numpy())) == [("r0", 4)]
     assert found["no_merging"].count == 15
@@ -73,8 +81,8 @@ def test_truncation_and_no_merging():
 # -- no training signal, per estimator -------------------------------------------------------
 
 def test_no_signal_when_every_rollout_failed_without_an_invalid_action():
-    graph = state_graph(trajectories(ALL_FAILED))
-    found = kinds(credit_alarms(graph))
+    graph = state_graph(trajectories(ALL_FAILED), rule=OutcomeRule())
+    found = kinds(credit_alarms(graph, rule=OutcomeRule()))
     alarm = found["no_signal"]
     assert alarm.title == "No training signal: G2PO and GRPO"
     assert alarm.count == len(graph.steps) == len(alarm.steps)
@@ -90,22 +98,26 @@ def test_no_signal_is_said_per_estimator_for_an_all_success_group():
     g2po = compute_advantages(steps, "g2po")
     assert np.abs(compute_advantages(steps, "grpo")["adv"]).max() == 0.0
     assert np.abs(g2po["adv"]).max() > 0.1  # the TD term ranks the steps
-    alarm = kinds(credit_alarms(state_graph(steps)))["no_signal"]
+    alarm = kinds(credit_alarms(state_graph(steps, rule=OutcomeRule()), rule=OutcomeRule()))[
+        "no_signal"
+    ]
     assert alarm.title == "No training signal: GRPO"
     assert "G2PO still ranks its steps" in alarm.detail
     assert f"{np.abs(g2po['adv_ec']).mean():.3g}" in alarm.detail
 
 
 def test_a_group_with_a_signal_raises_no_such_alarm():
-    assert "no_signal" not in kinds(credit_alarms(state_graph(trajectories(THREE))))
+    assert "no_signal" not in kinds(
+        credit_alarms(state_graph(trajectories(THREE), rule=OutcomeRule()), rule=OutcomeRule())
+    )
 
 
 # -- aliased states ranked, hubs -------------------------------------------------------------
 
 def test_aliased_states_are_ranked_by_the_credit_the_merge_moves():
     steps = random_walks(groups=1, invalid_rate=0.1, seed=3)
-    graph = state_graph(steps)
-    alarm = kinds(credit_alarms(graph))["aliased"]
+    graph = state_graph(steps, rule=OutcomeRule())
+    alarm = kinds(credit_alarms(graph, rule=OutcomeRule()))["aliased"]
     ranking = alarm.ranking
     assert list(ranking["node"]) == list(alarm.nodes) and len(ranking) == alarm.count
     assert (np.diff(ranking["credit_moved"].to_numpy()) <= 1e-12).all()
@@ -120,9 +132,9 @@ def test_aliased_states_are_ranked_by_the_credit_the_merge_moves():
 
 
 def test_a_state_reached_mostly_through_invalid_actions_is_a_hub():
-    graph = state_graph(hub_group())
+    graph = state_graph(hub_group(), rule=OutcomeRule())
     hub = graph.nodes.index[graph.nodes["state_key"] == NOTHING][0]
-    alarm = kinds(credit_alarms(graph))["hub"]
+    alarm = kinds(credit_alarms(graph, rule=OutcomeRule()))["hub"]
     assert alarm.nodes == (int(hub),)
     row = alarm.ranking.iloc[0]
     assert row["in_sources"] == 5 and row["invalid_arrival_share"] == 1.0
@@ -132,7 +144,7 @@ def test_a_state_reached_mostly_through_invalid_actions_is_a_hub():
 
 def test_random_invalid_actions_make_no_hub():
     steps = random_walks(groups=6, invalid_rate=0.3)
-    sig = group_signals(steps)
+    sig = group_signals(steps, rule=OutcomeRule())
     assert sig.counts["hub"].sum() == 0
     assert (sig.invalid_arrival_share[sig.in_sources >= 3] >= 0.5).any()  # by share alone,
     # some would have qualified: chance explains them
@@ -142,8 +154,10 @@ def test_random_invalid_actions_make_no_hub():
 
 def test_truncation_by_the_rule_links_the_cut_steps_transitions():
     steps = cut_group()
-    graph = state_graph(steps)
-    assert "truncation" not in kinds(credit_alarms(graph))  # no done, no rule: failures
+    graph = state_graph(steps, rule=OutcomeRule())
+    assert "truncation" not in kinds(
+        credit_alarms(graph, rule=OutcomeRule())
+    )  # no done, no rule: failures
     alarm = kinds(credit_alarms(graph, rule=OutcomeRule(truncate_at=4)))["truncation"]
     assert alarm.count == 3
     assert sorted(alarm.steps["traj_id"]) == ["long0", "long1", "long2"]
@@ -163,11 +177,13 @@ def test_alarm_counts_of_many_groups_equal_each_groups_alarms():
                        trajectories(ALL_SUCCEEDED, "won"), hub_group(), cut_group(),
                        random_walks(groups=2)], ignore_index=True)
     rule = OutcomeRule(truncate_at=4)
-    sig = group_signals(steps, rule=rule, mode="mean_std_norm")
+    sig = group_signals(steps, rule=rule, params=G2POParams(mode="mean_std_norm"))
     table = alarm_counts(sig)
     ids = sorted(steps["group_id"].unique())
     assert len(table) == len(ids)
     for code, gid in enumerate(ids):
-        one = credit_alarms(state_graph(steps[steps["group_id"] == gid]), rule=rule)
+        one = credit_alarms(
+            state_graph(steps[steps["group_id"] == gid], rule=OutcomeRule()), rule=rule
+        )
         assert {a.kind: a.count for a in one} == \
             {k: int(v) for k, v in table.iloc[code].items() if v}, gid

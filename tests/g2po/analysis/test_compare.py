@@ -28,7 +28,8 @@ def one_group():
 
 def test_columns_are_the_estimators_advantages_in_step_order():
     steps = one_group()
-    result = compare_estimators(steps, ["g2po", "grpo", "gigpo"], {"g2po": {"w": 0.5}})
+    result = compare_estimators(steps, ["g2po", "grpo", "gigpo"], {"g2po": {"w": 0.5}},
+                                rule=OutcomeRule())
     assert result.estimators == ["g2po", "grpo", "gigpo"] and not result.errors
     ordered = steps.sort_values(["traj_id", "t"], kind="stable")
     expected = compute_advantages(ordered, "g2po", w=0.5)["adv"].to_numpy()
@@ -39,13 +40,13 @@ def test_columns_are_the_estimators_advantages_in_step_order():
 
 def test_a_failing_estimator_is_reported_and_the_others_still_run():
     result = compare_estimators(one_group(), ["value_iteration", "rloo"],
-                                {"value_iteration": {"gamma": 1.0}})
+                                {"value_iteration": {"gamma": 1.0}}, rule=OutcomeRule())
     assert result.estimators == ["rloo"]
     assert "gamma" in result.errors["value_iteration"]
 
 
 def test_rank_correlation_is_one_on_the_diagonal():
-    result = compare_estimators(one_group(), ["g2po", "gigpo", "g2po_ep"])
+    result = compare_estimators(one_group(), ["g2po", "gigpo", "g2po_ep"], rule=OutcomeRule())
     corr = rank_correlation(result.table, result.estimators)
     np.testing.assert_allclose(np.diag(corr), 1.0)
     assert corr.shape == (3, 3)
@@ -84,7 +85,7 @@ def test_sign_disagreements_are_ordered_by_the_z_scored_gap_not_the_raw_one():
 
 def test_disagreements_carry_node_outcome_and_each_estimators_parts():
     steps = one_group()
-    result = compare_estimators(steps, ["g2po", "gigpo", "grpo"])
+    result = compare_estimators(steps, ["g2po", "gigpo", "grpo"], rule=OutcomeRule())
     assert list(result.parts) == ["g2po", "gigpo"]  # GRPO exposes no parts
     assert result.parts["g2po"].columns.tolist() == ["A^EP", "A^NC", "A^EC"]
     assert result.parts["gigpo"].columns.tolist() == ["A^EP", "A^S"]
@@ -109,8 +110,8 @@ def test_nodes_are_the_explorers_and_outcomes_the_trajectories():
     steps = trajectories(THREE).sample(frac=1.0, random_state=4)  # rows in any order
     steps["done"] = True
     steps.loc[(steps["traj_id"] == "b") & (steps["t"] == 2), "done"] = False  # cut at the limit
-    result = compare_estimators(steps, ["grpo"])
-    graph = state_graph(steps)
+    result = compare_estimators(steps, ["grpo"], rule=OutcomeRule())
+    graph = state_graph(steps, rule=OutcomeRule())
     want = graph.steps.set_index(["traj_id", "t"])["node"]
     got = result.table.set_index(["traj_id", "t"])["node"]
     assert got.to_dict() == want.loc[got.index].to_dict()
@@ -125,7 +126,7 @@ def test_nodes_are_the_explorers_and_outcomes_the_trajectories():
 
 def test_rows_come_in_natural_trajectory_order_and_text_last():
     steps = trajectories({"s0:10": THREE["a"], "s0:2": THREE["b"]})
-    result = compare_estimators(steps, ["grpo", "rloo"])
+    result = compare_estimators(steps, ["grpo", "rloo"], rule=OutcomeRule())
     assert result.table["traj_id"].drop_duplicates().tolist() == ["s0:2", "s0:10"]
     assert result.table.columns.tolist() == ["traj_id", "t", "node", "outcome",
                                              "episode_reward", "valid", "grpo", "rloo",
@@ -141,7 +142,7 @@ def test_a_users_estimator_shows_its_adv_columns_as_parts():
         return {"adv": 2 * half, "adv_half": half, "note": half}
 
     try:
-        result = compare_estimators(trajectories(THREE), ["test_parts_est"])
+        result = compare_estimators(trajectories(THREE), ["test_parts_est"], rule=OutcomeRule())
         assert result.parts["test_parts_est"].columns.tolist() == ["A^half"]
     finally:
         registry._REGISTRY.pop("test_parts_est", None)
@@ -149,7 +150,7 @@ def test_a_users_estimator_shows_its_adv_columns_as_parts():
 
 
 def test_step_location_is_the_steps_node_and_edge():
-    graph = state_graph(trajectories(THREE))
+    graph = state_graph(trajectories(THREE), rule=OutcomeRule())
     for step in graph.steps.itertuples():
         node, edge = step_location(graph, step.traj_id, step.t)
         assert node == step.node
@@ -176,6 +177,6 @@ def test_parameter_choices_come_from_literal_annotations():
 
 def test_the_text_column_is_named_for_what_it_is():
     steps = one_group()
-    assert compare_estimators(steps, ["grpo"]).text_column == "observation"
-    result = compare_estimators(steps.drop(columns="observation"), ["grpo"])
+    assert compare_estimators(steps, ["grpo"], rule=OutcomeRule()).text_column == "observation"
+    result = compare_estimators(steps.drop(columns="observation"), ["grpo"], rule=OutcomeRule())
     assert result.text_column == "state_key" and "state_key" in result.table.columns

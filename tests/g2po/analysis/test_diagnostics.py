@@ -8,6 +8,7 @@ from g2po.analysis.diagnostics import (
     step_node_variances,
 )
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
 from tests.app.builders import group_steps
 
 
@@ -21,7 +22,7 @@ def keyed(keys: list[list[str]], rewards: list[float]) -> pd.DataFrame:
 
 def test_merge_stats_counts_singletons_and_merge_rate():
     steps = keyed([["start", "hall", "kitchen"], ["start", "hall", "garden"]], [10.0, 0.0])
-    stats = merge_stats(state_graph(steps))
+    stats = merge_stats(state_graph(steps, rule=OutcomeRule()))
     assert stats["steps"] == 6 and stats["state_nodes"] == 4
     assert stats["singleton_nodes"] == 2 and stats["singleton_share"] == 0.5
     assert stats["merge_rate"] == 1 - 4 / 6 and stats["max_visits"] == 2
@@ -31,7 +32,7 @@ def test_near_duplicates_find_unmerged_lookalikes_only():
     base = "You are in the kitchen. There is a fridge and a table here."
     steps = keyed([["start", base, base + " ", "something else entirely different"],
                    ["start", base.upper(), "x"]], [10.0, 0.0])
-    graph = state_graph(steps)
+    graph = state_graph(steps, rule=OutcomeRule())
     pairs = near_duplicate_keys(graph, threshold=0.9)
     assert len(pairs) == 1
     assert pairs.loc[0, "similarity"] >= 0.9
@@ -43,10 +44,10 @@ def test_near_duplicates_find_unmerged_lookalikes_only():
 
 def test_node_variances_of_a_group_and_of_a_whole_step_agree():
     steps = group_steps(rows=800)
-    graph = state_graph(steps[steps["group_id"] == "task-0"])
+    graph = state_graph(steps[steps["group_id"] == "task-0"], rule=OutcomeRule())
     per_group = node_variances(graph)
     assert (per_group["visits"] >= 2).all()
-    whole = step_node_variances(steps)
+    whole = step_node_variances(steps, rule=OutcomeRule())
     assert set(whole["group_id"]) == set(steps["group_id"])
     mine = whole[whole["group_id"] == "task-0"].sort_values("value_var")["value_var"]
     np.testing.assert_allclose(np.sort(per_group["value_var"].to_numpy()), mine.to_numpy())
@@ -72,7 +73,7 @@ def test_near_duplicates_report_progress_to_the_end():
     from tests.app.builders import group_steps
 
     steps = group_steps(rows=400)
-    graph = state_graph(steps[steps["group_id"] == "task-0"])
+    graph = state_graph(steps[steps["group_id"] == "task-0"], rule=OutcomeRule())
     seen = []
     pairs = near_duplicate_keys(graph, 0.5, progress=seen.append)
     assert seen and seen[-1] == 1.0 and seen == sorted(seen)
@@ -89,7 +90,7 @@ def test_keys_naming_different_objects_come_last_and_say_why():
     kitchen = "You are in the kitchen. There is a fridge and a table here, and a long rug."
     steps = keyed([["start", counter1, fridge, kitchen], ["start", counter2, drawer,
                                                           kitchen + " "]], [10.0, 0.0])
-    pairs = near_duplicate_keys(state_graph(steps), threshold=0.7)
+    pairs = near_duplicate_keys(state_graph(steps, rule=OutcomeRule()), threshold=0.7)
     texts = [{a.strip(), b.strip()} for a, b in zip(pairs["key_a"], pairs["key_b"],
                                                      strict=True)]
     assert {kitchen} in texts and {counter1, counter2} in texts and {fridge, drawer} in texts

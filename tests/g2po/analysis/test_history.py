@@ -11,6 +11,8 @@ from g2po.analysis.history import (
     state_history,
 )
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from tests.app.builders import group_steps
 
 
@@ -62,11 +64,11 @@ def _steps_per_train_step(n: int = 3) -> pd.DataFrame:
 def test_state_history_equals_each_steps_own_graph():
     steps = _steps_per_train_step()
     key = steps["state_key"].iloc[0]
-    history = state_history(steps, key, gamma=0.9, w=0.5)
+    history = state_history(steps, key, rule=OutcomeRule(), params=G2POParams(gamma=0.9, w=0.5))
     assert history["train_step"].tolist() == [1, 2, 3]
     for row in history.itertuples():
         group = steps[steps["train_step"] == row.train_step]
-        graph = state_graph(group, gamma=0.9, w=0.5)
+        graph = state_graph(group, rule=OutcomeRule(), params=G2POParams(gamma=0.9, w=0.5))
         node = graph.nodes[graph.nodes["canonical_key"] == key]
         at = graph.steps[graph.steps["node"] == node.index[0]]
         assert row.visits == int(node["visits"].iloc[0]) == len(at)
@@ -83,11 +85,11 @@ def test_a_state_not_reached_at_a_step_has_zero_visits_and_no_numbers():
     key = steps["state_key"].iloc[0]
     second = (steps["train_step"] == 2).to_numpy()
     steps.loc[second & (steps["state_key"] == key).to_numpy(), "state_key"] = "elsewhere"
-    history = state_history(steps, key)
+    history = state_history(steps, key, rule=OutcomeRule())
     reached = history.set_index("train_step")
     assert reached.loc[1, "visits"] > 0 and reached.loc[2, "visits"] == 0
     assert np.isnan(reached.loc[2, "value"]) and np.isnan(reached.loc[2, "adv_mean"])
-    assert state_history(steps.iloc[:0], key).empty
+    assert state_history(steps.iloc[:0], key, rule=OutcomeRule()).empty
 
 
 @pytest.mark.parametrize("strategy", ["exact", "normalized", "regex:^task \\\\d+ room \\\\d+",
@@ -103,8 +105,10 @@ def test_coded_history_equals_the_text_one(strategy):
         if not strategy.startswith("similarity") else steps["state_key"].iloc[0]
     codes, uniques = pd.factorize(steps["state_key"])
     coded = steps.assign(state_key=codes.astype(str))
-    expected = state_history(steps, key, state_key=strategy)
-    got = state_history(coded, key, list(uniques), state_key=strategy)
+    expected = state_history(steps, key, rule=OutcomeRule(), params=G2POParams(state_key=strategy))
+    got = state_history(
+        coded, key, list(uniques), rule=OutcomeRule(), params=G2POParams(state_key=strategy)
+    )
     pd.testing.assert_frame_equal(got, expected)
     assert (expected["visits"] > 0).any()
 
@@ -113,9 +117,11 @@ def test_the_state_table_holds_every_state_of_every_step():
     from g2po.analysis.history import history_of, state_table
 
     steps = _steps_per_train_step()
-    table = state_table(steps, gamma=0.9)
+    table = state_table(steps, rule=OutcomeRule(), params=G2POParams(gamma=0.9))
     for step in (1, 3):
-        graph = state_graph(steps[steps["train_step"] == step], gamma=0.9)
+        graph = state_graph(
+            steps[steps["train_step"] == step], rule=OutcomeRule(), params=G2POParams(gamma=0.9)
+        )
         states = graph.nodes[graph.nodes["kind"] == "state"]
         part = table[table["train_step"] == step].set_index("key")
         assert len(part) == len(states)
@@ -123,4 +129,7 @@ def test_the_state_table_holds_every_state_of_every_step():
         assert part["visits"].to_dict() == expected["visits"].to_dict()
         np.testing.assert_allclose(part.loc[expected.index, "value"], expected["value"])
     key = table["key"].iloc[0]
-    pd.testing.assert_frame_equal(history_of(table, key), state_history(steps, key, gamma=0.9))
+    pd.testing.assert_frame_equal(
+        history_of(table, key),
+        state_history(steps, key, rule=OutcomeRule(), params=G2POParams(gamma=0.9)),
+    )

@@ -9,6 +9,7 @@ from g2po.analysis.layout import (
     wrap_bands,
 )
 from g2po.analysis.state_graph import state_graph
+from g2po.outcomes import OutcomeRule
 from g2po.synthetic import synthetic_steps
 
 
@@ -23,7 +24,7 @@ def test_columns_follow_depth_without_wrapping_and_positions_are_distinct():
     steps = pd.DataFrame({"group_id": "g", "traj_id": "a", "t": range(60),
                           "state_key": [f"s{i}" for i in range(60)], "action": "go",
                           "episode_reward": 10.0, "is_action_valid": True})
-    graph = state_graph(steps)
+    graph = state_graph(steps, rule=OutcomeRule())
     pos = layered_layout(graph.nodes, graph.edges)
     states = graph.nodes["kind"] == "state"
     # one column per depth, left to right, never wrapped into bands
@@ -35,7 +36,7 @@ def test_columns_follow_depth_without_wrapping_and_positions_are_distinct():
 def test_sweeps_reduce_crossings_and_the_layout_is_deterministic():
     steps = synthetic_steps(3000, rollouts=16, max_len=30, states_per_task=60, key_chars=10,
                             seed=4)
-    graph = state_graph(steps[steps["group_id"] == steps["group_id"].iloc[0]])
+    graph = state_graph(steps[steps["group_id"] == steps["group_id"].iloc[0]], rule=OutcomeRule())
     before = crossings(graph, layered_layout(graph.nodes, graph.edges, sweeps=0))
     pos = layered_layout(graph.nodes, graph.edges)
     after = crossings(graph, pos)
@@ -62,7 +63,7 @@ def test_empty_graph():
 def test_wrapped_bands_fill_the_aspect_and_keep_the_reading_order():
     steps = synthetic_steps(3000, rollouts=16, max_len=40, states_per_task=300, key_chars=10,
                             seed=2)
-    graph = state_graph(steps[steps["group_id"] == steps["group_id"].iloc[0]])
+    graph = state_graph(steps[steps["group_id"] == steps["group_id"].iloc[0]], rule=OutcomeRule())
     flat = layered_layout(graph.nodes, graph.edges)
     for aspect in (1.35, 2.4):
         pos = wrap_bands(flat, aspect)

@@ -4,6 +4,7 @@ import pytest
 
 from g2po.analysis.state_graph import state_graph
 from g2po.analysis.stepdiff import APPEARED, KEPT, VANISHED, step_diff, success_rate
+from g2po.outcomes import OutcomeRule
 
 
 def _group(trajs: dict[str, tuple[list[str], list[str], float]]) -> pd.DataFrame:
@@ -17,9 +18,9 @@ def _group(trajs: dict[str, tuple[list[str], list[str], float]]) -> pd.DataFrame
 
 def test_states_transitions_values_and_success_change():
     a = state_graph(_group({"r0": (["s0", "s1"], ["go", "go"], 0.0),
-                            "r1": (["s0", "s1"], ["go", "look"], 0.0)}))
+                            "r1": (["s0", "s1"], ["go", "look"], 0.0)}), rule=OutcomeRule())
     b = state_graph(_group({"r0": (["s0", "s2"], ["go", "take"], 10.0),
-                            "r1": (["s0", "s1"], ["go", "go"], 0.0)}))
+                            "r1": (["s0", "s1"], ["go", "go"], 0.0)}), rule=OutcomeRule())
     diff = step_diff(a, b)
     states = diff.states.set_index("key")
     assert states.loc["s2", "status"] == APPEARED and states.loc["s2", "node_a"] == -1
@@ -45,6 +46,11 @@ def test_success_follows_the_rule_the_graph_was_built_with_not_won():
     steps = _group({"r0": (["s0"], ["go"], 3.0), "r1": (["s0"], ["go"], 0.0)})
     steps["won"] = [True, False]
     # the default rule (success reward 10): nobody succeeds, whatever `won` says
-    assert success_rate(state_graph(steps)) == 0.0
-    assert success_rate(state_graph(steps, success_reward=3.0)) == 0.5
-    assert success_rate(state_graph(steps, success_reward=3.0, success_threshold=0.0)) == 1.0
+    assert success_rate(state_graph(steps, rule=OutcomeRule())) == 0.0
+    assert success_rate(state_graph(steps, rule=OutcomeRule(success_reward=3.0))) == 0.5
+    assert (
+        success_rate(
+            state_graph(steps, rule=OutcomeRule(success_reward=3.0, success_threshold=0.0))
+        )
+        == 1.0
+    )

@@ -24,6 +24,7 @@ from g2po.analysis.triage import (
 )
 from g2po.errors import StepTableError
 from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from loaders import RunWriter, open_log
 from loaders.summary import group_summary, trajectory_table
 from tests.app.builders import group_steps
@@ -62,7 +63,7 @@ def test_every_column_against_the_estimators_graphs_and_run_summaries(mixed):
         got = row(table, gid)
         rewards = rows.drop_duplicates("traj_id")["episode_reward"].to_numpy()
         a = adv.loc[rows.index]
-        graph = state_graph(rows)
+        graph = state_graph(rows, rule=OutcomeRule())
         states = graph.nodes[graph.nodes["kind"] == "state"]
         assert got["task"] == gid  # no task column: the group id
         assert got["rollouts"] == rows["traj_id"].nunique() == summary.loc[gid, "n_traj"]
@@ -99,7 +100,7 @@ def test_what_the_hand_built_groups_show(mixed):
     cut = row(table, "cut")
     assert cut["truncated_share"] == pytest.approx(3 / 5) and cut["alarm_truncation"] == 3
     # without the rule, a log without done has no truncation
-    assert row(triage_groups(mixed), "cut")["truncated_share"] == 0
+    assert row(triage_groups(mixed, rule=OutcomeRule()), "cut")["truncated_share"] == 0
     # the default order puts the group without a G2PO signal first
     assert sort_groups(table)["group_id"].iloc[0] == "failed"
 
@@ -108,7 +109,7 @@ def test_groups_sharing_a_task():
     a = trajectories(THREE, "s1-cook").assign(task="cook the egg")
     b = trajectories(TWO, "s2-cook").assign(task="cook the egg")
     c = trajectories(TWO, "other").assign(task=None)
-    table = triage_groups(pd.concat([a, b, c], ignore_index=True))
+    table = triage_groups(pd.concat([a, b, c], ignore_index=True), rule=OutcomeRule())
     assert list(table["task"]) == ["other", "cook the egg", "cook the egg"]
     assert len(table) == 3  # one row per group, not per task
     cooking = filter_groups(table, task="COOK THE")
@@ -119,11 +120,11 @@ def test_groups_sharing_a_task():
 def test_training_steps_keep_their_groups_apart():
     one = trajectories(THREE, "g").assign(train_step=1)
     two = trajectories(ALL_FAILED, "g").assign(train_step=2)
-    table = triage_groups(pd.concat([one, two], ignore_index=True))
+    table = triage_groups(pd.concat([one, two], ignore_index=True), rule=OutcomeRule())
     assert list(table["train_step"]) == [1, 2] and list(table["group_id"]) == ["g", "g"]
     assert list(table["no_signal"]) == [False, True]
     pd.testing.assert_frame_equal(table.iloc[[1]].reset_index(drop=True),
-                                  triage_groups(two))
+                                  triage_groups(two, rule=OutcomeRule()))
 
 
 def test_categorical_state_keys_give_the_same_table_under_every_strategy():
@@ -131,26 +132,30 @@ def test_categorical_state_keys_give_the_same_table_under_every_strategy():
     coded = steps.assign(state_key=steps["state_key"].astype("category"),
                          action=steps["action"].astype("category"))
     for strategy in ("exact", "normalized", "regex:room \\d+", "similarity:0.9"):
-        pd.testing.assert_frame_equal(triage_groups(coded, state_key=strategy),
-                                      triage_groups(steps, state_key=strategy),
-                                      obj=strategy)
+        pd.testing.assert_frame_equal(
+            triage_groups(coded, rule=OutcomeRule(), params=G2POParams(state_key=strategy)),
+            triage_groups(steps, rule=OutcomeRule(), params=G2POParams(state_key=strategy)),
+            obj=strategy,
+        )
     # a missing key or action is still a missing value, named by the validation
     broken = coded.copy()
     broken.loc[5, "action"] = None
     with pytest.raises(StepTableError, match="'action' has null"):
-        triage_groups(broken)
+        triage_groups(broken, rule=OutcomeRule())
 
 
 def test_parameters_and_rule_change_the_numbers():
     steps = pd.concat([trajectories(THREE, "g"), random_walks(groups=2)], ignore_index=True)
-    base = triage_groups(steps)
-    assert not np.allclose(triage_groups(steps, gamma=0.5)["adv_ec_abs_mean"],
-                           base["adv_ec_abs_mean"])
-    flat = triage_groups(steps, w=0.0)
+    base = triage_groups(steps, rule=OutcomeRule())
+    assert not np.allclose(
+        triage_groups(steps, rule=OutcomeRule(), params=G2POParams(gamma=0.5))["adv_ec_abs_mean"],
+        base["adv_ec_abs_mean"],
+    )
+    flat = triage_groups(steps, rule=OutcomeRule(), params=G2POParams(w=0.0))
     assert (flat["adv_ec_abs_mean"] == base["adv_ec_abs_mean"]).all()  # A^EC itself stays
     assert not np.allclose(flat["adv_abs_mean"], base["adv_abs_mean"])
     ones = steps.assign(episode_reward=steps["episode_reward"] / 10)
-    assert (triage_groups(ones)["success_rate"] == 0).all()
+    assert (triage_groups(ones, rule=OutcomeRule())["success_rate"] == 0).all()
     np.testing.assert_allclose(triage_groups(ones, rule=OutcomeRule(success_reward=1.0)
                                              )["success_rate"], base["success_rate"])
 
@@ -261,7 +266,7 @@ def test_another_rule_or_parameter_is_another_cache_entry(run, tmp_path):
     assert seen[0] == (0, 3)
     assert not np.allclose(other["success_rate"], base["success_rate"])
     seen, progress = calls()
-    triage_log(log, cache=cache, gamma=0.5, progress=progress)
+    triage_log(log, cache=cache, progress=progress, params=G2POParams(gamma=0.5))
     assert seen[0] == (0, 3)
     assert len(list(cache.glob("*.parquet"))) == 3
     # one step asked for: only it
@@ -299,6 +304,6 @@ def test_a_verl_group_where_every_advantage_is_zero_says_so(tmp_path):
     assert table.loc[failed, "alarm_no_signal"] == table.loc[failed, "steps"]
     other = table.drop(index=failed)
     assert not other["no_signal"].any()
-    graph = state_graph(log.load_group(1, failed))
-    assert credit_alarms(graph)[0].title == "No training signal: G2PO and GRPO"
+    graph = state_graph(log.load_group(1, failed), rule=OutcomeRule())
+    assert credit_alarms(graph, rule=OutcomeRule())[0].title == "No training signal: G2PO and GRPO"
     assert list(tmp_path.joinpath("cache").glob("*.parquet"))  # dump files are cached too

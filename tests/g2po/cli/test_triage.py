@@ -12,6 +12,7 @@ import pytest
 from g2po.analysis.triage import TRIAGE_COLUMNS, sort_groups, triage_log
 from g2po.cli import main
 from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from loaders import RunWriter, open_log
 from tests.app.builders import group_steps
 from tests.g2po.analysis.groups import ALL_FAILED, cut_group
@@ -100,7 +101,7 @@ def test_g2po_parameters_and_the_log_format_flag(run, capsys):
     assert main(["triage", str(run), "--step", "1", "-p", "gamma=0.5", "--format", "csv",
                  "--log-format", "run"]) == 0
     got = csv_out(capsys).sort_values("group_id").reset_index(drop=True)
-    want = triage_log(open_log(run), [1], gamma=0.5, cache=False)
+    want = triage_log(open_log(run), [1], cache=False, params=G2POParams(gamma=0.5))
     pd.testing.assert_series_equal(got["adv_ec_abs_mean"], want["adv_ec_abs_mean"],
                                    check_exact=False)
 
