@@ -31,8 +31,8 @@ __all__ = ["run", "PAGES", "load_plugins"]
 #: the page on screen. No ":material/…:" icons: Streamlit fetches such a favicon from
 #: fonts.gstatic.com, and the app must not reach the internet.
 PAGES = {
-    "group": ("app.views.group", "Group explorer", "group"),
-    "groups": ("app.views.groups", "Groups", "groups"),
+    "group": ("app.views.explorer", "Group explorer", "group"),
+    "groups": ("app.views.triage", "Groups", "groups"),
     "overview": ("app.views.overview", "Run overview", "overview"),
     "curves": ("app.views.curves", "Training curves", "curves"),
     "state_history": ("app.views.state_history", "State over training", "state-history"),

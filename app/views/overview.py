@@ -16,7 +16,7 @@ from app.run_colors import run_colors_for
 from app.safe import fmt
 from app.sidebar import GOTO_STEP
 from app.ui import md, no_run_message, show_error
-from app.views.groups import alarm_shares, groups_link
+from app.views.triage import alarm_shares, groups_link
 from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
 from loaders.summary import UNKNOWN_WITHOUT
