@@ -43,6 +43,11 @@ PAGES = {
 }
 
 
+#: The start page is the root URL; Streamlit still wants a path of its own for it, unique and
+#: never shown, since its usual path belongs to its hidden twin (:func:`run`).
+START_SUFFIX = "--start"
+
+
 def _render(name: str, module: str, title: str, ctx) -> None:
     """One page; a bug in it is a short message on the page (the traceback goes to the
     server's log), never a traceback page."""
@@ -90,11 +95,17 @@ def run(argv: Sequence[str] | None = None, start_page: str | None = None) -> Non
     start = start_page if start_page in PAGES else "group"
     pages = {
         name: st.Page(functools.partial(_render, name, module, title, ctx), title=title,
-                      url_path=url, default=name == start)
+                      url_path=f"{url}{START_SUFFIX}" if name == start else url,
+                      default=name == start)
         for name, (module, title, url) in PAGES.items()
     }
     ctx.pages = pages
     if ctx.missing_run is not None:  # above every page: no other run is shown in its place
         warn_missing_run(ctx.missing_run)
-    st.navigation(list(pages.values())).run()
+    module, title, url = PAGES[start]
+    # The start page is served at the root; its own path opens it too (a hidden twin), not
+    # "Page not found" (Streamlit gives the default page no path of its own).
+    twin = st.Page(functools.partial(_render, start, module, title, ctx), title=title,
+                   url_path=url, visibility="hidden")
+    st.navigation([*pages.values(), twin]).run()
 

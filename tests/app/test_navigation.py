@@ -1,8 +1,12 @@
 """Pages move between each other only through :mod:`app.navigation`: no page imports another
-(at the top or inside a function), so the pages form no import circle."""
+(at the top or inside a function), so the pages form no import circle; and every page opens at
+its own path."""
 
 import ast
 from pathlib import Path
+
+from app.shell import PAGES
+from tests.app.builders import app_test
 
 VIEWS = Path(__file__).resolve().parents[2] / "app" / "views"
 
@@ -32,3 +36,12 @@ def test_no_page_imports_another_page():
         views = {m for m in imported_modules(path.read_text())
                  if m == "app.views" or m.startswith("app.views.")}
         assert not views, f"{path.name} imports {sorted(views)}: use app.navigation"
+
+
+def test_every_page_has_its_own_path_and_the_start_page_the_root_too(runs_root):
+    at = app_test("group", ["--log", str(runs_root)])
+    assert not at.exception
+    paths = [info["url_pathname"] for info in at._registered_pages.values()]
+    # "/group" opens the explorer as "/" does (it was "Page not found"); the others as before
+    assert {"", *(url for _, _, url in PAGES.values())} <= set(paths)
+    assert paths.count("group") == 1 and paths[0] == ""
