@@ -6,7 +6,8 @@ The colour of each run ever shown is kept in ``run_colors.json`` in the user cac
 gets a colour no open run holds, the one given to the fewest runs so far, ties broken by its
 own name (:func:`app.charts.assign_run_colors`): a handful of runs open together never share
 a colour, and two runs share one only after every palette colour has been given out. When
-the file cannot be written, the colours last as long as the server.
+the file cannot be written, the colours last as long as the server. Pages ask
+:func:`run_colors` for the runs they chart.
 """
 
 from __future__ import annotations
@@ -16,13 +17,21 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import streamlit as st
 
 from app.charts import RUN_PALETTE, assign_run_colors
 from g2po.cache import atomic_file, user_cache_dir
 
-__all__ = ["RunColors", "run_colors_for", "REGISTRY", "MAX_RUNS"]
+if TYPE_CHECKING:
+    from app.context import OpenLog
+
+__all__ = ["RunColors", "run_colors", "run_colors_for", "REGISTRY", "MAX_RUNS", "RUN_COLORS"]
 
 REGISTRY = "run_colors.json"
+#: Session key: run path → colour of the runs shown last (for tests and views).
+RUN_COLORS = "_g2po_run_colors"
 #: Runs remembered; beyond it the ones given a colour longest ago are forgotten.
 MAX_RUNS = 5000
 _VERSION = 1
@@ -93,3 +102,11 @@ def run_colors_for(runs: list[str]) -> dict[str, str]:
     path = str(user_cache_dir() / REGISTRY)
     registry = _DEFAULT.setdefault(path, RunColors(path))
     return registry.colors(runs)
+
+
+def run_colors(logs: list[OpenLog]) -> dict[str, str]:
+    """Run name → colour for ``logs``, as the charts of every page draw them: the colour each
+    run was first given, kept across sessions and restarts by its path."""
+    by_path = run_colors_for([o.ref.path for o in logs])
+    st.session_state[RUN_COLORS] = by_path
+    return {o.name: by_path[o.ref.path] for o in logs}

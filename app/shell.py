@@ -31,8 +31,8 @@ __all__ = ["run", "PAGES", "load_plugins"]
 #: the page on screen. No ":material/…:" icons: Streamlit fetches such a favicon from
 #: fonts.gstatic.com, and the app must not reach the internet.
 PAGES = {
-    "group": ("app.views.group", "Group explorer", "group"),
-    "groups": ("app.views.groups", "Groups", "groups"),
+    "group": ("app.views.explorer", "Group explorer", "group"),
+    "groups": ("app.views.triage", "Groups", "groups"),
     "overview": ("app.views.overview", "Run overview", "overview"),
     "curves": ("app.views.curves", "Training curves", "curves"),
     "state_history": ("app.views.state_history", "State over training", "state-history"),
@@ -41,6 +41,11 @@ PAGES = {
     "diagnostics": ("app.views.diagnostics", "State-merge diagnostics", "diagnostics"),
     "export": ("app.views.export", "Export", "export"),
 }
+
+
+#: The start page is the root URL; Streamlit still wants a path of its own for it, unique and
+#: never shown, since its usual path belongs to its hidden twin (:func:`run`).
+START_SUFFIX = "--start"
 
 
 def _render(name: str, module: str, title: str, ctx) -> None:
@@ -90,11 +95,17 @@ def run(argv: Sequence[str] | None = None, start_page: str | None = None) -> Non
     start = start_page if start_page in PAGES else "group"
     pages = {
         name: st.Page(functools.partial(_render, name, module, title, ctx), title=title,
-                      url_path=url, default=name == start)
+                      url_path=f"{url}{START_SUFFIX}" if name == start else url,
+                      default=name == start)
         for name, (module, title, url) in PAGES.items()
     }
     ctx.pages = pages
     if ctx.missing_run is not None:  # above every page: no other run is shown in its place
         warn_missing_run(ctx.missing_run)
-    st.navigation(list(pages.values())).run()
+    module, title, url = PAGES[start]
+    # The start page is served at the root; its own path opens it too (a hidden twin), not
+    # "Page not found" (Streamlit gives the default page no path of its own).
+    twin = st.Page(functools.partial(_render, start, module, title, ctx), title=title,
+                   url_path=url, visibility="hidden")
+    st.navigation([*pages.values(), twin]).run()
 

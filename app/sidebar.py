@@ -18,12 +18,29 @@ from app.url_state import mark_read, seed_from_url, unread_url_value, url_once, 
 from g2po.analysis.labels import lead_with_difference
 from g2po.errors import G2POError
 
-__all__ = ["build_context", "GOTO_STEP", "MISSING_RUN", "warn_missing_run"]
+__all__ = ["build_context", "request_group", "GOTO_STEP", "MISSING_RUN", "warn_missing_run"]
 
 #: Session key: a training step requested by another page (overview click).
 GOTO_STEP = "_g2po_goto_step"
+#: Session key: the group last shown, chosen at a training step where the picker has no choice.
+LAST_GROUP = "_g2po_last_group"
 #: Characters the sidebar's group picker shows uncut (its box is about 206 px wide).
 GROUP_LABEL_CHARS = 27
+
+
+def request_group(run_key: str, train_step: int, group_id: str | None = None) -> None:
+    """Ask the sidebar to show ``train_step`` (and ``group_id``, if given) of the run
+    ``run_key`` on its next run: the one way a page steers it (:mod:`app.navigation`), so the
+    picker's session keys stay this module's."""
+    if group_id is not None:  # the picker falls back to the last group when none is chosen
+        st.session_state.pop(_group_key(run_key, train_step), None)
+        st.session_state[LAST_GROUP] = str(group_id)
+    st.session_state[GOTO_STEP] = (run_key, train_step)
+
+
+def _group_key(run_key: str, train_step: int) -> str:
+    """Session key of the group picker of one training step of a run."""
+    return f"group:{run_key}:{train_step}"
 
 
 def build_context(options: AppOptions) -> AppContext:
@@ -173,8 +190,8 @@ def _choose_group(ctx: AppContext) -> None:
         st.info(fmt("Training step {} holds no groups.", ctx.train_step))
         return
     labels, shared = _group_labels(groups, summary)
-    group_key = f"group:{opened.key}:{ctx.train_step}"
-    last = st.session_state.get("_g2po_last_group")
+    group_key = _group_key(opened.key, ctx.train_step)
+    last = st.session_state.get(LAST_GROUP)
     seed_from_url(group_key, "group", str, groups)
     if st.session_state.get(group_key) not in groups:
         st.session_state[group_key] = last if last in groups else groups[0]
@@ -184,7 +201,7 @@ def _choose_group(ctx: AppContext) -> None:
         help=fmt("Each group by what tells it apart, its success rate and rollouts; every "
                  "id starts with {}", shared) if shared else
         "Each group by what tells it apart, its success rate and rollouts")
-    st.session_state["_g2po_last_group"] = ctx.group_id
+    st.session_state[LAST_GROUP] = ctx.group_id
     write_url(group=ctx.group_id)
 
 

@@ -18,11 +18,11 @@ import streamlit as st
 from app import data
 from app.charts import advantage_lines, correlation_heatmap
 from app.context import AppContext
+from app.navigation import open_explorer_at
 from app.params import STATE_KEY_CHOICES, SpecParams
 from app.safe import fmt, truncate
 from app.tables import short_ids, style_diverging
 from app.ui import chosen_graph, group_page, md, picked_row, show_error
-from app.url_state import reseed
 from g2po.analysis.compare import (
     DEFAULT_ESTIMATORS,
     Comparison,
@@ -239,20 +239,14 @@ def _disagreements(ctx: AppContext, result: Comparison, short: dict[str, str]) -
 
 def open_in_explorer(ctx: AppContext, traj_id: str, t: int) -> None:
     """Open step ``t`` of ``traj_id`` (of the sidebar's group) in the group explorer: its
-    trajectory highlighted, its node and edge selected and the node's steps listed, through
-    the URL names the explorer reads (``traj``, ``node``, ``edge``). Node ids are the
-    explorer's own, under the sidebar's state key."""
-    page = ctx.pages.get("group")
+    trajectory highlighted, its node and edge selected and the node's steps listed
+    (:func:`app.navigation.open_explorer_at`). Node ids are the explorer's own, under the
+    sidebar's state key."""
     graph = chosen_graph(ctx)
     if graph is None:
         return
     where = step_location(graph, traj_id, t)
-    if where is None or page is None:
+    if where is None:
         md("Step {} of {} is not in the group explorer's graph.", t, traj_id)
         return
-    node, edge = where
-    view = {"traj": traj_id, "node": str(node)}
-    if edge is not None:
-        view["edge"] = str(edge)
-    reseed("traj", "node", "edge")
-    st.switch_page(page, query_params=view)
+    open_explorer_at(ctx, traj_id, *where)

@@ -13,9 +13,10 @@ import streamlit as st
 from app import data
 from app.charts import metric_figure
 from app.context import AppContext, OpenLog
+from app.navigation import goto_step
+from app.run_colors import run_colors
 from app.safe import fmt
 from app.ui import no_run_message, show_error
-from app.views.overview import goto_step, run_colors
 from g2po.analysis.history import metric_namespaces, metric_series, namespace_of
 from g2po.errors import G2POError
 from loaders import report_of

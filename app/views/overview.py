@@ -1,7 +1,7 @@
 """Run overview: per training step, reward, success rate, episode length, invalid-action rate
 and state-merge rate of every chosen run; click a point (or pick a step) to open that training
 step in the group explorer. Each run keeps its colour on every chart, in every session and
-after restarts (:func:`run_colors`), whichever runs are added or removed."""
+after restarts (:func:`app.run_colors.run_colors`), whichever runs are added or removed."""
 
 from __future__ import annotations
 
@@ -11,31 +11,23 @@ import streamlit as st
 from app import data
 from app.charts import OVERVIEW_METRICS, overview_figure, overview_runs
 from app.context import AppContext, OpenLog
+from app.navigation import goto_step, page_link
 from app.rules import truncation_offer
-from app.run_colors import run_colors_for
+from app.run_colors import run_colors
 from app.safe import fmt
-from app.sidebar import GOTO_STEP
+from app.triage_table import HEADERS, computed_table
 from app.ui import md, no_run_message, show_error
-from app.views.groups import alarm_shares, groups_link
+from g2po.analysis.triage import ALARM_COLUMNS, step_shares
 from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
 from loaders.summary import UNKNOWN_WITHOUT
 
-__all__ = ["render", "AUTO_MERGE_RATE_ROWS", "merge_rate_column", "run_colors", "goto_step",
-           "RUN_COLORS"]
+__all__ = ["render", "AUTO_MERGE_RATE_ROWS", "AUTO_SHARES_ROWS", "merge_rate_column"]
 
 #: Runs with at most this many step rows get their merge rate computed without asking.
 AUTO_MERGE_RATE_ROWS = 300_000
-#: Session key: run path → colour of the runs shown last (for tests and views).
-RUN_COLORS = "_g2po_run_colors"
-
-
-def run_colors(logs: list[OpenLog]) -> dict[str, str]:
-    """Run name → colour for ``logs``: the colour each run was first given, kept across
-    sessions and restarts by its path (:mod:`app.run_colors`)."""
-    by_path = run_colors_for([o.ref.path for o in logs])
-    st.session_state[RUN_COLORS] = by_path
-    return {o.name: by_path[o.ref.path] for o in logs}
+#: Runs with at most this many step rows get their alarm shares computed without asking.
+AUTO_SHARES_ROWS = 300_000
 
 
 def merge_rate_column(metrics: pd.DataFrame) -> str | None:
@@ -81,7 +73,8 @@ def _unknown(logs: list[OpenLog], summary: pd.DataFrame, metric: str) -> dict[st
 
 def render(ctx: AppContext) -> None:
     st.title("Run overview")
-    groups_link(ctx)
+    page_link(ctx, "groups", fmt("Groups: every group of a training step, worst first (no "
+                                 "training signal, credit alarms) →"))
     if not ctx.logs:
         no_run_message()
         return
@@ -159,17 +152,41 @@ def render(ctx: AppContext) -> None:
             goto_step(ctx, active, int(choice))
     st.subheader("Per training step")
     st.dataframe(summary, hide_index=True)
-    alarm_shares(ctx)
+    _alarm_shares(ctx)
 
 
-def goto_step(ctx: AppContext, opened: OpenLog, train_step: int,
-              group_id: str | None = None) -> None:
-    """Open ``train_step`` of ``opened`` (and ``group_id``, if given) in the group explorer."""
-    if group_id is not None:  # the sidebar falls back to the last group when none is chosen
-        st.session_state.pop(f"group:{opened.key}:{train_step}", None)
-        st.session_state["_g2po_last_group"] = str(group_id)
-    st.session_state[GOTO_STEP] = (opened.key, train_step)
-    page = ctx.pages.get("group")
-    if page is not None:
-        st.switch_page(page)
-    st.rerun()
+
+def _alarm_shares(ctx: AppContext) -> None:
+    """Per training step of the active run: the share of groups with no training signal and
+    with each alarm (computed for runs up to :data:`AUTO_SHARES_ROWS` step rows, else on
+    request)."""
+    opened = ctx.active
+    if opened is None:
+        return
+    st.subheader("Groups with no training signal or an alarm")
+    md("Run **{}**, per training step: the share of its groups where each credit alarm "
+       "fires (the Groups page lists them).", opened.name)
+    rule = ctx.rule_of(opened)
+    try:  # the summary the Run overview read (its cache entry: the same rule)
+        rows = int(data.run_summary(opened.log, opened.key, data.log_version(opened.log),
+                                    rule)["n_steps"].sum())
+    except data.LOADER_ERRORS + (G2POError,) as err:
+        show_error("Cannot summarise the run", err)
+        return
+    if rows > AUTO_SHARES_ROWS and not st.checkbox(
+            "Compute them (reads every training step once; cached on disk afterwards)",
+            key="ov_alarm_shares"):
+        return
+    section, table = computed_table(ctx, opened, None, rule)
+    if table is None:
+        return
+    shares = step_shares(table)
+    labels = {"no_signal": "no signal (G2PO)", "no_signal_grpo": "no signal (GRPO)",
+              **{c: HEADERS[c] for c in ALARM_COLUMNS if c != "alarm_no_signal"}}
+    with section.container():
+        chart = shares.set_index("train_step")[list(labels)].rename(columns=labels)
+        st.line_chart(chart, x_label="training step", y_label="share of groups", height=260)
+        st.dataframe(shares.rename(columns={"train_step": "step", **labels}),
+                     hide_index=True, height=200,
+                     column_config={v: st.column_config.NumberColumn(v, format="percent")
+                                    for v in labels.values()})

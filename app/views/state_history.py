@@ -3,7 +3,7 @@ its visits, value V, value variance and mean advantages, as charts. Tasks are ma
 training steps by the log's ``task`` column (or by group id, where a run keeps group ids
 stable) from the step files' footers, and one group per training step is read.
 
-Other pages open it on a state with :func:`open_state_history`.
+Other pages open it on a state with :func:`app.navigation.open_state_history`.
 """
 
 from __future__ import annotations
@@ -14,24 +14,21 @@ import pandas as pd
 import streamlit as st
 
 from app import data
+from app.across_steps import group_choice, page_task_index, sidebar_moved, task_label
 from app.charts import history_figure
 from app.context import AppContext, OpenLog
+from app.navigation import goto_step, take_state_request
 from app.params import SpecParams
 from app.safe import fmt, truncate
 from app.ui import md, no_run_message, picked_row, show_error
 from app.url_state import url_once, write_url
-from app.views.overview import goto_step
 from g2po.analysis.history import history_of, state_table
 from g2po.analysis.labels import format_number, snap_frame
 from g2po.errors import G2POError
-from loaders.across_steps import TaskIndex, load_groups_coded, task_column, task_index
+from loaders.across_steps import TaskIndex, load_groups_coded
 
-__all__ = ["render", "open_state_history", "REQUEST", "task_label", "cached_task_index",
-           "match_by", "page_task_index", "state_token", "group_choice",
-           "sidebar_moved"]
+__all__ = ["render", "state_token"]
 
-#: Session key: the state another page asked this page to show.
-REQUEST = "_g2po_state_history_request"
 _CHARTS = (
     ({"visits": "visits"}, "Visits (steps taken at the state)", "bars"),
     ({"value": "V"}, "Value V(state)", "lines"),
@@ -39,35 +36,6 @@ _CHARTS = (
     ({"adv_mean": "A", "adv_nc_mean": "A^NC", "adv_ec_mean": "A^EC", "adv_ep_mean": "A^EP"},
      "Mean advantage of the steps taken there", "lines"),
 )
-
-
-def open_state_history(ctx: AppContext, canonical_key: str, train_step: int | None = None,
-                       group_id: str | None = None, run_key: str | None = None) -> None:
-    """Open this page on one state: ``canonical_key`` (a graph node's ``canonical_key``) of the
-    task of group ``group_id`` at ``train_step`` (default: the sidebar's group) of the run
-    ``run_key`` (default: the active run). For the group explorer's "this state over training".
-    """
-    st.session_state[REQUEST] = {
-        "run": run_key or (ctx.active.key if ctx.active else None),
-        "train_step": ctx.train_step if train_step is None else int(train_step),
-        "group_id": ctx.group_id if group_id is None else str(group_id),
-        "key": str(canonical_key),
-    }
-    page = ctx.pages.get("state_history")
-    if page is not None:
-        st.switch_page(page)
-    st.rerun()
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def cached_task_index(_log, key: str, version: tuple[int, int], by: str) -> TaskIndex:
-    """:func:`loaders.across_steps.task_index`, once per log version."""
-    return task_index(_log, by)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _task_column(_log, key: str, version: tuple[int, int]) -> str:
-    return task_column(_log)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -80,50 +48,9 @@ def _state_table(_log, key: str, version: tuple[int, int], _pairs: tuple[tuple[i
     return state_table(steps, keys, rule=params.rule, params=params.g2po())
 
 
-def task_label(task: str, n_steps: int) -> str:
-    return f"{truncate(task, 90)} · {n_steps} training step(s)"
-
-
-def match_by(opened: OpenLog, key: str) -> str:
-    """How tasks are matched across steps: a choice when the log has a task column."""
-    version = data.log_version(opened.log)
-    if _task_column(opened.log, opened.key, version) == "task":
-        return st.radio("Match the task across training steps by", ["task", "group_id"],
-                        horizontal=True, key=key,
-                        help="task: the log's task column (the same game or instruction); "
-                             "group_id: for runs that keep a task's group id at every step.")
-    st.caption("Tasks are matched across training steps by group id (the log has no `task` "
-               "column).")
-    return "group_id"
-
-
-def page_task_index(ctx: AppContext, opened, widget_key: str) -> TaskIndex | None:
-    """The header of a page across training steps (run, state key, the task-matching choice
-    under ``widget_key``) and the run's task index; None, with the error shown, when the run's
-    tasks cannot be matched."""
-    md("Run **{}** · state key **{}**", opened.name, ctx.params.state_key)
-    try:
-        by = match_by(opened, widget_key)
-        return cached_task_index(opened.log, opened.key, data.log_version(opened.log), by)
-    except data.LOADER_ERRORS + (G2POError,) as err:
-        show_error(f"Cannot match the tasks of {opened.name} across training steps", err)
-        return None
-
-
-def sidebar_moved(ctx: AppContext, page: str) -> bool:
-    """Whether the sidebar's (run, training step, group) moved since ``page`` last drew
-    (another group chosen, the URL's): a page across training steps then starts from it
-    anew."""
-    here = (ctx.active.key if ctx.active else None, ctx.train_step, ctx.group_id)
-    key = f"_g2po_sidebar_at:{page}"
-    moved = st.session_state.get(key) != here
-    st.session_state[key] = here
-    return moved
-
-
 def render(ctx: AppContext) -> None:
     st.title("State over training")
-    request = st.session_state.pop(REQUEST, None)
+    request = take_state_request()
     opened = ctx.active
     if request and request.get("run"):
         opened = next((o for o in ctx.logs if o.key == request["run"]), opened)
@@ -251,26 +178,6 @@ def _url_place(index: TaskIndex) -> tuple[int, str, str | None] | None:
     except (ValueError, *data.LOADER_ERRORS):
         return None
     return (*place, token)
-
-
-def group_choice(column, index: TaskIndex, task: str, step: int, preferred: str | None,
-                 fresh: bool, key: str, say: bool = False) -> str:
-    """The group whose graph a page shows at training step ``step``: ``preferred`` (where the
-    user came from) when it holds the task there, else the first by id; and, when the step
-    holds the task in several groups, a choice in ``column`` (widget ``key``, reset to that
-    default when ``fresh``), said in a line above it with ``say``."""
-    choices = index.groups_at(task, step)
-    if len(choices) < 2:
-        return choices[0]
-    if fresh or st.session_state.get(key) not in choices:
-        st.session_state[key] = preferred if preferred in choices else choices[0]
-    with column:
-        if say:
-            md("Training step {} holds this task in {} groups: {}.", step, len(choices),
-               ", ".join(choices))
-        return st.selectbox(fmt("Group at training step {}", step), choices, key=key,
-                            help="This training step holds the task in several groups; the "
-                                 "states and graph shown are this group's.")
 
 
 def _shared_groups(ctx: AppContext, opened: OpenLog, index: TaskIndex, task: str,

@@ -8,18 +8,13 @@ import pandas as pd
 import streamlit as st
 
 from app import data
+from app.across_steps import group_choice, page_task_index, sidebar_moved, task_label
 from app.context import AppContext
 from app.graph_component import graph_component
 from app.graph_html import Highlight, network_data
 from app.safe import fmt, truncate
 from app.tables import style_diverging
 from app.ui import md, no_run_message, show_error
-from app.views.state_history import (
-    group_choice,
-    page_task_index,
-    sidebar_moved,
-    task_label,
-)
 from g2po.analysis.labels import snap_frame
 from g2po.analysis.state_graph import StateGraph
 from g2po.analysis.stepdiff import APPEARED, KEPT, VANISHED, step_diff

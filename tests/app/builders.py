@@ -87,9 +87,9 @@ def goto(at: AppTest, page: str) -> AppTest:
     app's pages are functions: the page is found in what ``st.navigation`` registered."""
     from app.shell import PAGES
 
-    title = PAGES[page][1]
-    (page_hash,) = [h for h, info in at._registered_pages.items()
-                    if info.get("page_name") == title]
+    title = PAGES[page][1]  # the first page of that title: the start page's twin comes last
+    page_hash = next(h for h, info in at._registered_pages.items()
+                     if info.get("page_name") == title)
     at._page_hash = page_hash
     return at.run()
 

@@ -77,7 +77,7 @@ print(json.dumps({{"warmed": sorted(warmed), "new": sorted(set(sys.modules) - be
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert {"pandas", "pyarrow", "pyvis", "app.views.group", "loaders"} <= set(result["warmed"])
+    assert {"pandas", "pyarrow", "pyvis", "app.views.explorer", "loaders"} <= set(result["warmed"])
     late = [m for m in result["new"] if m.split(".")[0] in HEAVY]
     assert late == [], f"imported by the first script run, not by the warm-up: {late}"
     assert result["frozen"] > 10_000  # the imported objects left the collector's view

@@ -53,9 +53,9 @@ def _open_from_another_page(log_path: str, key: str) -> None:  # runs inside App
     import loaders
     from app.context import AppContext, OpenLog
     from app.data import LogRef
+    from app.navigation import open_state_history
     from app.options import AppOptions
     from app.shell import run
-    from app.views.state_history import open_state_history
 
     if "_asked" not in st.session_state:  # what the group explorer's node panel does
         st.session_state["_asked"] = True

@@ -30,6 +30,7 @@ from app.graph_html import (
     critical_edges,
     network_data,
 )
+from app.navigation import open_state_history, page_link
 from app.params import SpecParams
 from app.rules import apply_fix
 from app.safe import escape_html, fmt, truncate
@@ -489,8 +490,8 @@ def _alarm_list(ctx: AppContext, alarms: list[Alarm], graph: StateGraph,
                               rank_of[edge], graph.edges["td_error"].iloc[edge]),
                           key=f"g_alcrit_{alarm.kind}_{edge}", type="tertiary",
                           on_click=_select_edge, args=(edge,))
-        if alarm.kind == "disagreement" and "compare" in ctx.pages:
-            st.page_link(ctx.pages["compare"], label="compare G2PO and GRPO →")
+        if alarm.kind == "disagreement":
+            page_link(ctx, "compare", fmt("compare G2PO and GRPO →"))
     # the alarms read validity (penalty amplification) and the advantages (disagreement)
     _assumption_caption(("valid", "A"), assumed, what="the alarms rest on it")
 
@@ -658,8 +659,6 @@ def _state_over_training_link(ctx: AppContext, graph: StateGraph, node: int) -> 
     if st.button("This state over training", key=f"state_over_training:{node}",
                  help="Visits, value and advantages of this state at every training step "
                       "where its task occurs."):
-        from app.views.state_history import open_state_history  # its page's modules, on use
-
         open_state_history(ctx, str(row["canonical_key"]))
 
 

@@ -4,49 +4,25 @@ task and success rate; click a row to open that group in the group explorer. Sor
 live in the URL (``gscope``, ``gsort``, ``gorder``, ``galarm``, ``gtask``, ``gsuccess``).
 
 The numbers are :func:`g2po.analysis.triage.triage_log`'s, the same as ``g2po triage``; a whole
-run is computed once with a progress bar and then read from its on-disk cache. The Run
-overview links here first and shows, per training step, the share of groups with each alarm
-(:func:`groups_link`, :func:`alarm_shares`).
+run is computed once with a progress bar and then read from its on-disk cache
+(:mod:`app.triage_table`, which the Run overview's alarm shares read too).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
-import pandas as pd
 import streamlit as st
 
-from app import data
-from app.context import AppContext, OpenLog
-from app.ui import md, no_run_message, picked_row, show_error
+from app.context import AppContext
+from app.navigation import goto_step
+from app.triage_table import HEADERS, computed_table
+from app.ui import md, no_run_message, picked_row
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import ALARM_KINDS, ALARM_TITLES
-from g2po.analysis.triage import (
-    ALARM_COLUMNS,
-    TRIAGE_COLUMNS,
-    filter_groups,
-    sort_groups,
-    step_shares,
-    triage_log,
-)
-from g2po.errors import G2POError
-from g2po.outcomes import OutcomeRule
+from g2po.analysis.triage import ALARM_COLUMNS, TRIAGE_COLUMNS, filter_groups, sort_groups
 
-__all__ = ["render", "groups_table", "groups_link", "alarm_shares", "SCOPES",
-           "SORTS", "ALARM_FILTERS", "AUTO_SHARES_ROWS"]
+__all__ = ["render", "SCOPES", "SORTS", "ALARM_FILTERS"]
 
 SCOPES = {"step": "This training step", "all": "Every training step"}
-#: Column → header shown (the library's names stay in CSV / JSON and the URL).
-HEADERS = {
-    "train_step": "step", "group_id": "group", "task": "task", "rollouts": "rollouts",
-    "steps": "steps", "success_rate": "success", "reward_mean": "reward mean",
-    "reward_std": "reward std", "zero_adv_share": "A≈0 share", "adv_abs_mean": "mean |A|",
-    "adv_ec_abs_mean": "mean |A^EC|", "state_nodes": "state nodes", "merge_rate": "merge rate",
-    "max_value_var": "max Var(V)", "invalid_rate": "invalid", "truncated_share": "truncated",
-    "no_signal": "no signal (G2PO)", "no_signal_grpo": "no signal (GRPO)",
-    "n_alarms": "alarm kinds",
-    **{f"alarm_{k}": ALARM_TITLES[k] for k in ALARM_KINDS},
-}
 #: Columns the table can be sorted by ("" = the default order, worst first).
 SORTS = {"": "worst first (no signal, then most alarm kinds)",
          **{c: HEADERS[c] for c in TRIAGE_COLUMNS}}
@@ -60,52 +36,9 @@ SHOWN_ORDER = ["train_step", "group_id", "task", "no_signal", "no_signal_grpo", 
                                  ("train_step", "group_id", "task", "no_signal",
                                   "no_signal_grpo", "n_alarms", *ALARM_COLUMNS)]]
 _PERCENT = ("success_rate", "zero_adv_share", "merge_rate", "invalid_rate", "truncated_share")
-#: The run overview computes the shares without asking for runs up to this many step rows.
-AUTO_SHARES_ROWS = 300_000
 #: Session key: the (training step, group id) of each row shown, for the row-click callback.
 _ROWS = "_g2po_groups_rows"
 _PICK = "_g2po_groups_pick"
-#: Computed tables (log key, version, steps, params, rule) → table; here (not st.cache_data)
-#: so the progress bar is drawn by the computation itself, never replayed.
-_TABLES: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
-_TABLES_MAX = 16
-
-
-def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
-                 rule: OutcomeRule, bar=None) -> pd.DataFrame:
-    """The groups table of ``steps`` (None: every training step) of a run under the sidebar's
-    G2PO parameters and ``rule``; ``bar`` (an ``st.progress``) shows the work."""
-    params = ctx.params
-    version = data.log_version(opened.log)
-    key = (opened.key, version, None if steps is None else tuple(steps), params, rule)
-    if key in _TABLES:
-        _TABLES.move_to_end(key)
-        return _TABLES[key]
-
-    def progress(done: int, total: int) -> None:
-        if bar is not None and total:
-            bar.progress(min(done / total, 1.0), text="Computing the groups table…")
-
-    table = triage_log(opened.log, steps, rule=rule, params=params.g2po(),
-                       progress=progress)
-    _TABLES[key] = table
-    while len(_TABLES) > _TABLES_MAX:
-        _TABLES.popitem(last=False)
-    return table
-
-
-def _computed(ctx: AppContext, opened: OpenLog, steps: list[int] | None, rule: OutcomeRule):
-    """(placeholder, :func:`groups_table`) with a progress bar in the placeholder while it is
-    computed, for the caller to fill with what it shows; the table is None after saying why it
-    cannot be computed."""
-    section = st.empty()
-    with section.container():
-        bar = st.progress(0.0, text="Computing the groups table…")
-        try:
-            return section, groups_table(ctx, opened, steps, rule, bar)
-        except data.LOADER_ERRORS + (G2POError,) as err:
-            show_error("Cannot compute the groups table", err)
-            return section, None
 
 
 def _parse_range(text: str) -> tuple[float, float]:
@@ -157,8 +90,6 @@ def render(ctx: AppContext) -> None:
         return
     pick = st.session_state.pop(_PICK, None)
     if pick is not None:
-        from app.views.overview import goto_step  # the explorer's entry, on use
-
         goto_step(ctx, opened, int(pick[0]), str(pick[1]))
     _seed()
     rule = ctx.rule_of(opened)
@@ -173,7 +104,7 @@ def render(ctx: AppContext) -> None:
     task = filters[1].text_input("Task or group contains", key="gr_task")
     success = filters[2].slider("Success rate", 0.0, 1.0, step=0.05, key="gr_success")
     steps = [ctx.train_step] if scope == "step" else None
-    section, table = _computed(ctx, opened, steps, rule)
+    section, table = computed_table(ctx, opened, steps, rule)
     if table is None:
         return
     shown = filter_groups(table, alarms=alarms, task=task or None,
@@ -198,49 +129,3 @@ def render(ctx: AppContext) -> None:
               gtask=task or None,
               gsuccess=None if tuple(success) == (0.0, 1.0) else
               f"{success[0]:g},{success[1]:g}")
-
-
-# -- on the run overview -------------------------------------------------------------------
-
-def groups_link(ctx: AppContext) -> None:
-    """The overview's first link: the groups table."""
-    page = ctx.pages.get("groups")
-    if page is not None:
-        st.page_link(page, label="Groups: every group of a training step, worst first "
-                                 "(no training signal, credit alarms) →")
-
-
-def alarm_shares(ctx: AppContext) -> None:
-    """Per training step of the active run: the share of groups with no training signal and
-    with each alarm (computed for runs up to :data:`AUTO_SHARES_ROWS` step rows, else on
-    request)."""
-    opened = ctx.active
-    if opened is None:
-        return
-    st.subheader("Groups with no training signal or an alarm")
-    md("Run **{}**, per training step: the share of its groups where each credit alarm "
-       "fires (the Groups page lists them).", opened.name)
-    rule = ctx.rule_of(opened)
-    try:  # the summary the Run overview read (its cache entry: the same rule)
-        rows = int(data.run_summary(opened.log, opened.key, data.log_version(opened.log),
-                                    rule)["n_steps"].sum())
-    except data.LOADER_ERRORS + (G2POError,) as err:
-        show_error("Cannot summarise the run", err)
-        return
-    if rows > AUTO_SHARES_ROWS and not st.checkbox(
-            "Compute them (reads every training step once; cached on disk afterwards)",
-            key="ov_alarm_shares"):
-        return
-    section, table = _computed(ctx, opened, None, rule)
-    if table is None:
-        return
-    shares = step_shares(table)
-    labels = {"no_signal": "no signal (G2PO)", "no_signal_grpo": "no signal (GRPO)",
-              **{c: HEADERS[c] for c in ALARM_COLUMNS if c != "alarm_no_signal"}}
-    with section.container():
-        chart = shares.set_index("train_step")[list(labels)].rename(columns=labels)
-        st.line_chart(chart, x_label="training step", y_label="share of groups", height=260)
-        st.dataframe(shares.rename(columns={"train_step": "step", **labels}),
-                     hide_index=True, height=200,
-                     column_config={v: st.column_config.NumberColumn(v, format="percent")
-                                    for v in labels.values()})

@@ -8,7 +8,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import loaders
-from app.views.groups import _PICK, HEADERS
+from app.triage_table import HEADERS
+from app.views.triage import _PICK
 from g2po.analysis.triage import sort_groups, step_shares, triage_log
 from tests.app.builders import app_test, entry, texts
 from tests.app.views.conftest import assert_no_markup_from_logs

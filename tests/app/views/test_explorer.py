@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 import loaders
 from app.graph_html import FADED_EDGE, critical_edges
 from app.sidebar import GROUP_LABEL_CHARS
-from app.views.group import edge_from_click, node_from_click
+from app.views.explorer import edge_from_click, node_from_click
 from g2po.analysis.alarms import credit_alarms
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
