@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 
 from g2po.outcomes import OutcomeRule, TruncationHint, rule_from_won
+from loaders.curves import read_curves
 from loaders.errors import LoaderError
 from loaders.files import file_key
-from loaders.report import LoadReport, attach_report, report_of
+from loaders.report import LoadReport, attach_report, report_of, step_ranges
 from loaders.summary import (
     SUMMARY_COLUMNS,
     group_summary,
@@ -26,7 +27,7 @@ from loaders.summary import (
     truncation_hint,
 )
 
-__all__ = ["Log", "TableLog", "manifest_rule", "step_ranges"]
+__all__ = ["Log", "TableLog", "manifest_rule"]
 
 
 def _rule_holders(manifest: dict) -> list[dict]:
@@ -230,8 +231,6 @@ class Log:
         their own. Empty (only ``train_step``) when the log has none."""
         if self.metrics_source is None:
             return pd.DataFrame({"train_step": pd.Series(dtype=np.int64)})
-        from loaders.curves import read_curves
-
         source = self.metrics_source
         files = sorted(source.rglob("*tfevents*")) if source.is_dir() else [source]
         key = tuple((str(f), *file_key(f, "metrics file")) for f in files if f.is_file())
@@ -303,19 +302,3 @@ class TableLog(Log):
             return self.steps
         return super().load(train_step, group_id)
 
-
-def step_ranges(values: list[int]) -> str:
-    """``1-3, 7`` for [1, 2, 3, 7]: a short description of a list of training steps."""
-    parts: list[str] = []
-    start = prev = None
-    for v in values:
-        if start is None:
-            start = prev = v
-        elif v == prev + 1:
-            prev = v
-        else:
-            parts.append(f"{start}-{prev}" if prev != start else f"{start}")
-            start = prev = v
-    if start is not None:
-        parts.append(f"{start}-{prev}" if prev != start else f"{start}")
-    return ", ".join(parts)

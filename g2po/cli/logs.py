@@ -100,7 +100,7 @@ def _validate(args: argparse.Namespace) -> int:
     for key, value in manifest.items():
         print(f"  {key:<15} {value}")
     if result.train_steps:
-        from loaders.log import step_ranges
+        from loaders.report import step_ranges
 
         print(f"  training steps  {len(result.train_steps)} ({step_ranges(result.train_steps)})")
         print(f"  groups          {result.n_groups:,}")
