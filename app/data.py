@@ -36,6 +36,7 @@ from app.params import SpecParams
 from g2po.estimators import estimate
 from g2po.graph import StateGraph, state_graph
 from g2po.outcomes import OutcomeRule, TruncationHint
+from loaders.formats import TABLE_FORMATS, options_for
 
 __all__ = [
     "LogRef",
@@ -74,13 +75,6 @@ __all__ = [
 #: Errors a bad log or a bad parameter raises on purpose; views show them as messages.
 LOADER_ERRORS = (loaders.LoaderError, ValueError, KeyError, TypeError, FileNotFoundError,
                  OSError, ArithmeticError)
-#: Keyword arguments of :func:`loaders.open_log` and the formats each applies to.
-_READ_OPTION_FORMATS = {"mapping": ("csv", "jsonl", "parquet", "pickle"),
-                        "trust_pickle": ("pickle",),
-                        "state_regex": ("verl",), "action_regex": ("verl",),
-                        "outcome": (None, "run", "verl", "csv", "jsonl", "parquet", "pickle"),
-                        "metrics": (None, "run", "verl", "csv", "jsonl", "parquet", "pickle")}
-_TABLE_FORMATS = ("csv", "jsonl", "parquet")
 
 
 class RefusedPathError(loaders.LoaderError):
@@ -116,7 +110,8 @@ def read_options(fmt: str | None, read: tuple[tuple[str, object], ...]
                  ) -> tuple[tuple[str, object], ...]:
     """The options of ``read`` that apply to a log of format ``fmt`` (a mapping means nothing
     to a run directory, and the loaders refuse it there)."""
-    return tuple((k, v) for k, v in read if fmt in _READ_OPTION_FORMATS.get(k, ()))
+    applies = options_for(fmt)
+    return tuple((k, v) for k, v in read if k in applies)
 
 
 def with_mapping(read: tuple[tuple[str, object], ...], mapping: dict[str, str]
@@ -209,7 +204,7 @@ def table_format(ref: LogRef) -> str | None:
     if not path.is_file():
         return None
     fmt = ref.format if ref.format not in (None, "table") else loaders.detect_format(path)
-    return fmt if fmt in _TABLE_FORMATS else None
+    return fmt if fmt in TABLE_FORMATS else None
 
 
 def check_rows(path: str | Path, fmt: str, max_rows: int) -> None:

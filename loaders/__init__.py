@@ -22,9 +22,10 @@ log, and on every frame as plain data in ``frame.attrs["load_report"]`` (read it
 from __future__ import annotations
 
 from loaders.curves import read_curves
-from loaders.detect import FORMATS, detect_format
+from loaders.detect import detect_format
 from loaders.discover import find_logs
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError, UntrustedPickleError
+from loaders.formats import FORMATS, LOG_FORMATS, LogFormat
 from loaders.log import Log, TableLog
 from loaders.mapping import parse_mapping
 from loaders.opener import check_metrics, check_outcome_overrides, load_steps, open_log
@@ -45,6 +46,8 @@ __all__ = [
     "find_logs",
     "write_csv",
     "FORMATS",
+    "LOG_FORMATS",
+    "LogFormat",
     "Log",
     "TableLog",
     "Run",

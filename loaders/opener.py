@@ -11,13 +11,14 @@ import pandas as pd
 
 from g2po.outcomes import OutcomeRule
 from loaders.curves import curves_kind, find_curves
-from loaders.detect import check_format, detect_format
+from loaders.detect import detect_format
 from loaders.errors import LoaderError, NoLogFoundError
+from loaders.formats import LOG_FORMATS, TABLE, TABLE_FORMATS, check_format
 from loaders.log import Log
 from loaders.mapping import MappingSpec
 from loaders.pickles import open_pickle
 from loaders.rundir import open_run
-from loaders.tables import TABLE_FORMATS, open_table
+from loaders.tables import open_table
 from loaders.verl_dump import open_verl_dump
 
 __all__ = ["open_log", "load_steps", "check_metrics", "check_outcome_overrides"]
@@ -39,8 +40,8 @@ def open_log(
     Parameters
     ----------
     path : a file or directory.
-    format : one of :data:`FORMATS` (``table`` = csv/jsonl/parquet by extension); detected from
-        the content and name when None.
+    format : one of :data:`loaders.formats.FORMATS` (``table`` = csv/jsonl/parquet by
+        extension); detected from the content and name when None.
     mapping : step-table column -> source column, for tables and batch dumps: a dict, a
         YAML/JSON file, or ``["group_id=uid", …]``.
     trust_pickle : allow unpickling a batch dump (unpickling runs code from the file).
@@ -63,7 +64,7 @@ def open_log(
     """
     path = Path(path)
     fmt = check_format(format) if format else detect_format(path)
-    if fmt == "table":
+    if fmt == TABLE:
         fmt = detect_format(path)
         if fmt not in TABLE_FORMATS:
             raise LoaderError(f"{path}: --format table expects a .csv, .jsonl or .parquet file")
@@ -119,8 +120,7 @@ def check_outcome_overrides(outcome: Mapping[str, object] | None) -> dict[str, o
 
 
 def _check_options(fmt: str, **options) -> None:
-    allowed = {"run": set(), "verl": {"state_regex", "action_regex"}, "pickle": {"mapping"}}
-    ok = allowed.get(fmt, {"mapping"})
+    ok = LOG_FORMATS[fmt].options
     wrong = [k for k, v in options.items() if v is not None and k not in ok]
     if wrong:
         raise LoaderError(f"option(s) {', '.join(wrong)} do not apply to a {fmt} log")

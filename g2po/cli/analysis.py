@@ -56,11 +56,6 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 #: How ``g2po advantages`` / ``graph`` name the format they read a log as.
-_FORMAT_WORDS = {"run": "a g2po run directory", "verl": "a verl rollout dump",
-                 "csv": "a CSV table", "jsonl": "a JSON-lines table",
-                 "parquet": "a Parquet table", "pickle": "a pickled batch dump"}
-
-
 def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
           ) -> tuple[OutcomeRule, pd.DataFrame]:
     """The log's outcome rule (:meth:`loaders.Log.rule`, with ``--success-reward`` …) and the
@@ -68,6 +63,7 @@ def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
     stderr what it read (the format, rows and training steps) and the loader's notes (a
     missing run.json, files it did not read, defaults it assumed)."""
     from loaders import open_log
+    from loaders.formats import format_words
     from loaders.report import report_of
 
     log = open_log(args.path, **log_options(args))
@@ -78,7 +74,7 @@ def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
     if steps.empty:
         raise ValueError(f"{args.path}: no step rows match the selection")
     n_steps = steps["train_step"].nunique() if "train_step" in steps.columns else 0
-    print(f"g2po {args.command}: read {args.path} as {_FORMAT_WORDS.get(log.format, log.format)}"
+    print(f"g2po {args.command}: read {args.path} as {format_words(log.format)}"
           f": {len(steps):,} step rows"
           + (f" of {n_steps} training step(s)" if n_steps else ""), file=sys.stderr)
     for note in report_of(steps).notes:
