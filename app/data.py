@@ -34,8 +34,8 @@ import loaders
 from app.options import AppOptions
 from app.params import SpecParams
 from g2po.analysis.state_graph import StateGraph, state_graph
-from g2po.estimators import estimate
 from g2po.outcomes import OutcomeRule, TruncationHint
+from loaders.formats import TABLE_FORMATS, options_for
 
 __all__ = [
     "LogRef",
@@ -74,13 +74,6 @@ __all__ = [
 #: Errors a bad log or a bad parameter raises on purpose; views show them as messages.
 LOADER_ERRORS = (loaders.LoaderError, ValueError, KeyError, TypeError, FileNotFoundError,
                  OSError, ArithmeticError)
-#: Keyword arguments of :func:`loaders.open_log` and the formats each applies to.
-_READ_OPTION_FORMATS = {"mapping": ("csv", "jsonl", "parquet", "pickle"),
-                        "trust_pickle": ("pickle",),
-                        "state_regex": ("verl",), "action_regex": ("verl",),
-                        "outcome": (None, "run", "verl", "csv", "jsonl", "parquet", "pickle"),
-                        "metrics": (None, "run", "verl", "csv", "jsonl", "parquet", "pickle")}
-_TABLE_FORMATS = ("csv", "jsonl", "parquet")
 
 
 class RefusedPathError(loaders.LoaderError):
@@ -116,7 +109,8 @@ def read_options(fmt: str | None, read: tuple[tuple[str, object], ...]
                  ) -> tuple[tuple[str, object], ...]:
     """The options of ``read`` that apply to a log of format ``fmt`` (a mapping means nothing
     to a run directory, and the loaders refuse it there)."""
-    return tuple((k, v) for k, v in read if fmt in _READ_OPTION_FORMATS.get(k, ()))
+    applies = options_for(fmt)
+    return tuple((k, v) for k, v in read if k in applies)
 
 
 def with_mapping(read: tuple[tuple[str, object], ...], mapping: dict[str, str]
@@ -209,7 +203,7 @@ def table_format(ref: LogRef) -> str | None:
     if not path.is_file():
         return None
     fmt = ref.format if ref.format not in (None, "table") else loaders.detect_format(path)
-    return fmt if fmt in _TABLE_FORMATS else None
+    return fmt if fmt in TABLE_FORMATS else None
 
 
 def check_rows(path: str | Path, fmt: str, max_rows: int) -> None:
@@ -411,43 +405,10 @@ def graph_id(key: str, train_step: int, group_id: str, params: SpecParams) -> st
 @st.cache_data(show_spinner=False, max_entries=64)
 def merge_rates(_log: loaders.Log, key: str, version: tuple[int, int],
                 state_key: str = "exact") -> pd.DataFrame:
-    """State-merge rate per training step, 1 − (state nodes / step rows), summed over groups.
-
-    Reads every training step's rows once: the overview asks for it only when the run is
-    small or the user asks. A run directory under the exact state key is counted from two
-    columns in Arrow (:func:`_exact_merge_rates`).
-    """
-    if state_key == "exact" and _log.format == "run":
-        fast = _exact_merge_rates(_log)
-        if fast is not None:
-            return fast
-    rows = []
-    for step in _log.train_steps():
-        steps = _log.load_step(step)
-        _, ix = estimate(steps, "grpo", state_key=state_key)
-        rows.append({"train_step": step, "merge_rate": 1.0 - ix.n_nodes / max(ix.n_steps, 1)})
-    return pd.DataFrame(rows, columns=["train_step", "merge_rate"])
-
-
-def _exact_merge_rates(log: loaders.Log) -> pd.DataFrame | None:
-    """:func:`merge_rates` of a run directory under the exact state key: per step file, the
-    distinct (group_id, state_key) pairs (its state nodes) counted by Arrow from those two
-    columns, without the rows' other columns or a Python loop. Reading and counting run in
-    Arrow's C++ without the interpreter lock, so the other sessions' script runs go on
-    meanwhile; on the 1.2 M-row bench run it takes ~1/3 of the full reading's time. None when
-    a file lacks the columns, has an empty key or does not read (the full path then reads the
-    rows and reports what is wrong)."""
-    rows = []
-    for step in log.train_steps():
-        try:
-            table = pq.read_table(log.step_file(step), columns=["group_id", "state_key"])
-        except (pa.ArrowException, KeyError, OSError):
-            return None
-        if table.num_rows == 0 or any(c.null_count for c in table.columns):
-            return None
-        nodes = table.group_by(["group_id", "state_key"]).aggregate([]).num_rows
-        rows.append({"train_step": step, "merge_rate": 1.0 - nodes / table.num_rows})
-    return pd.DataFrame(rows, columns=["train_step", "merge_rate"])
+    """:meth:`loaders.Log.merge_rates`, kept per log version and state key: it reads every
+    training step's rows once (a run directory's under the exact key: two columns), so the
+    overview asks for it only when the run is small or the user asks."""
+    return _log.merge_rates(state_key)
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -26,6 +26,7 @@ from app.ui import show_short_error
 from g2po.errors import G2POError
 from g2po.steps import REQUIRED_COLUMNS
 from loaders.columns import missing_columns, suggest_mapping, table_columns
+from loaders.formats import upload_types
 
 __all__ = ["log_sources", "choose_runs", "open_chosen", "load_reports", "roots", "Sources",
            "EXTRA_PATHS", "UPLOAD_TYPES", "MAPPING_ROLES"]
@@ -38,7 +39,7 @@ LAST_OPENED = "_g2po_last_opened"
 SEEN_UPLOADS = "_g2po_seen_uploads"
 PENDING_PATH = "_g2po_pending_path"
 KNOWN_RUNS = "_g2po_known_runs"
-UPLOAD_TYPES = ["csv", "jsonl", "ndjson", "json", "parquet", "pq"]
+UPLOAD_TYPES = upload_types()
 #: The roles of the mapping form: the required columns, then optional ones worth naming
 #: (``task`` matches a task across training steps; ``done`` and ``won`` tell truncation and
 #: success).

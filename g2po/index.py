@@ -21,11 +21,30 @@ from g2po.errors import StepTableError
 from g2po.state_keys import StateKeyFn, exact
 from g2po.steps import trajectory_problems
 
-__all__ = ["StepIndex", "index_steps", "MAX_ABS_REWARD"]
+__all__ = ["StepIndex", "index_steps", "merge_rate", "MAX_ABS_REWARD"]
 
 #: Largest |reward| an estimator accepts. Chosen so that every output column stays finite: the
 #: G2PO node-value variance is a square of rewards (≤ 1e300 here); above it a clear error.
 MAX_ABS_REWARD = 1e150
+
+
+def merge_rate(n_states: float | np.ndarray, n_steps: float | np.ndarray
+               ) -> float | np.ndarray:
+    """The state-merge rate, 1 − state nodes / steps: how much merging equal states compressed
+    the steps (0: every step its own state; near 1: few states hold many steps). The one
+    definition every table, page and metric shows; 0 where there are no steps.
+
+    Scalars give a float; arrays (e.g. (n_groups,) counts per group) give a float64 array.
+
+    >>> merge_rate(4, 6)
+    0.33333333333333337
+    >>> merge_rate(np.array([1, 3, 0]), np.array([4, 3, 0]))
+    array([0.75, 0.  , 0.  ])
+    """
+    states = np.asarray(n_states, dtype=np.float64)
+    steps = np.asarray(n_steps, dtype=np.float64)
+    rate = np.where(steps > 0, 1.0 - states / np.maximum(steps, 1.0), 0.0)
+    return float(rate) if rate.ndim == 0 else rate
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import pandas as pd
 from g2po.agent_format import build_prompt, format_response, parse_action
 from g2po.envs.base import EnvFamily, StepResult, TextEnv, env_family
 from g2po.errors import G2POError
+from g2po.index import merge_rate
 
 __all__ = [
     "Turn",
@@ -459,7 +460,7 @@ def step_metrics(steps: pd.DataFrame, stats: dict[str, Any], seconds: float) -> 
         "env/errors": len(stats["env_errors"]),
         "env/reset_errors": len(stats["reset_errors"]),
         "rollout/truncated_rate": stats["truncated"] / n_traj if n_traj else 0.0,
-        "g2po/merge_rate": 1.0 - nodes / len(steps) if len(steps) else 0.0,
+        "g2po/merge_rate": merge_rate(nodes, len(steps)),
         "time/collect_s": round(seconds, 3),
         "time/steps_per_s": round(len(steps) / seconds, 1) if seconds > 0 else 0.0,
     }

@@ -21,25 +21,20 @@ log, and on every frame as plain data in ``frame.attrs["load_report"]`` (read it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-
-import pandas as pd
-
-from g2po.outcomes import OutcomeRule
-from loaders.curves import curves_kind, find_curves, read_curves
-from loaders.detect import FORMATS, check_format, detect_format
+from loaders.curves import read_curves
+from loaders.detect import detect_format
 from loaders.discover import find_logs
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError, UntrustedPickleError
+from loaders.formats import FORMATS, LOG_FORMATS, LogFormat
 from loaders.log import Log, TableLog
-from loaders.mapping import MappingSpec, parse_mapping
-from loaders.pickles import load_pickle, open_pickle
+from loaders.mapping import parse_mapping
+from loaders.opener import check_metrics, check_outcome_overrides, load_steps, open_log
+from loaders.pickles import load_pickle
 from loaders.report import LoadReport, LoadWarning, report_of
 from loaders.rundir import Run, RunWriter, open_run
 from loaders.summary import GROUP_SUMMARY_COLUMNS, SUMMARY_COLUMNS
-from loaders.tables import TABLE_FORMATS, load_table, open_table, write_csv
+from loaders.tables import load_table, write_csv
 from loaders.validate import Validation, validate_log
-from loaders.verl import open_verl_dump
 
 __all__ = [
     "open_log",
@@ -51,6 +46,8 @@ __all__ = [
     "find_logs",
     "write_csv",
     "FORMATS",
+    "LOG_FORMATS",
+    "LogFormat",
     "Log",
     "TableLog",
     "Run",
@@ -71,131 +68,3 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "GROUP_SUMMARY_COLUMNS",
 ]
-
-
-def open_log(
-    path: str | Path,
-    format: str | None = None,
-    *,
-    mapping: MappingSpec = None,
-    trust_pickle: bool = False,
-    state_regex: str | None = None,
-    action_regex: str | None = None,
-    outcome: Mapping[str, object] | None = None,
-    metrics: str | Path | None = None,
-) -> Log:
-    """Open any supported log for browsing; see :class:`loaders.log.Log` for what it offers.
-
-    Parameters
-    ----------
-    path : a file or directory.
-    format : one of :data:`FORMATS` (``table`` = csv/jsonl/parquet by extension); detected from
-        the content and name when None.
-    mapping : step-table column -> source column, for tables and batch dumps: a dict, a
-        YAML/JSON file, or ``["group_id=uid", …]``.
-    trust_pickle : allow unpickling a batch dump (unpickling runs code from the file).
-    state_regex, action_regex : verl dumps: extract the state key from ``input`` / the action
-        from ``output`` (group ``state`` or 1, else the whole match; the last match counts).
-    outcome : fields of :class:`g2po.outcomes.OutcomeRule` the user set (``success_reward``,
-        ``success_threshold``, ``terminal``, ``truncate_at``); they override the log's own
-        rule (:meth:`Log.rule`) wherever the log is summarised or estimated.
-    metrics : the log's training curves, kept apart from it: verl's file-logger JSONL or a
-        TensorBoard run's folder (:mod:`loaders.curves`). A verl dump without it takes the
-        curves found beside it (:func:`loaders.curves.find_curves`), and says so; ``""``
-        means none (nothing is looked for).
-
-    Raises
-    ------
-    NoLogFoundError : nothing readable at ``path``.
-    LogFormatError, g2po.errors.StepTableError : the content breaks its format (messages name
-        file, line and field).
-    UntrustedPickleError : a pickle without ``trust_pickle``.
-    """
-    path = Path(path)
-    fmt = check_format(format) if format else detect_format(path)
-    if fmt == "table":
-        fmt = detect_format(path)
-        if fmt not in TABLE_FORMATS:
-            raise LoaderError(f"{path}: --format table expects a .csv, .jsonl or .parquet file")
-    if not path.exists():
-        raise NoLogFoundError(f"{path}: no such file or directory")
-    _check_options(fmt, mapping=mapping, state_regex=state_regex, action_regex=action_regex)
-    overrides = check_outcome_overrides(outcome)
-    if fmt == "run":
-        log = open_run(path)
-    elif fmt == "verl":
-        log = open_verl_dump(path, state_regex=state_regex, action_regex=action_regex)
-    elif fmt == "pickle":
-        log = open_pickle(path, trust_pickle=trust_pickle, mapping=mapping)
-    elif path.is_dir():
-        raise LoaderError(f"{path}: a {fmt} log is a file, not a directory")
-    else:
-        log = open_table(path, fmt, mapping)
-    log.outcome_overrides = overrides
-    if metrics == "":
-        pass
-    elif metrics is not None:
-        log.metrics_source = check_metrics(metrics)
-    elif fmt == "verl" and path.is_dir():
-        log.metrics_source, notes = find_curves(path)
-        for note in notes:
-            log._base_report.note(note)
-    return log
-
-
-def check_metrics(path: str | Path) -> Path:
-    """A ``--metrics`` path, checked to hold training curves; :class:`LoaderError` says what
-    it holds instead."""
-    path = Path(path).expanduser()
-    try:
-        curves_kind(path)
-    except NoLogFoundError as err:
-        raise LoaderError(f"--metrics {err}") from None
-    return path
-
-
-def check_outcome_overrides(outcome: Mapping[str, object] | None) -> dict[str, object]:
-    """The user's outcome-rule fields, checked: a :class:`LoaderError` names a bad one."""
-    overrides = {k: v for k, v in (outcome or {}).items() if v is not None}
-    unknown = sorted(set(overrides) - set(OutcomeRule.__dataclass_fields__))
-    if unknown:
-        raise LoaderError(f"outcome rule: unknown field(s) {', '.join(unknown)}; known: "
-                          f"{', '.join(OutcomeRule.__dataclass_fields__)}")
-    try:
-        OutcomeRule(**overrides)
-    except ValueError as err:
-        raise LoaderError(f"outcome rule: {err}") from None
-    return overrides
-
-
-def _check_options(fmt: str, **options) -> None:
-    allowed = {"run": set(), "verl": {"state_regex", "action_regex"}, "pickle": {"mapping"}}
-    ok = allowed.get(fmt, {"mapping"})
-    wrong = [k for k, v in options.items() if v is not None and k not in ok]
-    if wrong:
-        raise LoaderError(f"option(s) {', '.join(wrong)} do not apply to a {fmt} log")
-
-
-def load_steps(
-    path: str | Path,
-    format: str | None = None,
-    *,
-    train_step: int | None = None,
-    group_id: str | None = None,
-    **options,
-) -> pd.DataFrame:
-    """One validated step table from any supported log: all of it, or one training step, or
-    one group (read alone where the format allows: a run directory reads one row group).
-
-    ``options`` are those of :func:`open_log`. The frame carries its
-    :class:`LoadReport` in ``frame.attrs["load_report"]``.
-
-    >>> import tempfile, pathlib
-    >>> from g2po.synthetic import synthetic_steps
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "steps.csv"
-    >>> synthetic_steps(300).to_csv(p, index=False)
-    >>> load_steps(p)["group_id"].nunique()
-    1
-    """
-    log = open_log(path, format, **options)
-    return log.load(train_step=train_step, group_id=group_id)

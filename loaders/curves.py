@@ -32,8 +32,7 @@ import pandas as pd
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
 from loaders.files import is_regular_file, read_prefix
 from loaders.lines import read_jsonl
-from loaders.log import step_ranges
-from loaders.report import LoadReport, attach_report
+from loaders.report import LoadReport, attach_report, step_ranges
 
 __all__ = ["read_curves", "read_file_logger", "read_tensorboard", "tensorboard_runs",
            "curves_kind", "find_curves", "is_file_logger_line", "RESUMED"]

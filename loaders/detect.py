@@ -5,22 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from loaders.errors import LoaderError, NoLogFoundError
+from loaders.errors import NoLogFoundError
 from loaders.files import SNIFF_BYTES, is_regular_file, read_prefix
-from loaders.pickles import PICKLE_SUFFIXES, is_pickle_bytes
+from loaders.formats import EXPECTED, LOG_FORMATS
+from loaders.pickles import is_pickle_bytes
 from loaders.rundir import MANIFEST, ROLLOUTS, is_run_dir
 from loaders.verl import is_verl_record, verl_step_files
 
-__all__ = ["FORMATS", "detect_format", "check_format"]
+__all__ = ["detect_format"]
 
-#: ``run`` (g2po run directory), ``verl`` (rollout_data_dir dumps), generic tables, ``pickle``.
-FORMATS = ("run", "verl", "csv", "jsonl", "parquet", "pickle")
-_EXPECTED = ("expected a g2po run directory (run.json, rollouts/step-*.parquet), a verl dump "
-             "directory ({global_step}.jsonl files), or a .csv / .jsonl / .parquet table, or a "
-             ".pkl batch dump")
-
-
-_TEXT_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".json")
+_CSV, _JSONL, _PARQUET, _PICKLE = (LOG_FORMATS[n] for n in ("csv", "jsonl", "parquet", "pickle"))
+_TEXT_SUFFIXES = (*_CSV.suffixes, *_JSONL.suffixes, *_JSONL.sniffed)
 
 
 def _binary(head: bytes, text_suffix: bool) -> bool:
@@ -33,15 +28,8 @@ def _binary(head: bytes, text_suffix: bool) -> bool:
     return text.count("\ufffd") > 0.1 * max(len(text), 1)
 
 
-def check_format(format: str) -> str:
-    """Validate a ``--format`` value (``table`` is accepted for any of csv/jsonl/parquet)."""
-    if format not in (*FORMATS, "table"):
-        raise LoaderError(f"unknown format {format!r}; one of {', '.join(FORMATS)}")
-    return format
-
-
 def detect_format(path: str | Path) -> str:
-    """The format of a file or directory, one of :data:`FORMATS`.
+    """The format of a file or directory, one of :data:`loaders.formats.FORMATS`.
 
     Directories: ``run.json`` or ``rollouts/`` makes a run, ``N.jsonl`` files a verl dump,
     ``.pkl`` files a batch dump. Files (regular ones only; only a bounded prefix is read):
@@ -59,13 +47,13 @@ def detect_format(path: str | Path) -> str:
             return "run"
         if verl_step_files(path):
             return "verl"
-        if any(p.suffix.lower() in PICKLE_SUFFIXES and is_regular_file(p)
+        if any(p.suffix.lower() in _PICKLE.suffixes and is_regular_file(p)
                for p in path.iterdir()):
             return "pickle"
         found = sorted(p.name for p in path.iterdir())[:8]
         hint = f" (a run's {ROLLOUTS}/ folder? pass the run directory, {path.parent})" \
             if path.name == ROLLOUTS and any(n.startswith("step-") for n in found) else ""
-        raise NoLogFoundError(f"{path}: no logs found in this directory; {_EXPECTED}. "
+        raise NoLogFoundError(f"{path}: no logs found in this directory; {EXPECTED}. "
                               f"It holds: {', '.join(found) if found else 'nothing'}{hint}")
     if path.name == MANIFEST:
         return "run"
@@ -73,34 +61,35 @@ def detect_format(path: str | Path) -> str:
     head = read_prefix(path)  # refuses FIFOs and devices before opening them
     if head[:4] == b"PAR1":
         return "parquet"
-    if suffix in (".parquet", ".pq"):
+    if suffix in _PARQUET.suffixes:
         raise NoLogFoundError(f"{path}: not a Parquet file (it does not start with PAR1)")
-    if is_pickle_bytes(head) or suffix in PICKLE_SUFFIXES:
+    if is_pickle_bytes(head) or suffix in _PICKLE.suffixes:
         return "pickle"
     if not head:
-        if suffix in (".csv", ".jsonl", ".ndjson"):
-            return suffix.removeprefix(".").replace("ndjson", "jsonl")  # the reader says empty
-        raise NoLogFoundError(f"{path}: the file is empty; {_EXPECTED}")
+        for named in (_CSV, _JSONL):
+            if suffix in named.suffixes:
+                return named.name  # the reader says empty
+        raise NoLogFoundError(f"{path}: the file is empty; {EXPECTED}")
     if _binary(head, text_suffix=suffix in _TEXT_SUFFIXES):
-        raise NoLogFoundError(f"{path}: binary content, not a text log; {_EXPECTED}")
+        raise NoLogFoundError(f"{path}: binary content, not a text log; {EXPECTED}")
     first = next((line.strip() for line in head.split(b"\n") if line.strip()), b"")
     complete = b"\n" in head or len(head) < SNIFF_BYTES
-    if suffix == ".csv":
+    if suffix in _CSV.suffixes:
         return "csv"
-    if suffix in (".jsonl", ".ndjson", ".json") or first.startswith(b"{"):
+    if suffix in (*_JSONL.suffixes, *_JSONL.sniffed) or first.startswith(b"{"):
         if not first.startswith(b"{"):
             raise NoLogFoundError(f"{path}: not JSON lines (its first line is not a JSON "
-                                  f"object); {_EXPECTED}")
+                                  f"object); {EXPECTED}")
         try:
             record = json.loads(first) if complete else None
         except (ValueError, RecursionError):
             # A malformed first line of a .jsonl is reported by the reader, with its number;
             # a .json file that is not one object per line is some other JSON document.
-            if suffix == ".json":
+            if suffix in _JSONL.sniffed:
                 raise NoLogFoundError(f"{path}: a JSON document, not JSON lines (one object "
-                                      f"per line); {_EXPECTED}") from None
+                                      f"per line); {EXPECTED}") from None
             record = None
         return "verl" if isinstance(record, dict) and is_verl_record(record) else "jsonl"
     if b"," in first and not suffix:  # a name without extension, holding comma-separated text
         return "csv"
-    raise NoLogFoundError(f"{path}: unknown log format (pass --format); {_EXPECTED}")
+    raise NoLogFoundError(f"{path}: unknown log format (pass --format); {EXPECTED}")

@@ -14,10 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from g2po.index import index_steps, merge_rate
 from g2po.outcomes import OutcomeRule, TruncationHint, rule_from_won
+from g2po.state_keys import resolve_state_key
+from g2po.steps import coerce_steps
+from loaders.curves import read_curves
 from loaders.errors import LoaderError
 from loaders.files import file_key
-from loaders.report import LoadReport, attach_report, report_of
+from loaders.report import LoadReport, attach_report, report_of, step_ranges
 from loaders.summary import (
     SUMMARY_COLUMNS,
     group_summary,
@@ -26,7 +30,10 @@ from loaders.summary import (
     truncation_hint,
 )
 
-__all__ = ["Log", "TableLog", "manifest_rule", "step_ranges"]
+__all__ = ["Log", "TableLog", "manifest_rule", "MERGE_RATE_COLUMNS"]
+
+#: The columns of :meth:`Log.merge_rates`.
+MERGE_RATE_COLUMNS = ["train_step", "merge_rate"]
 
 
 def _rule_holders(manifest: dict) -> list[dict]:
@@ -151,6 +158,19 @@ class Log:
                 for s in self.train_steps()]
         return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
+    def merge_rates(self, state_key: str = "exact") -> pd.DataFrame:
+        """The state-merge rate of each training step (:func:`g2po.index.merge_rate` of its
+        state nodes, counted per group, and its step rows) under the state-key strategy
+        ``state_key`` (:func:`g2po.state_keys.resolve_state_key`); columns
+        :data:`MERGE_RATE_COLUMNS`. Reads every training step's rows once; formats that can
+        count the nodes without them override it."""
+        strategy = resolve_state_key(state_key)
+        rows = []
+        for step in self.train_steps():
+            ix = index_steps(coerce_steps(self.load_step(step)), strategy)
+            rows.append({"train_step": step, "merge_rate": merge_rate(ix.n_nodes, ix.n_steps)})
+        return pd.DataFrame(rows, columns=MERGE_RATE_COLUMNS)
+
     def truncation_hint(self, rule: OutcomeRule | None = None) -> TruncationHint | None:
         """Failures of the whole log that look cut at a step limit it does not state, under
         ``rule`` (default: :meth:`rule`): :func:`loaders.summary.truncation_hint`."""
@@ -230,8 +250,6 @@ class Log:
         their own. Empty (only ``train_step``) when the log has none."""
         if self.metrics_source is None:
             return pd.DataFrame({"train_step": pd.Series(dtype=np.int64)})
-        from loaders.curves import read_curves
-
         source = self.metrics_source
         files = sorted(source.rglob("*tfevents*")) if source.is_dir() else [source]
         key = tuple((str(f), *file_key(f, "metrics file")) for f in files if f.is_file())
@@ -303,19 +321,3 @@ class TableLog(Log):
             return self.steps
         return super().load(train_step, group_id)
 
-
-def step_ranges(values: list[int]) -> str:
-    """``1-3, 7`` for [1, 2, 3, 7]: a short description of a list of training steps."""
-    parts: list[str] = []
-    start = prev = None
-    for v in values:
-        if start is None:
-            start = prev = v
-        elif v == prev + 1:
-            prev = v
-        else:
-            parts.append(f"{start}-{prev}" if prev != start else f"{start}")
-            start = prev = v
-    if start is not None:
-        parts.append(f"{start}-{prev}" if prev != start else f"{start}")
-    return ", ".join(parts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
-__all__ = ["LoadReport", "LoadWarning", "Skip", "attach_report", "report_of"]
+__all__ = ["LoadReport", "LoadWarning", "Skip", "attach_report", "report_of", "step_ranges"]
 
 #: Locations kept per skip reason; the count keeps growing past this.
 _MAX_WHERE = 5
@@ -120,3 +120,20 @@ def report_of(frame) -> LoadReport:
     if isinstance(data, LoadReport):
         return data
     return LoadReport.from_dict(data) if isinstance(data, dict) else LoadReport()
+
+
+def step_ranges(values: list[int]) -> str:
+    """``1-3, 7`` for [1, 2, 3, 7]: a short description of a list of training steps."""
+    parts: list[str] = []
+    start = prev = None
+    for v in values:
+        if start is None:
+            start = prev = v
+        elif v == prev + 1:
+            prev = v
+        else:
+            parts.append(f"{start}-{prev}" if prev != start else f"{start}")
+            start = prev = v
+    if start is not None:
+        parts.append(f"{start}-{prev}" if prev != start else f"{start}")
+    return ", ".join(parts)

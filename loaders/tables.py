@@ -17,15 +17,15 @@ import pyarrow.parquet as pq
 from loaders.checks import finish_steps
 from loaders.errors import LogFormatError
 from loaders.files import read_bytes, regular_file
+from loaders.formats import TABLE_FORMATS
 from loaders.lines import TRUNCATED, decode_text, read_jsonl
 from loaders.log import TableLog
 from loaders.mapping import ALIASES, MappingSpec, apply_mapping, parse_mapping, require_columns
 from loaders.report import LoadReport
 
-__all__ = ["TABLE_FORMATS", "read_table", "load_table", "open_table", "parquet_frame",
+__all__ = ["read_table", "load_table", "open_table", "parquet_frame",
            "write_csv"]
 
-TABLE_FORMATS = ("csv", "jsonl", "parquet")
 # pandas' default NA strings; text columns (state keys, actions) keep them as text ("None" is a
 # fine action), only an empty cell is missing there.
 _NA_STRINGS = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",

@@ -17,8 +17,10 @@ import pyarrow as pa
 from g2po.errors import G2POError, StepTableError
 from g2po.outcomes import OutcomeRule, TruncationHint
 from loaders.detect import detect_format
+from loaders.discover import find_logs
 from loaders.errors import NoLogFoundError
 from loaders.log import Log
+from loaders.opener import open_log
 from loaders.report import LoadReport, LoadWarning
 from loaders.rundir import CHECKPOINTS, stale_checkpoints
 from loaders.summary import trajectory_table, truncation_hint, with_outcomes
@@ -92,8 +94,6 @@ def validate_log(path: str | Path, format: str | None = None, *, quick: bool = F
 
 
 def _validate(path: str | Path, format: str | None, quick: bool, options: dict) -> Validation:
-    from loaders import open_log
-
     result = Validation(str(path))
     try:
         result.format = format or detect_format(path)
@@ -203,7 +203,6 @@ def _check(log: Log, train_steps: list[int]) -> _StepCheck:
 
 def _check_job(job: tuple) -> _StepCheck:
     """:func:`_check` in a worker, on the log opened there; its report comes back."""
-    from loaders import open_log
 
     path, format, options, train_steps = job
     log = open_log(path, format, **{**options, "metrics": ""})
@@ -255,8 +254,6 @@ def _step_of(problem: str, order: dict[int, int]) -> int:
 
 def _logs_below(folder: Path) -> list[str]:
     """Where a folder that is no log itself holds logs further down, say which."""
-    from loaders.discover import find_logs
-
     try:
         logs, _ = find_logs(folder)
     except _READ_ERRORS:

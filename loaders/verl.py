@@ -25,16 +25,13 @@ history or the admissible actions, which differ between rollouts in the same sta
 ``state_regex`` to extract it yourself. Without ``uid`` (older verl, or the legacy trainer),
 each line is one whole trajectory of one step, and lines with the same ``input`` form a group.
 
-A dump directory (:class:`VerlDump`) is summarised without reading its text
-(:mod:`loaders.verl_scan`), and the summaries are kept between opens
-(:mod:`loaders.summary_cache`).
+This module reads one dump file; a dump directory is opened by :mod:`loaders.verl_dump`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,22 +40,15 @@ import pandas as pd
 
 from g2po.agent_format import current_observation
 from g2po.errors import UserPatternError
-from g2po.outcomes import OutcomeRule
 from g2po.steps import real_numbers
 from g2po.user_regex import UserPattern, compile_user_pattern
 from loaders.checks import finish_steps
-from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
-from loaders.files import file_key, part_stat
+from loaders.errors import LoaderError, LogFormatError
 from loaders.lines import read_jsonl
-from loaders.log import Log, TableLog
-from loaders.report import LoadReport, attach_report
-from loaders.summary import step_summaries
-from loaders.summary_cache import CacheEntry, CacheProblem, StepTables, SummaryCache
+from loaders.report import LoadReport
 
 __all__ = [
     "VERL_FIELDS",
-    "VerlDump",
-    "open_verl_dump",
     "load_verl_file",
     "verl_steps",
     "last_env_message",
@@ -455,170 +445,3 @@ def load_verl_file(path: str | Path, report: LoadReport | None = None, *,
     steps = verl_steps(records, lines, str(path), report, train_step=train_step, **options)
     return finish_steps(steps, str(path), report, "line")
 
-
-class VerlDump(Log):
-    """A verl rollout dump directory of ``{global_step}.jsonl`` files, read one training step
-    at a time; the last two steps read are kept in memory. (One dump file alone is opened as a
-    table: see :func:`open_verl_dump`.)
-
-    Summaries (:meth:`trajectories`, :meth:`summary`, :meth:`groups`) read only the fields
-    they need, files in parallel (:mod:`loaders.verl_scan`), and are kept on disk
-    (:mod:`loaders.summary_cache`, unless ``summary_cache`` is False): a later open reads
-    again only the files that changed or were added.
-    """
-
-    format = "verl"
-
-    def __init__(self, path: str | Path, *, state_regex: str | None = None,
-                 action_regex: str | None = None, summary_cache: bool = True):
-        path = Path(path)
-        if not path.is_dir():
-            raise NoLogFoundError(f"{path}: no such directory")
-        super().__init__(path, {"format": "verl", "source": str(path)},
-                         LoadReport(str(path), self.format))
-        self.options = {"state_regex": state_regex, "action_regex": action_regex}
-        self._cache: dict[int, tuple[tuple[int, int], pd.DataFrame]] = {}
-        #: each step file's trajectory table, and what the file was when read
-        self._tables = StepTables()
-        self._store = SummaryCache(path) if summary_cache else None
-        self._store_read = False
-        self._store_dirty = False
-        self._lock = threading.Lock()
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Re-list the dump files. Empty files (verl opens a step's file, then writes it) hold
-        no rows yet: they are left out of the training steps, and the report says so."""
-        files = verl_step_files(self.path)
-        if not files:
-            raise NoLogFoundError(f"{self.path}: no verl dump files ({{global_step}}.jsonl)")
-        empty = sorted(s for s, p in files.items() if p.stat().st_size == 0)
-        if empty:
-            self._base_report.note(f"{len(empty)} empty dump file(s) left out (steps being "
-                             f"dumped?): {', '.join(files[s].name for s in empty[:5])}")
-        self._files = {s: p for s, p in files.items() if s not in empty}
-        if not self._files:
-            raise LogFormatError(f"{self.path}: every verl dump file is empty; no rows yet")
-        self.has_train_steps = True
-
-    def train_steps(self) -> list[int]:
-        return sorted(self._files)
-
-    def trajectories(self, train_step: int) -> pd.DataFrame:
-        """:func:`loaders.summary.trajectory_table` of one step file, from the fields it needs
-        (kept in memory and on disk until the file changes); ``task`` = the lines' ``gts``
-        where it is a short string."""
-        self._check_step(train_step)
-        return self._trajectory_tables([train_step])[train_step]
-
-    def groups(self, train_step: int) -> list[str]:
-        return sorted(self.trajectories(train_step)["group_id"].unique().tolist())
-
-    def summary(self, rule: OutcomeRule | None = None) -> pd.DataFrame:
-        """:meth:`Log.summary`, from every step file's trajectory table in one pass."""
-        rule = rule or self.rule()
-        with self._lock:
-            self._fresh_tables(self.train_steps())
-            rows = self._tables.rows()
-        return step_summaries(rows, rule)
-
-    def _trajectory_tables(self, steps: list[int]) -> dict[int, pd.DataFrame]:
-        """The trajectory tables of ``steps``: from memory or the disk cache where the file
-        is unchanged, else read (several files in worker processes)."""
-        with self._lock:
-            self._fresh_tables(steps)
-            return {s: self._tables.table(s) for s in steps}
-
-    def _fresh_tables(self, steps: list[int]) -> None:
-        """Bring the tables of ``steps`` up to date with their files (under the lock)."""
-        from loaders.verl_scan import scan_files
-
-        self._read_store()
-        for step in [s for s in self._tables.entries if s not in self._files]:
-            self._tables.drop(step)  # a file gone since
-            self._store_dirty = True
-        stats = {step: part_stat(self._files[step], "dump file") for step in steps}
-        entries = self._tables.entries
-        stale = [s for s in steps if s not in entries or not entries[s].fresh(stats[s])
-                 or entries[s].name != self._files[s].name]
-        try:
-            jobs = [(str(self._files[s]), s) for s in stale]
-            for step, scan in zip(stale, scan_files(jobs)):
-                st = stats[step]
-                entry = CacheEntry(self._files[step].name, step, st.st_size, st.st_mtime_ns,
-                                   len(scan.trajectories), "task" in scan.trajectories.columns,
-                                   scan.report)
-                self._tables.put(entry, scan.trajectories)
-                self._record(str(self._files[step]), LoadReport.from_dict(scan.report))
-                self._store_dirty = True
-        finally:
-            if self._store_dirty:
-                self._write_store()
-                self._store_dirty = False
-
-    def _read_store(self) -> None:
-        """Take the disk cache's tables (once per open)."""
-        if self._store_read or self._store is None:
-            return
-        self._store_read = True
-        try:
-            cached = self._store.read()
-        except CacheProblem as err:
-            self._base_report.note(f"summary cache {self._store.path} not used ({err}); "
-                                   "rebuilt from the dump")
-            self._store_dirty = True
-            return
-        if cached is None:
-            return
-        entries, rows = cached
-        self._tables.load(entries, rows)
-        for step, entry in entries.items():
-            path = self._files.get(step)
-            if path is not None and str(path) not in self._part_reports:
-                self._record(str(path), LoadReport.from_dict(entry.report))
-
-    def _write_store(self) -> None:
-        if self._store is None:
-            return
-        try:
-            self._store.write(self._tables.entries, self._tables.rows())
-        except OSError as err:
-            self._base_report.note(f"summary cache not written ({err.strerror or err}): the "
-                                   "dump is read again on every open")
-
-    def step_source(self, train_step: int) -> Path:
-        self._check_step(train_step)
-        return self._files[train_step]
-
-    @property
-    def read_options(self) -> dict:
-        return dict(self.options)
-
-    def load_step(self, train_step: int) -> pd.DataFrame:
-        self._check_step(train_step)
-        path = self._files[train_step]
-        key = file_key(path, "dump file")
-        cached = self._cache.get(train_step)
-        if cached and cached[0] == key:
-            return cached[1].copy(deep=False)
-        report = LoadReport(str(path), self.format)
-        match = _STEP_FILE.match(path.name)
-        steps = load_verl_file(path, report, train_step=int(match.group(1)) if match else None,
-                               **self.options)
-        self._record(str(path), report)
-        report.warn()
-        attach_report(steps, self.report)
-        self._cache[train_step] = (key, steps)
-        while len(self._cache) > 2:
-            self._cache.pop(next(iter(self._cache)))
-        return steps.copy(deep=False)
-
-
-def open_verl_dump(path: str | Path, **options) -> Log:
-    """Open a verl rollout dump, a directory or one file, for browsing."""
-    path = Path(path)
-    if path.is_dir():
-        return VerlDump(path, **options)
-    report = LoadReport(str(path), "verl")
-    steps = load_verl_file(path, report, **options)
-    return TableLog(path, steps, "verl", report, {"format": "verl", "source": str(path)})

@@ -37,7 +37,7 @@ import pandas as pd
 
 from g2po.analysis.state_graph import StateGraph
 from g2po.estimators import estimate, get_estimator
-from g2po.index import StepIndex
+from g2po.index import StepIndex, merge_rate
 from g2po.outcomes import OutcomeRule, truncated_steps
 from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
@@ -273,7 +273,7 @@ def group_signals(
         ((adv < -_SIGN_TOL) & (grpo > _SIGN_TOL))
     counts["disagreement"] = _count(ix.group, opposite, G)
     counts["truncation"] = _count(ix.traj_group, truncated, G)
-    rate = 1.0 - n_states / np.maximum(n_steps, 1)
+    rate = merge_rate(n_states, n_steps)
     counts["no_merging"] = np.where((n_steps >= 10) & (rate < NO_MERGE_RATE), n_states, 0)
     counts = {k: np.asarray(v).astype(np.int64) for k, v in counts.items()}
     return GroupSignals(ix=ix, g2po=cols, grpo=grpo, opposite=opposite, truncated=truncated,

@@ -20,7 +20,7 @@ import pandas as pd
 
 from g2po.analysis.state_graph import StateGraph
 from g2po.estimators import estimate
-from g2po.index import StepIndex
+from g2po.index import StepIndex, merge_rate
 from g2po.outcomes import OutcomeRule
 from g2po.params import DEFAULT_PARAMS, G2POParams
 
@@ -85,7 +85,7 @@ def merge_stats(graph: StateGraph) -> dict[str, float | int]:
         "state_nodes": n_states,
         "singleton_nodes": singletons,
         "singleton_share": singletons / n_states if n_states else 0.0,
-        "merge_rate": 1.0 - n_states / n_steps if n_steps else 0.0,
+        "merge_rate": merge_rate(n_states, n_steps),
         "max_visits": int(states["visits"].max()) if n_states else 0,
     }
 
@@ -259,7 +259,7 @@ def batch_metrics(ix: StepIndex, columns: Mapping[str, np.ndarray]) -> dict[str,
     metrics = {
         "g2po/steps": float(n_steps),
         "g2po/groups": float(ix.n_groups),
-        "g2po/merge_rate": 1.0 - ix.n_nodes / n_steps,
+        "g2po/merge_rate": merge_rate(ix.n_nodes, n_steps),
         "g2po/singleton_node_share": float((visits == 1).mean()),
         "g2po/merged_step_share": float((visits[ix.node] > 1).mean()),
         "g2po/nodes_per_group": ix.n_nodes / ix.n_groups,

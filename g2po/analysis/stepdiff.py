@@ -91,8 +91,10 @@ def step_diff(graph_a: StateGraph, graph_b: StateGraph) -> StepDiff:
     ...     return pd.DataFrame({"group_id": "g", "traj_id": "a", "t": range(len(keys)),
     ...         "state_key": keys, "action": "go", "episode_reward": reward,
     ...         "is_action_valid": True})
-    >>> d = step_diff(state_graph(group(["s0", "s1"], 0.0)),
-    ...               state_graph(group(["s0", "s2"], 10.0)))
+    >>> from g2po.outcomes import OutcomeRule
+    >>> rule = OutcomeRule()
+    >>> d = step_diff(state_graph(group(["s0", "s1"], 0.0), rule=rule),
+    ...               state_graph(group(["s0", "s2"], 10.0), rule=rule))
     >>> d.states.set_index("key")["status"].to_dict()
     {'s2': 'appeared', 's1': 'vanished', 's0': 'kept'}
     >>> d.success_change

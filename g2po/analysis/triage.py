@@ -43,6 +43,7 @@ import pyarrow as pa
 from g2po.analysis.alarms import ALARM_KINDS, ZERO_ADV, group_signals
 from g2po.analysis.history import VALUE_WISE_STRATEGIES
 from g2po.cache import atomic_file, user_cache_dir
+from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule
 from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.state_keys import resolve_state_key
@@ -167,7 +168,7 @@ def triage_groups(
         "adv_abs_mean": per_step_mean(np.abs(cols["adv"])),
         "adv_ec_abs_mean": per_step_mean(np.abs(cols["adv_ec"])),
         "state_nodes": n_states.astype(np.int64),
-        "merge_rate": 1.0 - n_states / np.maximum(n_steps, 1),
+        "merge_rate": merge_rate(n_states, n_steps),
         "max_value_var": max_var,
         "invalid_rate": per_step_mean(ix.invalid),
         "truncated_share": per_traj_mean(sig.truncated),
@@ -394,6 +395,6 @@ def triage_log(
             _write_cache(path, pd.concat(keep, ignore_index=True))
     parts = [done[s] for s in steps if s in done]
     if not parts:
-        return triage_groups(pd.DataFrame())
+        return triage_groups(pd.DataFrame(), rule=rule)
     out = pd.concat(parts, ignore_index=True)[TRIAGE_COLUMNS]
     return out.astype({"no_signal": bool, "no_signal_grpo": bool})

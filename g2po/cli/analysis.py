@@ -20,6 +20,7 @@ from g2po.estimators import (
     list_estimators,
     shared_params,
 )
+from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 from loaders.tables import write_csv
@@ -76,11 +77,6 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 #: How ``g2po advantages`` / ``graph`` name the format they read a log as.
-_FORMAT_WORDS = {"run": "a g2po run directory", "verl": "a verl rollout dump",
-                 "csv": "a CSV table", "jsonl": "a JSON-lines table",
-                 "parquet": "a Parquet table", "pickle": "a pickled batch dump"}
-
-
 def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
           ) -> tuple[OutcomeRule, pd.DataFrame]:
     """The log's outcome rule (:meth:`loaders.Log.rule`, with ``--success-reward`` …) and the
@@ -88,6 +84,7 @@ def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
     stderr what it read (the format, rows and training steps) and the loader's notes (a
     missing run.json, files it did not read, defaults it assumed)."""
     from loaders import open_log
+    from loaders.formats import format_words
     from loaders.report import report_of
 
     log = open_log(args.path, **log_options(args))
@@ -98,7 +95,7 @@ def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
     if steps.empty:
         raise ValueError(f"{args.path}: no step rows match the selection")
     n_steps = steps["train_step"].nunique() if "train_step" in steps.columns else 0
-    print(f"g2po {args.command}: read {args.path} as {_FORMAT_WORDS.get(log.format, log.format)}"
+    print(f"g2po {args.command}: read {args.path} as {format_words(log.format)}"
           f": {len(steps):,} step rows"
           + (f" of {n_steps} training step(s)" if n_steps else ""), file=sys.stderr)
     for note in report_of(steps).notes:
@@ -214,7 +211,7 @@ def _graph(args: argparse.Namespace) -> int:
     nodes = nodes.drop(columns=["label", "canonical_key", "observation"])
     edges["action"] = edges["action"].str.slice(0, args.width)
     n_states = graph.n_states
-    merged = 1.0 - n_states / max(len(graph.steps), 1)
+    merged = merge_rate(n_states, len(graph.steps))
     print(f"group {groups[0]}: {len(graph.steps)} steps, "
           f"{graph.steps['traj_id'].nunique()} trajectories, {n_states} state nodes "
           f"(merge rate {merged:.1%}), {len(edges)} edges")

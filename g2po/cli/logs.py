@@ -19,10 +19,10 @@ def add_log_options(p: argparse.ArgumentParser, format_option: str = "--format")
     """The options that say how to read a log (format, column mapping, trust, extraction).
     ``format_option`` names the log-format flag (a command whose ``--format`` is its output
     format uses ``--log-format``); it is read as ``args.format`` either way."""
-    from loaders import FORMATS
+    from loaders.formats import FORMAT_CHOICES
 
     g = p.add_argument_group("reading the log")
-    g.add_argument(format_option, dest="format", choices=[*FORMATS, "table"],
+    g.add_argument(format_option, dest="format", choices=FORMAT_CHOICES,
                    help="log format (default: detected from content and name)")
     g.add_argument("--map", action="append", default=[], metavar="COLUMN=SOURCE",
                    help="step-table column from a source column, e.g. --map group_id=uid "
@@ -100,7 +100,7 @@ def _validate(args: argparse.Namespace) -> int:
     for key, value in manifest.items():
         print(f"  {key:<15} {value}")
     if result.train_steps:
-        from loaders.log import step_ranges
+        from loaders.report import step_ranges
 
         print(f"  training steps  {len(result.train_steps)} ({step_ranges(result.train_steps)})")
         print(f"  groups          {result.n_groups:,}")

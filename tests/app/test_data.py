@@ -25,7 +25,6 @@ from app.data import (
     with_mapping,
     with_metrics,
 )
-from g2po.outcomes import OutcomeRule
 from tests.app.builders import group_steps, write_run
 
 
@@ -212,24 +211,9 @@ def test_curves_go_with_one_log_and_stay_within_the_roots(runs_root, tmp_path):
         with_metrics(several, runs_root, str(curves))
 
 
-def test_merge_rates_of_a_run_counted_in_arrow_equal_the_graphs(tmp_path):
-    from g2po.analysis.state_graph import state_graph
-
-    run = write_run(tmp_path / "run", 3, rows=300)
-    log = loaders.open_log(run)
-    fast = data._exact_merge_rates(log)
-    assert fast["train_step"].tolist() == [1, 2, 3]
-    for step, rate in zip(fast["train_step"], fast["merge_rate"], strict=True):
-        nodes = sum(
-            state_graph(log.load_group(step, g), rule=OutcomeRule()).n_states
-            for g in log.groups(step)
-        )
-        assert rate == pytest.approx(1.0 - nodes / len(log.load_step(step)))
-    # the page's cached function takes it for the exact key, the estimator's index otherwise
-    assert data.merge_rates(log, "k", (3, 3), "exact").equals(fast)
-    normalized = data.merge_rates(log, "k", (3, 3), "normalized")
-    assert normalized["merge_rate"].ge(fast["merge_rate"] - 1e-12).all()
-    # a step file without a state_key column: the full path, which says what is wrong
-    pd.DataFrame({"group_id": ["g"], "x": [1]}).to_parquet(
-        run / "rollouts" / "step-000004.parquet")
-    assert data._exact_merge_rates(loaders.open_log(run)) is None
+def test_the_pages_merge_rates_are_the_logs(tmp_path):
+    """The overview's cached merge rates are :meth:`loaders.Log.merge_rates` (tested in
+    tests/loaders/test_merge_rates.py), under each state key."""
+    log = loaders.open_log(write_run(tmp_path / "run", 3, rows=300))
+    for state_key in ("exact", "normalized"):
+        assert data.merge_rates(log, "k", (3, 3), state_key).equals(log.merge_rates(state_key))

@@ -119,7 +119,10 @@ def build_corpus(root: Path) -> list[Case]:
     add("FIFO", fifo)
     run_fifo = _run(root, "run_fifo", 1)
     os.mkfifo(run_fifo / "rollouts" / "step-000002.parquet")
-    add("FIFO as a step file", run_fifo, names=["step-000002.parquet"], commands=("validate",))
+    add("FIFO as a step file", run_fifo, names=["step-000002.parquet"])
+    run_folder = _run(root, "run_folder", 1)
+    (run_folder / "rollouts" / "step-000007.parquet").mkdir()
+    add("folder named like a step file", run_folder, names=["step-000007.parquet"])
     loop = root / "loop.csv"
     loop.symlink_to(loop)
     add("symlink loop", loop)

@@ -103,3 +103,21 @@ def test_validate_of_special_files_is_one_clear_problem(tmp_path, capsys):
         assert main(["validate", path]) == 1
         out = capsys.readouterr().out
         assert "not a regular file" in out and "Traceback" not in out
+
+
+def test_advantages_and_validate_refuse_a_folder_named_like_a_step_file(run, tmp_path, capsys):
+    """One listing of a run's step files for every command: a folder named like a step file
+    is a training step whose file is unreadable, and each command names it."""
+    from loaders import LogFormatError, load_steps
+
+    folder = run / "rollouts" / "step-000007.parquet"
+    folder.mkdir()
+    assert main(["validate", str(run)]) == 1
+    out = capsys.readouterr().out
+    assert f"{folder}: not a regular file" in out and "Traceback" not in out
+    assert main(["advantages", str(run), "--out", str(tmp_path / "adv.csv")]) != 0
+    err = capsys.readouterr().err
+    assert f"{folder}: not a regular file" in err and "Traceback" not in err
+    assert not (tmp_path / "adv.csv").exists()
+    with pytest.raises(LogFormatError, match="step-000007.parquet: not a regular file"):
+        load_steps(run)

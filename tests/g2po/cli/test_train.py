@@ -341,7 +341,7 @@ def test_verl_cpu_dump_merges_states_as_the_run_directory(verl_cpu_run):
     """verl's rollout_data_dir dump of the same run, read with the default state-key rule: as
     many state nodes per group as distinct current observations, no more."""
     from g2po.estimators import estimate
-    from loaders.verl import open_verl_dump
+    from loaders.verl_dump import open_verl_dump
 
     out = verl_cpu_run[0]
     dump = open_verl_dump(out / "verl_dump")
