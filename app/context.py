@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import loaders
 from app.data import LogRef
 from app.options import AppOptions
-from app.params import SpecParams
 from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 
 __all__ = ["AppContext", "OpenLog"]
 
@@ -39,8 +39,8 @@ class AppContext:
     train_step, group_id : the group the group views show, or None.
     rules : run key → the run's one outcome rule (success reward, threshold, terminal,
         truncation), for every open run: every page and summary reads a run's success here.
-    params : the spec's parameters for the graph and G2PO; ``params.rule`` is the active
-        run's rule (``rules[active.key]``), so :meth:`params_for` gives any run's.
+    params : G2PO's parameters (γ, w, normalisation, penalty, state key) for every run; a
+        run's outcome rule is apart, in ``rules`` (:attr:`rule` for the active run).
     missing_run : the run the URL names when it is not open in this session (an upload of
         another session, say); nothing is shown in its place.
     pages : page name → ``st.Page``, for views that send the user to another page.
@@ -52,7 +52,7 @@ class AppContext:
     train_step: int | None = None
     group_id: str | None = None
     rules: dict[str, OutcomeRule] = field(default_factory=dict)
-    params: SpecParams = field(default_factory=SpecParams)
+    params: G2POParams = field(default_factory=G2POParams)
     missing_run: str | None = None
     pages: dict[str, Any] = field(default_factory=dict)
 
@@ -62,11 +62,14 @@ class AppContext:
             self.group_id is not None
 
     def rule_of(self, opened: OpenLog) -> OutcomeRule:
-        """The outcome rule of an open run (the sidebar sets one for every run)."""
-        return self.rules.get(opened.key, self.params.rule)
+        """The outcome rule of an open run (the sidebar sets one for every run; before it has,
+        the log's own, :meth:`loaders.Log.rule`)."""
+        rule = self.rules.get(opened.key)
+        return rule if rule is not None else opened.log.rule()
 
-    def params_for(self, opened: OpenLog) -> SpecParams:
-        """The spec's parameters with ``opened``'s outcome rule (pages showing a run other
-        than the active one)."""
-        rule = self.rule_of(opened)
-        return self.params if rule == self.params.rule else replace(self.params, rule=rule)
+    @property
+    def rule(self) -> OutcomeRule:
+        """The active run's outcome rule (the group views')."""
+        if self.active is None:
+            raise ValueError("no run is active: the outcome rule is a run's")
+        return self.rule_of(self.active)

@@ -32,9 +32,9 @@ import streamlit as st
 
 import loaders
 from app.options import AppOptions
-from app.params import SpecParams
 from g2po.analysis.state_graph import StateGraph, state_graph
 from g2po.outcomes import OutcomeRule, TruncationHint
+from g2po.params import G2POParams
 from loaders.formats import TABLE_FORMATS, options_for
 
 __all__ = [
@@ -389,16 +389,18 @@ def load_train_step(_log: loaders.Log, key: str, train_step: int) -> pd.DataFram
 
 @st.cache_resource(show_spinner=False, max_entries=128)
 def group_graph(_log: loaders.Log, key: str, train_step: int, group_id: str,
-                params: SpecParams) -> StateGraph:
-    """The group's state graph under ``params`` and their outcome rule (G2PO's columns on
-    every step; the rule's cut trajectories end at the truncated terminal). Not mutated."""
+                params: G2POParams, rule: OutcomeRule) -> StateGraph:
+    """The group's state graph under ``params`` and the run's outcome ``rule`` (G2PO's
+    columns on every step; the rule's cut trajectories end at the truncated terminal). Not
+    mutated."""
     steps = load_group(_log, key, train_step, group_id)
-    return state_graph(steps, rule=params.rule, params=params.g2po())
+    return state_graph(steps, rule=rule, params=params)
 
 
-def graph_id(key: str, train_step: int, group_id: str, params: SpecParams) -> str:
+def graph_id(key: str, train_step: int, group_id: str, params: G2POParams,
+             rule: OutcomeRule) -> str:
     """Names one drawn graph: the same id on a rerun means only the highlight changed."""
-    digest = hashlib.sha256(repr((key, train_step, group_id, params)).encode()).hexdigest()
+    digest = hashlib.sha256(repr((key, train_step, group_id, params, rule)).encode()).hexdigest()
     return digest[:20]
 
 

@@ -11,12 +11,13 @@ import streamlit as st
 from app import data, open_logs, rules
 from app.context import AppContext, OpenLog
 from app.options import AppOptions
-from app.params import NORM_MODES, STATE_KEY_CHOICES, SpecParams
 from app.safe import fmt, truncate
 from app.ui import keep_widget_value, show_error
 from app.url_state import mark_read, seed_from_url, unread_url_value, url_once, write_url
 from g2po.analysis.labels import lead_with_difference
 from g2po.errors import G2POError
+from g2po.params import STATE_KEY_CHOICES, G2POParams
+from g2po.segments import NORM_MODES
 
 __all__ = ["build_context", "request_group", "GOTO_STEP", "MISSING_RUN", "warn_missing_run"]
 
@@ -233,17 +234,18 @@ def _group_labels(groups: list[str], summary) -> tuple[dict[str, str], str]:
 
 #: Session keys of the parameter widgets, with the URL name each is kept under (the outcome
 #: rule's are per run: :mod:`app.rules`).
-PARAM_URL = {"p_gamma": "gamma", "p_w": "w", "p_mode": "mode", "p_penalty": "penalty"}
+#: (The state key has widgets of its own: strategy and argument.)
+PARAM_URL = {f"p_{name}": name for name in G2POParams.names() if name != "state_key"}
 
 
-def _parameter_controls(ctx: AppContext) -> SpecParams:
-    """The spec's parameters and the active run's outcome rule; a change recomputes every
-    view. Each is kept in the URL; the rule is kept per run (:mod:`app.rules`)."""
+def _parameter_controls(ctx: AppContext) -> G2POParams:
+    """G2PO's parameters, and the active run's outcome rule into ``ctx.rules``; a change
+    recomputes every view. Each is kept in the URL under its name in :class:`G2POParams`; the
+    rule is kept per run (:mod:`app.rules`)."""
     active = ctx.active
     assert active is not None
-    base = SpecParams()
-    defaults = {"p_gamma": base.gamma, "p_w": base.w, "p_mode": base.mode,
-                "p_penalty": base.penalty}
+    base = G2POParams()
+    defaults = {key: getattr(base, name) for key, name in PARAM_URL.items()}
     parsers = {"p_mode": str}
     allowed = {"p_mode": NORM_MODES}
     for key, name in PARAM_URL.items():
@@ -271,14 +273,14 @@ def _parameter_controls(ctx: AppContext) -> SpecParams:
             state_key = f"similarity:{threshold}"
         rule = rules.rule_controls(active)
     ctx.rules[active.key] = rule
-    write_url(gamma=float(gamma), w=float(w), mode=str(mode), penalty=float(penalty),
-              state_key=state_key)
+    chosen = {"gamma": float(gamma), "w": float(w), "mode": str(mode), "penalty": float(penalty),
+              "state_key": state_key}
+    write_url(**chosen)
     try:
-        return SpecParams(gamma=float(gamma), w=float(w), mode=str(mode), penalty=float(penalty),
-                          state_key=state_key, rule=rule)
+        return G2POParams.from_values(chosen)
     except (ValueError, KeyError, re.error, G2POError) as err:
         show_error("Bad parameter; using the defaults until it is fixed", err)
-        return SpecParams(rule=rule)
+        return base
 
 
 def _seed_state_key() -> None:

@@ -57,7 +57,7 @@ def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
         if bar is not None and total:
             bar.progress(min(done / total, 1.0), text="Computing the groups table…")
 
-    table = triage_log(opened.log, steps, rule=rule, params=params.g2po(),
+    table = triage_log(opened.log, steps, rule=rule, params=params,
                        progress=progress)
     _TABLES[key] = table
     while len(_TABLES) > _TABLES_MAX:

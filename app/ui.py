@@ -112,7 +112,7 @@ def chosen_graph(ctx: AppContext) -> StateGraph | None:
     opened = ctx.active
     try:
         return data.group_graph(opened.log, opened.key, ctx.train_step, ctx.group_id,
-                                ctx.params)
+                                ctx.params, ctx.rule)
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error(f"Cannot build the graph of group {ctx.group_id}", err)
         return None

@@ -19,7 +19,6 @@ from app import data
 from app.charts import advantage_lines, correlation_heatmap
 from app.context import AppContext
 from app.navigation import open_explorer_at
-from app.params import STATE_KEY_CHOICES, SpecParams
 from app.safe import fmt, truncate
 from app.tables import short_ids, style_diverging
 from app.ui import chosen_graph, group_page, md, picked_row, show_error
@@ -37,6 +36,7 @@ from g2po.analysis.compare import (
 from g2po.errors import G2POError
 from g2po.estimators import estimator_params, list_estimators
 from g2po.outcomes import OutcomeRule
+from g2po.params import STATE_KEY_CHOICES, G2POParams
 
 __all__ = ["render", "estimator_defaults", "state_key_options", "open_in_explorer",
            "NORMALISE", "DIFF_KEY"]
@@ -47,11 +47,12 @@ NORMALISE = ("raw values", "z-scored over the group")
 DIFF_KEY = "cmp_diff"
 
 
-def estimator_defaults(name: str, params: SpecParams) -> dict[str, object]:
-    """An estimator's parameters: its own defaults, overridden by the sidebar's shared ones."""
+def estimator_defaults(name: str, params: G2POParams, rule: OutcomeRule) -> dict[str, object]:
+    """An estimator's parameters: its own defaults, overridden by the sidebar's shared ones
+    and the run's outcome rule."""
     defaults = {k: v for k, v in estimator_params(name).items()
                 if v is None or isinstance(v, (int, float, str, bool))}
-    return {**defaults, **params.for_estimator(name)}
+    return {**defaults, **params.for_estimator(name, rule)}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -134,11 +135,11 @@ def render(ctx: AppContext) -> None:
         for i, name in enumerate(names):
             with cols[i % len(cols)]:
                 md("**{}**", name)
-                params[name] = _param_inputs(name, estimator_defaults(name, ctx.params))
+                params[name] = _param_inputs(name, estimator_defaults(name, ctx.params, ctx.rule))
     try:
         result = _comparison(opened.log, opened.key, ctx.train_step, ctx.group_id,
                              tuple(names), json.dumps(params, sort_keys=True), state_key,
-                             ctx.params.rule)
+                             ctx.rule)
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error(f"Cannot load group {ctx.group_id}", err)
         return

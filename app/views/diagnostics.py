@@ -17,7 +17,6 @@ import streamlit as st
 from app import data
 from app.charts import histogram
 from app.context import AppContext
-from app.params import SpecParams
 from app.safe import escape_html, fmt
 from app.ui import chosen_graph, group_page, md, show_error
 from g2po.analysis.diagnostics import (
@@ -30,6 +29,8 @@ from g2po.analysis.diagnostics import (
 )
 from g2po.analysis.state_graph import StateGraph
 from g2po.errors import G2POError
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 
 __all__ = ["render", "diff_html", "PAIRS_SHOWN"]
 
@@ -82,9 +83,9 @@ def _near_duplicates(graph: StateGraph, graph_key: str, threshold: float, bar) -
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _step_variances(_log, key: str, train_step: int, params: SpecParams):
+def _step_variances(_log, key: str, train_step: int, params: G2POParams, rule: OutcomeRule):
     steps = data.load_train_step(_log, key, train_step)
-    return step_node_variances(steps, rule=params.rule, params=params.g2po())
+    return step_node_variances(steps, rule=rule, params=params)
 
 
 def render(ctx: AppContext) -> None:
@@ -109,7 +110,7 @@ def render(ctx: AppContext) -> None:
     section = st.empty()  # replaced at once: the old pairs never stand in for the new ones
     with section.container():
         bar = st.progress(0.0, text="Comparing state keys…")
-        graph_key = data.graph_id(opened.key, ctx.train_step, ctx.group_id, ctx.params)
+        graph_key = data.graph_id(opened.key, ctx.train_step, ctx.group_id, ctx.params, ctx.rule)
         pairs = _near_duplicates(graph, graph_key, threshold, bar)
     with section.container():
         if pairs.empty:
@@ -152,7 +153,8 @@ def render(ctx: AppContext) -> None:
     with step_section.container(), st.spinner(fmt("Reading every group of training step "
                                                   "{}…", ctx.train_step)):
         try:
-            whole = _step_variances(opened.log, opened.key, ctx.train_step, ctx.params)
+            whole = _step_variances(opened.log, opened.key, ctx.train_step, ctx.params,
+                                        ctx.rule)
         except data.LOADER_ERRORS + (G2POError,) as err:
             show_error(f"Cannot read training step {ctx.train_step}", err)
             return

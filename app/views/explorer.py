@@ -31,7 +31,6 @@ from app.graph_html import (
     network_data,
 )
 from app.navigation import open_state_history, page_link
-from app.params import SpecParams
 from app.rules import apply_fix
 from app.safe import escape_html, fmt, truncate
 from app.tables import (
@@ -55,7 +54,8 @@ from g2po.analysis.assumptions import Assumption, assumptions, reached
 from g2po.analysis.diagnostics import merge_stats
 from g2po.analysis.labels import format_number, key_diff, lead_with_difference
 from g2po.analysis.state_graph import StateGraph
-from g2po.outcomes import OutcomeCheck, success_rule
+from g2po.outcomes import OutcomeCheck, OutcomeRule, success_rule
+from g2po.params import G2POParams
 
 __all__ = ["render", "node_from_click", "edge_from_click", "filter_from_url", "filter_to_url",
            "GRAPH_HEIGHT", "MAX_ROLLOUT_TABLES", "TABS", "EDGE_COLOR_CHOICES",
@@ -96,12 +96,12 @@ def render(ctx: AppContext) -> None:
     graph = chosen_graph(ctx)
     if graph is None:
         return
-    current = data.graph_id(opened.key, ctx.train_step, ctx.group_id, ctx.params)
+    current = data.graph_id(opened.key, ctx.train_step, ctx.group_id, ctx.params, ctx.rule)
     raw = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
-    tables = _tables(graph, raw, current, ctx.params)
+    tables = _tables(graph, raw, current, ctx.rule)
     outcome = tables["outcome"]
     stats = tables["stats"]
-    _headline(outcome, stats, ctx.params)
+    _headline(outcome, stats, ctx.rule)
     _outcome_warning(ctx, outcome)
     traj_ids = tables["traj_ids"]
     _keep_or_drop_picks((opened.key, ctx.train_step, ctx.group_id), tables["structure"])
@@ -139,7 +139,7 @@ def render(ctx: AppContext) -> None:
     with left:
         paths = chosen or (shown_ids if outcomes else [])
         highlight = _highlight(graph, paths, node, edge)
-        drawn = _drawn(graph, current, highlight, style, ctx.params.rule.success_reward,
+        drawn = _drawn(graph, current, highlight, style, ctx.rule.success_reward,
                        f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}",
                        tuple(a.note for a in reached(assumed, ("invalid", "adv"))))
         st.session_state[GRAPH_ID] = current
@@ -340,9 +340,10 @@ def _highlight(graph: StateGraph, paths: list[str], node: int | None,
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _tables_cached(_graph: StateGraph, _raw: pd.DataFrame, graph_id: str, params) -> dict:
+def _tables_cached(_graph: StateGraph, _raw: pd.DataFrame, graph_id: str,
+                   rule: OutcomeRule) -> dict:
     summary = trajectory_summary(_graph)
-    return {"outcome": params.rule.check(_raw),
+    return {"outcome": rule.check(_raw),
             "traj_ids": trajectory_order(_graph), "summary": summary,
             "labels": _traj_labels(summary), "limits": scale_limits(_graph),
             "steps": step_table(_graph), "stats": merge_stats(_graph),
@@ -362,10 +363,10 @@ def _structure(graph: StateGraph) -> str:
     return digest.hexdigest()
 
 
-def _tables(graph: StateGraph, raw: pd.DataFrame, graph_id: str, params) -> dict:
-    """What the page shows of one graph that no pick changes: computed once per graph.
-    Not mutated."""
-    return _tables_cached(graph, raw, graph_id, params)
+def _tables(graph: StateGraph, raw: pd.DataFrame, graph_id: str, rule: OutcomeRule) -> dict:
+    """What the page shows of one graph that no pick changes: computed once per graph
+    (``graph_id`` names its parameters and rule). Not mutated."""
+    return _tables_cached(graph, raw, graph_id, rule)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -385,20 +386,21 @@ def _drawn(graph: StateGraph, graph_id: str, highlight: Highlight, style: DrawSt
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _alarms_cached(_graph: StateGraph, graph_id: str, params) -> list[Alarm]:
-    return credit_alarms(_graph, rule=params.rule, params=params.g2po())
+def _alarms_cached(_graph: StateGraph, graph_id: str, params: G2POParams,
+                   rule: OutcomeRule) -> list[Alarm]:
+    return credit_alarms(_graph, rule=rule, params=params)
 
 
 def _alarms(graph: StateGraph, graph_id: str, ctx: AppContext) -> list[Alarm]:
-    return _alarms_cached(graph, graph_id, ctx.params)
+    return _alarms_cached(graph, graph_id, ctx.params, ctx.rule)
 
 
 # -- headline, outcome check -------------------------------------------------------------
 
-def _headline(outcome: OutcomeCheck, stats: dict, params: SpecParams) -> None:
+def _headline(outcome: OutcomeCheck, stats: dict, rule: OutcomeRule) -> None:
     # success by the run's rule, as on every page (a `won` that disagrees is a warning below)
     rate = outcome.n_success / outcome.n_traj if outcome.n_traj else 0.0
-    source = success_rule(params.rule.success_reward, params.rule.success_threshold)
+    source = success_rule(rule.success_reward, rule.success_threshold)
     truncated = fmt(" · **{}** truncated", outcome.n_truncated) if outcome.n_truncated else ""
     md("**{}** rollouts · success rate **{:.0%}** ({}){} · **{}** steps · **{}** state nodes · "
        "merge rate **{:.0%}**", outcome.n_traj, rate, source, truncated, stats["steps"],

@@ -20,7 +20,8 @@ from app.ui import chosen_graph, group_page, show_error
 from g2po.errors import G2POError
 from g2po.estimators import compute_advantages, estimate, list_estimators
 from g2po.node_ids import step_node_ids
-from g2po.outcomes import truncated_steps
+from g2po.outcomes import OutcomeRule, truncated_steps
+from g2po.params import G2POParams
 
 __all__ = ["render", "export_table", "table_metadata", "file_stem"]
 
@@ -32,32 +33,32 @@ def file_stem(*parts: object) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "-", raw).strip("-.")[:120] or "g2po"
 
 
-def export_table(steps: pd.DataFrame, ctx: AppContext, extra: list[str]) -> pd.DataFrame:
+def export_table(steps: pd.DataFrame, params: G2POParams, rule: OutcomeRule,
+                 extra: list[str]) -> pd.DataFrame:
     """The step rows with ``node`` and ``next_node`` (the ids the group's graph shows) and
     G2PO's columns, plus ``<name>_adv`` for each extra estimator."""
-    kwargs = ctx.params.g2po_kwargs()
-    columns, ix = estimate(steps, "g2po", state_key=kwargs.pop("state_key"), **kwargs)
+    columns, ix = estimate(steps, "g2po", **params.g2po_kwargs(rule))
     # cut at the step limit by the run's outcome rule (valued as failure all the same)
-    truncated = truncated_steps(steps, ix, columns["success"], ctx.params.rule.truncate_at)
+    truncated = truncated_steps(steps, ix, columns["success"], rule.truncate_at)
     node, next_node = step_node_ids(ix, columns["success"], truncated)
     table = steps.assign(node=node, next_node=next_node, truncated=truncated, **columns)
     for name in extra:
-        out = compute_advantages(steps, name, state_key=ctx.params.state_key,
-                                 prefix=f"{name}_", **ctx.params.for_estimator(name))
+        out = compute_advantages(steps, name, state_key=params.state_key,
+                                 prefix=f"{name}_", **params.for_estimator(name, rule))
         table[f"{name}_adv"] = out[f"{name}_adv"].to_numpy()
     return table
 
 
-def table_metadata(ctx: AppContext, extra: list[str], source: dict,
+def table_metadata(params: G2POParams, rule: OutcomeRule, extra: list[str], source: dict,
                    added: list[str]) -> dict:
     """What :func:`export_table` ran, with every parameter (see
     :func:`app.export.export_metadata`); ``added``: the columns it added to the step rows."""
-    g2po_params = {k: v for k, v in ctx.params.g2po_kwargs().items() if k != "state_key"}
+    g2po_params = {k: v for k, v in params.g2po_kwargs(rule).items() if k != "state_key"}
     others = {n: [f"{n}_adv"] for n in extra}
     taken = {c for cols in others.values() for c in cols}
-    estimators = {"g2po": g2po_params, **{n: ctx.params.for_estimator(n) for n in extra}}
+    estimators = {"g2po": g2po_params, **{n: params.for_estimator(n, rule) for n in extra}}
     columns = {"g2po": [c for c in added if c not in taken], **others}
-    return export_metadata(estimators, columns, ctx.params.state_key, source)
+    return export_metadata(estimators, columns, params.state_key, source)
 
 
 def render(ctx: AppContext) -> None:
@@ -80,7 +81,7 @@ def render(ctx: AppContext) -> None:
 
     try:
         group = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
-        preview = export_table(group, ctx, extra)
+        preview = export_table(group, ctx.params, ctx.rule, extra)
         steps = data.load_train_step(opened.log, opened.key, ctx.train_step) if whole else group
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error("Cannot compute the table", err)
@@ -89,13 +90,13 @@ def render(ctx: AppContext) -> None:
 
     source = {"run": opened.name, "path": opened.ref.path, "format": opened.log.format,
               "train_step": ctx.train_step, "group_id": None if whole else ctx.group_id,
-              "rows": len(steps), "outcome_rule": {**asdict(ctx.params.rule),
-                                                   "in_words": ctx.params.rule.describe()}}
-    metadata = table_metadata(ctx, extra, source,
+              "rows": len(steps), "outcome_rule": {**asdict(ctx.rule),
+                                                   "in_words": ctx.rule.describe()}}
+    metadata = table_metadata(ctx.params, ctx.rule, extra, source,
                               [c for c in preview.columns if c not in group.columns])
 
     def make_bytes() -> bytes:
-        return table_bytes(export_table(steps, ctx, extra), kind, guard=guard,
+        return table_bytes(export_table(steps, ctx.params, ctx.rule, extra), kind, guard=guard,
                            metadata=metadata)
 
     st.download_button(fmt("Download the advantage table ({})", kind), make_bytes,
@@ -122,7 +123,7 @@ def render(ctx: AppContext) -> None:
         return
     title = f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}"
     st.download_button("Download the graph (HTML)",
-                       lambda: graph_html(graph, success_reward=ctx.params.rule.success_reward,
+                       lambda: graph_html(graph, success_reward=ctx.rule.success_reward,
                                           title=title).encode("utf-8"),
                        file_name=f"{file_stem(opened.name, f'step{ctx.train_step}', ctx.group_id)}"
                                  ".html",

@@ -18,13 +18,14 @@ from app.across_steps import group_choice, page_task_index, sidebar_moved, task_
 from app.charts import history_figure
 from app.context import AppContext, OpenLog
 from app.navigation import goto_step, take_state_request
-from app.params import SpecParams
 from app.safe import fmt, truncate
 from app.ui import md, no_run_message, picked_row, show_error
 from app.url_state import url_once, write_url
 from g2po.analysis.history import history_of, state_table
 from g2po.analysis.labels import format_number, snap_frame
 from g2po.errors import G2POError
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from loaders.across_steps import TaskIndex, load_groups_coded
 
 __all__ = ["render", "state_token"]
@@ -40,12 +41,12 @@ _CHARTS = (
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _state_table(_log, key: str, version: tuple[int, int], _pairs: tuple[tuple[int, str], ...],
-                 pairs_key: str, params: SpecParams):
+                 pairs_key: str, params: G2POParams, rule: OutcomeRule):
     """Every state of the task at every step (one read, one G2PO call): choosing another
     state then costs nothing. ``pairs_key`` names ``_pairs`` (hashing hundreds of tuples on
     every rerun would cost more than the lookup)."""
     steps, keys = load_groups_coded(_log, _pairs)
-    return state_table(steps, keys, rule=params.rule, params=params.g2po())
+    return state_table(steps, keys, rule=rule, params=params)
 
 
 def render(ctx: AppContext) -> None:
@@ -104,7 +105,7 @@ def render(ctx: AppContext) -> None:
         try:
             pairs_key = hashlib.sha256(repr(pairs).encode()).hexdigest()
             table = _state_table(opened.log, opened.key, version, pairs, pairs_key,
-                                 ctx.params_for(opened))
+                                 ctx.params, ctx.rule_of(opened))
         except data.LOADER_ERRORS + (G2POError,) as err:
             show_error(f"Cannot follow task {truncate(task, 60)} across training", err)
             return

@@ -90,7 +90,7 @@ def render(ctx: AppContext) -> None:
     for side, step in (("a", step_a), ("b", step_b)):
         try:
             graphs[side] = data.group_graph(opened.log, opened.key, int(step), group_of[step],
-                                            ctx.params)
+                                            ctx.params, ctx.rule)
         except data.LOADER_ERRORS + (G2POError,) as err:
             show_error(f"Cannot build the graph of group {group_of[step]} at training step "
                        f"{step}", err)
@@ -112,10 +112,10 @@ def render(ctx: AppContext) -> None:
             md("**Training step {}** · group {}", step, group_of[step])
             st.caption(fmt("Emphasised: states and transitions {} training step {}.", what,
                            step_b if side == "a" else step))
-            gid = data.graph_id(opened.key, int(step), group_of[step], ctx.params)
+            gid = data.graph_id(opened.key, int(step), group_of[step], ctx.params, ctx.rule)
             _draw(graphs[side], changed_highlight(diff.transitions, diff.states, side),
                   f"Training step {step}, group {group_of[step]}", f"sd_graph_{side}", gid,
-                  ctx.params.rule.success_reward)
+                  ctx.rule.success_reward)
 
     st.subheader("States")
     status = st.multiselect("Show", [APPEARED, VANISHED, KEPT], default=[APPEARED, VANISHED, KEPT],

@@ -4,10 +4,9 @@ import json
 import pandas as pd
 
 import loaders
-from app.context import AppContext
-from app.options import AppOptions
-from app.params import SpecParams
 from app.views.export import export_table, file_stem
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from tests.app.builders import XSS_IMG, app_test, write_cut_csv
 
 
@@ -29,8 +28,7 @@ def test_export_page_offers_table_and_graph_downloads(runs_root):
 
 def test_export_table_adds_other_estimators(runs_root):
     steps = loaders.open_log(runs_root / "run_a").load_step(1)
-    ctx = AppContext(options=AppOptions(), params=SpecParams(w=0.5))
-    table = export_table(steps, ctx, ["grpo", "gigpo"])
+    table = export_table(steps, G2POParams(w=0.5), OutcomeRule(), ["grpo", "gigpo"])
     assert len(table) == len(steps)
     assert {"adv", "grpo_adv", "gigpo_adv"} <= set(table.columns)
     round_trip = pd.read_csv(io.BytesIO(table.to_csv(index=False).encode()))
@@ -50,13 +48,13 @@ def test_node_ids_match_the_graph_and_the_record_names_every_parameter(runs_root
     log = loaders.open_log(runs_root / "run_a")
     group = log.groups(2)[1]
     steps = log.load_group(2, group)
-    ctx = AppContext(options=AppOptions(), params=SpecParams(gamma=0.9, state_key="normalized"))
-    table = export_table(steps, ctx, ["gigpo"])
-    graph = state_graph(steps, rule=ctx.params.rule, params=ctx.params.g2po())
+    params, rule = G2POParams(gamma=0.9, state_key="normalized"), OutcomeRule()
+    table = export_table(steps, params, rule, ["gigpo"])
+    graph = state_graph(steps, rule=rule, params=params)
     assert table["node"].tolist() == graph.steps["node"].tolist()
     assert table["next_node"].tolist() == graph.steps["next_node"].tolist()
     added = [c for c in table.columns if c not in steps.columns]
-    meta = table_metadata(ctx, ["gigpo"], {"run": "run_a", "train_step": 2}, added)
+    meta = table_metadata(params, rule, ["gigpo"], {"run": "run_a", "train_step": 2}, added)
     by_name = {e["name"]: e for e in meta["estimators"]}
     assert by_name["g2po"]["params"] == {"gamma": 0.9, "w": 1.0, "mode": "mean_std_norm",
                                          "penalty": 0.1, "success_reward": 10.0,
@@ -92,10 +90,10 @@ def test_the_table_marks_trajectories_cut_by_the_runs_rule_as_the_graph_does(tmp
     from g2po.outcomes import OutcomeRule
 
     steps = loaders.open_log(write_cut_csv(tmp_path / "cut.csv")).load_step(0)
-    ruled = AppContext(options=AppOptions(), params=SpecParams(rule=OutcomeRule(truncate_at=6)))
-    plain = export_table(steps, AppContext(options=AppOptions()), [])
-    table = export_table(steps, ruled, [])
-    graph = state_graph(steps, rule=ruled.params.rule, params=ruled.params.g2po())
+    ruled = OutcomeRule(truncate_at=6)
+    plain = export_table(steps, G2POParams(), OutcomeRule(), [])
+    table = export_table(steps, G2POParams(), ruled, [])
+    graph = state_graph(steps, rule=ruled)
     assert table["truncated"].tolist() == graph.steps["truncated"].tolist()
     assert table.groupby("traj_id")["truncated"].first().sum() == 3 and \
         not plain["truncated"].any()

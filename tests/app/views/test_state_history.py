@@ -2,7 +2,6 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 import loaders
-from app.params import SpecParams
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
 from tests.app.builders import app_test, entry, goto, shown, texts
@@ -26,8 +25,7 @@ def test_state_over_training_by_task_column(training_runs):
     assert table["group_id"].tolist() == [f"s{s}-task-0" for s in (1, 2, 3, 4)]
     key = at.selectbox(key="sh_state").value
     log = loaders.open_log(training_runs / "train_a")
-    graph = state_graph(log.load_group(2, "s2-task-0"), rule=SpecParams().rule,
-                        params=SpecParams().g2po())
+    graph = state_graph(log.load_group(2, "s2-task-0"), rule=OutcomeRule())
     node = graph.nodes[graph.nodes["canonical_key"] == key]
     row = table[table["train_step"] == 2].iloc[0]
     assert row["visits"] == int(node["visits"].iloc[0])

@@ -1,5 +1,4 @@
 import loaders
-from app.params import SpecParams
 from app.views.step_diff import changed_highlight
 from g2po.analysis.state_graph import state_graph
 from g2po.analysis.stepdiff import step_diff
@@ -17,11 +16,9 @@ def test_two_steps_of_a_task_side_by_side_with_their_diff(training_runs):
     assert at.selectbox(key="sd_b:task-0").value == 4
     labels = {m.label: m.value for m in at.metric}
     log = loaders.open_log(training_runs / "train_a")
-    params = SpecParams()
-    expected = step_diff(state_graph(log.load_group(3, "s3-task-0"), rule=params.rule,
-                                     params=params.g2po()),
-                         state_graph(log.load_group(4, "s4-task-0"), rule=params.rule,
-                                     params=params.g2po()))
+    rule = OutcomeRule()
+    expected = step_diff(state_graph(log.load_group(3, "s3-task-0"), rule=rule),
+                         state_graph(log.load_group(4, "s4-task-0"), rule=rule))
     assert labels["States appeared"] == str(expected.counts()["states_appeared"])
     assert labels["Transitions vanished"] == str(expected.counts()["transitions_vanished"])
     assert labels["Success rate at 4"] == f"{expected.success_b:.0%}"
