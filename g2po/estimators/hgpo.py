@@ -23,11 +23,15 @@ from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import EPS, NormMode, check_mode, segment_mean_var
 
-__all__ = ["hgpo", "history_codes", "MAX_HISTORY_LENGTH", "MAX_LOG_WEIGHT"]
+__all__ = ["hgpo", "history_codes", "MAX_HISTORY_LENGTH", "MAX_LOG_WEIGHT", "ROUNDING"]
 
 #: Largest ``history_length``: the estimator returns one column per history length, and the
 #: original's H is the number of steps of history in the prompt (its scripts use 2 and 4).
 MAX_HISTORY_LENGTH = 32
+#: A deviation from a group's mean at most ROUNDING · (members) · (largest |return|) is the
+#: float mean's rounding (a sum of m terms is off by < (m − 1)·u·Σ|x|, u = eps/2), not a
+#: difference of returns: the item is 0.
+ROUNDING = 2 * np.finfo(np.float64).eps
 #: Bound on |α|·ln(H + 2), so that every weight (k + 1)^α stays within e^±200: larger weights
 #: would overflow (or vanish, silently zeroing every advantage) in float64.
 MAX_LOG_WEIGHT = 200.0
@@ -60,32 +64,68 @@ def history_codes(ix: StepIndex, k_max: int) -> list[np.ndarray]:
     return out
 
 
-def _equal_segments(x: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
-    """(n,) bool: the segment's values are all equal (an empty segment counts as equal)."""
-    lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
-    np.minimum.at(lo, ids, x)
-    np.maximum.at(hi, ids, x)
-    return lo >= hi
+def _deviations(x: np.ndarray, ids: np.ndarray, n: int, ddof: int,
+                float_zero_test: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's deviation from its segment's mean (m,) and each segment's variance (n,).
+
+    A deviation no larger than the float mean's rounding error (:data:`ROUNDING` · count ·
+    largest |x| of the segment) is 0: the value is its group's mean, and the original drops an
+    item equal to 0, which its float mean, off by an ulp, would keep as noise that takes its
+    weight from the others (docs/estimators.md). ``float_zero_test`` keeps the plain float
+    deviations (the mean summed in the rows' order), as the original computes them."""
+    mean, var, count = segment_mean_var(x, ids, n, ddof=ddof)
+    dev = x - mean[ids]
+    if not float_zero_test:
+        top = np.zeros(n)
+        np.maximum.at(top, ids, np.abs(x))
+        dev[np.abs(dev) <= ROUNDING * (count * top)[ids]] = 0.0
+    return dev, var
 
 
 def _history_advantage(returns: np.ndarray, code: np.ndarray, order: np.ndarray,
-                       mode: str) -> np.ndarray:
+                       mode: str, float_zero_test: bool) -> np.ndarray:
     """a_k (n_steps,): each step's return normalised within its history group of one length
     (``code``, −1 for none), with the population std; 0 for a step in no group, alone in its
-    group, or in a group whose returns are all equal."""
+    group, or whose return is the group's mean."""
     rows = order[code[order] >= 0]  # canonical order: the sums do not depend on row order
     out = np.zeros(len(returns))
     if len(rows) == 0:
         return out
     x, ids = returns[rows], code[rows]
-    n = int(ids.max()) + 1
-    mean, var, _ = segment_mean_var(x, ids, n, ddof=0)
-    dev = x - mean[ids]
-    # Equal returns deviate by exactly 0 (their computed mean can be off by an ulp, which the
-    # original's zero test would then count as an item; see docs/estimators.md).
-    dev[_equal_segments(x, ids, n)[ids]] = 0.0
+    dev, var = _deviations(x, ids, int(ids.max()) + 1, 0, float_zero_test)
     out[rows] = dev / (np.sqrt(var)[ids] + EPS) if mode == "mean_std_norm" else dev
     return out
+
+
+def _episode_item(ix: StepIndex, penalty: float, mode: str, float_zero_test: bool) -> np.ndarray:
+    """The item of k = 0: G2PO's episode term, 0 where a step row's score R − p·invalid is its
+    group's mean as :func:`_deviations` decides it (a group of one step row keeps the term's
+    own rule, s / (1 + eps))."""
+    ep = episode_advantage(ix, penalty, mode)
+    if float_zero_test:
+        return ep
+    rows = ix.order
+    ids = ix.group[rows]
+    dev, _ = _deviations((ix.reward - penalty * ix.invalid)[rows], ids, ix.n_groups, 1, False)
+    many = np.bincount(ids, minlength=ix.n_groups)[ids] > 1
+    ep[rows[many & (dev == 0.0)]] = 0.0
+    return ep
+
+
+def _sequential_returns(ix: StepIndex, gamma: float, penalty: float,
+                        step_rewards: bool) -> np.ndarray:
+    """G' with the original's float64 rounding: G_t = r_t + γ·G_{t+1} summed step by step from
+    each trajectory's end (``compute_step_discounted_returns``), then p·invalid subtracted; the
+    float zero test depends on these last bits (the default's G' can differ from them by an
+    ulp)."""
+    reward = ix.step_reward if step_rewards else np.where(ix.next_row < 0, ix.reward, 0.0)
+    out = np.asarray(reward, dtype=np.float64).copy()
+    rows = np.argsort(ix.remaining, kind="stable")
+    bounds = np.searchsorted(ix.remaining[rows], np.arange(1, int(ix.remaining.max()) + 2))
+    for level in range(len(bounds) - 1):  # steps with level + 1 steps after them
+        at = rows[bounds[level]:bounds[level + 1]]
+        out[at] = out[at] + gamma * out[ix.next_row[at]]
+    return out - penalty * ix.invalid
 
 
 def _check(history_length: int, length_weight_alpha: float) -> None:
@@ -109,33 +149,35 @@ def hgpo(
     base_group: bool = False,
     mode: NormMode = "mean_std_norm",
     step_rewards: bool = False,
+    float_zero_test: bool = False,
 ) -> dict[str, np.ndarray]:
     """Columns (n_steps,) float64: ``adv``, ``return`` (GiGPO's penalised step return G'),
     ``adv_k1`` … ``adv_k{H+1}`` (a_k: G' normalised within the step's history group of length
-    k; 0 where it has none, is alone in it, or the group's returns are all equal) and, with
+    k; 0 where it has none, is alone in it, or its return is the group's mean) and, with
     ``base_group``, ``adv_ep`` (G2PO's episode term, the item of k = 0).
 
     ``adv`` = Σ_k (k+1)^α·a_k / (Σ_k (k+1)^α + 1e-6), both sums over the step's items with
     a_k ≠ 0 (k = 0 … H+1 with ``base_group``, else 1 … H+1); 0 when none is left. H =
     ``history_length`` (0 … :data:`MAX_HISTORY_LENGTH`), α = ``length_weight_alpha``; history
-    groups use the state-key strategy's nodes (exact state keys by default, as the original)."""
+    groups use the state-key strategy's nodes (exact state keys by default, as the original).
+
+    An item is 0 (dropped) when the step's return is its group's mean, up to the rounding of
+    that mean (:data:`ROUNDING`); with ``float_zero_test`` only when its float64 deviation is 0,
+    as the original, whose float mean of equal returns can be off by an ulp and then keep a
+    noise item that takes its weight from the others (docs/estimators.md)."""
     check_mode(mode)
     _check(history_length, length_weight_alpha)
     returns = step_returns(ix, gamma, penalty, step_rewards=step_rewards, name="hgpo")
+    if float_zero_test and ix.n_steps:
+        returns = _sequential_returns(ix, gamma, penalty, step_rewards)
     n_k = history_length + 1
     longest = int(ix.length.max()) if ix.n_steps else 0
     codes = history_codes(ix, min(n_k, longest))
     items: dict[int, np.ndarray] = {}
     if base_group:
-        ep = episode_advantage(ix, penalty, mode)
-        # a group's equal scores give exactly 0 (dropped), as every equal set above; a group of
-        # one step row keeps the episode term's own rule (s / (1 + eps))
-        score = ix.reward - penalty * ix.invalid
-        count = np.bincount(ix.group, minlength=ix.n_groups)
-        equal = _equal_segments(score, ix.group, ix.n_groups) & (count > 1)
-        items[0] = np.where(equal[ix.group], 0.0, ep)
+        items[0] = _episode_item(ix, penalty, mode, float_zero_test)
     for k in range(1, n_k + 1):
-        items[k] = (_history_advantage(returns, codes[k - 1], ix.order, mode)
+        items[k] = (_history_advantage(returns, codes[k - 1], ix.order, mode, float_zero_test)
                     if k <= len(codes) else np.zeros(ix.n_steps))
     weighted = np.zeros(ix.n_steps)
     total = np.zeros(ix.n_steps)

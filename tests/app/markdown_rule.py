@@ -210,7 +210,14 @@ class _Checker:
         if name in TEMPLATE_FUNCTIONS:
             self._check_template(call, name, scope, function)
             return
-        if name is None or not _is_streamlit_call(call, name):
+        if _is_getattr_element(call.func):
+            self._add(call, "a Streamlit element chosen by getattr: its text cannot be checked; "
+                            "call the element itself with fmt(...)")
+            return
+        alias = self._element_alias(call, scope)
+        if alias is not None:
+            name = alias
+        elif name is None or not _is_streamlit_call(call, name):
             return
         where = f"st.{name}"
         if name in REFUSED:
@@ -230,6 +237,21 @@ class _Checker:
             self._expect_text(help_text, scope, f"{where} help= tooltip")
         if name in OPTION_MARKDOWN:
             self._check_options(call, name, scope)
+
+    def _element_alias(self, call: ast.Call, scope: _Scope) -> str | None:
+        """The Streamlit element a bare name stands for (``show = st.info if ok else
+        st.warning``; ``show(text)``), or None."""
+        if not isinstance(call.func, ast.Name):
+            return None
+        found = scope.lookup(call.func.id)
+        if found is None:
+            return None
+        for value in found[1]:
+            for expr in (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,):
+                if isinstance(expr, ast.Attribute) and expr.attr in MARKDOWN_ARGS and \
+                        _is_streamlit_call(ast.Call(expr, [], []), expr.attr):
+                    return expr.attr
+        return None
 
     def _check_template(self, call: ast.Call, name: str, scope: _Scope,
                         function: ast.AST | None) -> None:
@@ -372,6 +394,13 @@ def _is_streamlit_call(call: ast.Call, name: str) -> bool:
         return False
     root = _root(call.func.value)
     return not (isinstance(root, ast.Name) and root.id in _NOT_STREAMLIT)
+
+
+def _is_getattr_element(func: ast.expr) -> bool:
+    """``getattr(st, kind)`` / ``getattr(st.sidebar, kind)`` as the called function."""
+    return isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and \
+        func.func.id == "getattr" and bool(func.args) and \
+        isinstance(_root(func.args[0]), ast.Name) and _root(func.args[0]).id == "st"
 
 
 def _argument(call: ast.Call, slot: int | str) -> ast.expr | None:

@@ -105,6 +105,8 @@ CAUGHT = {
     "st.table": "st.table(frame)",
     "st.write": "st.write(name)",
     "escaping by hand": 'st.caption(escape_markdown(name))',
+    "an element through a name": 'show = st.info if ok else st.warning\nshow(f"Run {name}")',
+    "an element by getattr": 'getattr(st, level)(fmt("Run {}", name))',
 }
 #: The same texts written the one way: no finding.
 ALLOWED = [
@@ -117,6 +119,7 @@ ALLOWED = [
     "import logging\nlogging.getLogger('app').error(f'{name} failed')",
     'st.caption("Plain text, written here.")',
     "def md(template, *values):\n    st.markdown(fmt(template, *values))",
+    'show = st.info if ok else st.warning\nshow(fmt("Run {}", name))',
 ]
 
 

@@ -32,8 +32,12 @@ IMAGE_FOLDER, IMAGE_RUN = "![i](https:", "evil.example)"
 BOLD_RUN = "**bold** _em_"
 TAG_RUN = "<img src=x onerror=window.__xss=7>"
 STYLE_RUN = "**boldinj** :red[redinj] *eminj* ~~delinj~~"
+#: Emphasis around a colour directive, with one-letter words: inside a page's own bold, a
+#: label that let it through drew a coloured span (any coloured text is a hit: the app has none).
+COLOUR_RUN = "**a** :red[b] *c*"
 LINK_RUN = "[jsinj](javascript:window.__xss=8)"
-HOSTILE_RUNS = (f"{IMAGE_FOLDER}/{IMAGE_RUN}", BOLD_RUN, TAG_RUN, STYLE_RUN, LINK_RUN)
+HOSTILE_RUNS = (f"{IMAGE_FOLDER}/{IMAGE_RUN}", BOLD_RUN, TAG_RUN, STYLE_RUN, LINK_RUN,
+                COLOUR_RUN)
 UPLOAD_NAME = "[up](http:evil.example) **up**.csv"
 
 
@@ -45,6 +49,7 @@ def hostile_root(tmp_path_factory):
     write_run(root / TAG_RUN, 1, seed=7, hostile_text=True, rows=200)
     write_run(root / STYLE_RUN, 2, seed=9, rows=200)
     write_run(root / LINK_RUN, 2, seed=11, rows=200)
+    write_run(root / COLOUR_RUN, 2, seed=13, hostile_text=True, rows=200)
     (root / "**noteinj** [n](http:evil.example).bin").write_bytes(b"\x00\x01not a log")
     return root
 
@@ -57,13 +62,21 @@ def app_url(hostile_root):
 
 #: Elements a name would make if it became markdown or HTML: emphasis, strike-through and
 #: colour from ``**…**``, ``_…_``, ``~~…~~``, ``:red[…]`` (an element holding just the marked
-#: word), images and links from ``![…](…)`` / ``[…](…)``, the ``<img>`` tag.
+#: word; any coloured text at all, and emphasis holding COLOUR_RUN's one-letter words), images
+#: and links from ``![…](…)`` / ``[…](…)``, the ``<img>`` tag.
 MARKUP = """() => {
     const hits = [];
     const words = /^(bold|em|up|noteinj|boldinj|redinj|eminj|delinj|jsinj)$/;
     for (const el of document.querySelectorAll('body *')) {
         const t = el.textContent.trim();  // "**bold**" in a bold headline is fine; "bold" not
         if (words.test(t)) hits.push(el.tagName + ':' + t);
+    }
+    for (const el of document.querySelectorAll('[data-testid="stMarkdownColoredText"]')) {
+        hits.push('colour:' + el.textContent.trim());
+    }
+    for (const el of document.querySelectorAll('strong, b, em, i, del, s')) {
+        const t = el.textContent.trim();
+        if (/^[abc]$/.test(t)) hits.push(el.tagName + ':' + t);
     }
     for (const el of document.querySelectorAll('img')) {
         const src = el.getAttribute('src') || '';

@@ -330,16 +330,27 @@ def graphgpo_original(steps, gamma=0.1, omega_e=1.0, omega_s=1.0, penalty=0.1,
 
 
 def _exact_deviations(values):
-    """x - mean(x), each in exact rational arithmetic (so a deviation is 0 exactly when the
-    value equals the mean), and the sum of their squares."""
+    """x - mean(x), each in exact rational arithmetic, and the sum of their squares; a
+    deviation within the float mean's rounding (2·eps per member times the largest |x|) is
+    taken as 0: that value is the mean (0.1, 0.3, 0.5 are not exactly tied in binary, yet
+    their float mean is 0.3 exactly)."""
     exact = [Fraction(v) for v in values]
     mean = sum(exact) / len(exact)
     dev = [v - mean for v in exact]
+    bound = Fraction(2 * 2.0**-52) * len(values) * max(abs(v) for v in exact)
+    return [0 if abs(d) <= bound else d for d in dev], sum(d * d for d in dev)
+
+
+def _float_deviations(values):
+    """x - mean(x) in float64, the mean summed in the members' order, as the original."""
+    mean = sum(values) / len(values)
+    dev = [v - mean for v in values]
     return dev, sum(d * d for d in dev)
 
 
 def hgpo_original(steps, gamma=0.95, penalty=0.1, history_length=2, length_weight_alpha=1.0,
-                  base_group=False, mode="mean_std_norm", step_rewards=False, eps=1e-6):
+                  base_group=False, mode="mean_std_norm", step_rewards=False, eps=1e-6,
+                  float_zero_test=False):
     """verl-agent's HGPO recipe as its trainer runs it: ``compute_step_discounted_returns``
     (per trajectory, R on the last step or the logged step rewards), then
     ``apply_invalid_action_penalty`` (each step's return minus p·invalid, and the score
@@ -351,9 +362,12 @@ def hgpo_original(steps, gamma=0.95, penalty=0.1, history_length=2, length_weigh
     mean 0 and std 1); ``aggregate_items``: the items with a != 0, w = (k+1)^alpha /
     (sum of those + eps), the sum of w·a, or 0.
 
-    The one liberty: deviations from a mean are taken in exact arithmetic, so "a != 0" is
-    decided as the formula means it (the original's float32 mean of equal returns can be off by
-    an ulp and then counts a spurious item; docs/estimators.md)."""
+    The one liberty: deviations from a mean are taken in exact arithmetic, and one within the
+    float mean's rounding is 0, so "a != 0" is decided as the formula means it (the original's
+    float mean of equal returns can be off by an ulp and then counts a spurious item of ~1e-11
+    that takes its weight from the others; docs/estimators.md). ``float_zero_test``: the
+    original's float64 deviations instead (the mean summed in the members' order)."""
+    deviations = _float_deviations if float_zero_test else _exact_deviations
     b = trainer_batch(steps, penalty, step_rewards)
     n = len(b["row"])
     returns = _penalised_returns(b, gamma, penalty)
@@ -367,7 +381,7 @@ def hgpo_original(steps, gamma=0.95, penalty=0.1, history_length=2, length_weigh
                 if mode == "mean_std_norm":
                     base[idx[0]] /= 1 + eps
                 continue
-            dev, squares = _exact_deviations([b["score"][i] for i in idx])
+            dev, squares = deviations([b["score"][i] for i in idx])
             std = math.sqrt(float(squares / (len(idx) - 1)))
             for i, d in zip(idx, dev):
                 base[i] = float(d) if mode == "mean_norm" else float(d) / (std + eps)
@@ -390,14 +404,14 @@ def hgpo_original(steps, gamma=0.95, penalty=0.1, history_length=2, length_weigh
         for (k, _), members in clusters.items():
             if len(members) <= 1:
                 continue
-            dev, squares = _exact_deviations([returns[i] for i in members])
+            dev, squares = deviations([returns[i] for i in members])
             std = math.sqrt(float(squares / len(members)))  # unbiased=False
             for i, d in zip(members, dev):
-                a = d if mode == "mean_norm" else Fraction(float(d) / (std + eps))
+                a = d if mode == "mean_norm" else float(d) / (std + eps)
                 items[i].append((k, a))
         for rows in trajs:
             for i in rows:
-                mine = ([(0, Fraction(base[i]))] if base_group else []) + items[i]
+                mine = ([(0, base[i])] if base_group else []) + items[i]
                 valid = [(k, a) for k, a in mine if a != 0]
                 if not valid:
                     continue

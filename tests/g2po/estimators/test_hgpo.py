@@ -7,7 +7,10 @@ import math
 import statistics
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from g2po import compute_advantages
 from g2po.estimators.hgpo import MAX_HISTORY_LENGTH, history_codes
@@ -166,3 +169,71 @@ def test_logged_step_rewards_as_verl_agent():
         np.testing.assert_allclose(got["adv"], want.loc[steps.index], rtol=1e-9, atol=1e-9)
     with pytest.raises(ValueError, match="needs a 'step_reward' column"):
         compute_advantages(trajectories(TWO), "hgpo", step_rewards=True)
+
+
+def test_the_originals_rounding_noise_is_not_an_item():
+    """Three failing rollouts s0 -> s1 with an invalid last action (G' = -0.1) and one s2 -> s1
+    (G' = 0). The history group (s0, s1) holds three equal returns -0.1, whose float mean is
+    -0.10000000000000002: the original (float64) keeps an item of ~1e-11 there, which takes the
+    weight 3 from the real k = 1 item (-0.577 becomes 2/5 of it, -0.231). Ours drops it."""
+    assert sum([-0.1] * 3) / 3 != -0.1
+    failing = [("s0", "x", True), ("s1", "y", False)]
+    spec = {"a": (0, failing), "b": (0, failing), "c": (0, failing),
+            "d": (0, [("s2", "x", True), ("s1", "y", True)])}
+    steps = trajectories(spec)  # rows a0 a1 b0 b1 c0 c1 d0 d1
+    k1 = [-0.1, -0.1, -0.1, 0.0]
+    for mode, a1 in (("mean_std_norm", pz(k1, -0.1)), ("mean_norm", -0.025)):
+        out = compute_advantages(steps, "hgpo", mode=mode)
+        assert out["adv_k2"].tolist() == [0.0] * 8
+        assert out["adv"].iloc[1] == pytest.approx(2 * a1 / (2 + EPS), rel=1e-12)
+        noisy = compute_advantages(steps, "hgpo", mode=mode, float_zero_test=True)
+        assert 0 < abs(noisy["adv_k2"].iloc[1]) < 1e-9
+        assert noisy["adv"].iloc[1] == pytest.approx(2 * a1 / (5 + EPS), rel=1e-6)
+        want = reference.hgpo_original(steps, mode=mode, float_zero_test=True)
+        np.testing.assert_allclose(noisy["adv"], want.loc[steps.index], rtol=1e-9, atol=1e-12)
+
+
+def test_a_return_at_its_groups_mean_is_dropped_up_to_rounding():
+    """Logged step rewards 0.2, 0.1, 0.3 at s1: their float mean is 0.20000000000000004, so
+    a's float deviation is -3e-17, the mean's rounding: a's k = 1 item is 0 (the original
+    keeps it as noise with weight 2) and a's advantage is its k = 2 item alone."""
+    assert (0.2 + 0.1 + 0.3) / 3 != 0.2
+    spec = {"a": (1, [("s0", "x", True), ("s1", "y", True)]),
+            "b": (1, [("s0", "x", True), ("s1", "y", True)]),
+            "c": (1, [("s2", "x", True), ("s1", "y", True)])}
+    steps = trajectories(spec)
+    steps["step_reward"] = [0.0, 0.2, 0.0, 0.1, 0.0, 0.3]
+    out = compute_advantages(steps, "hgpo", step_rewards=True, penalty=0.0)
+    assert out["adv_k1"].iloc[1] == 0.0
+    a2 = pz([0.2, 0.1], 0.2)
+    assert out["adv_k2"].iloc[1] == pytest.approx(a2)
+    assert out["adv"].iloc[1] == pytest.approx(3 * a2 / (3 + EPS), rel=1e-12)
+
+
+_STATES = st.sampled_from(["s0", "s1", "s2"])
+_STEP = st.tuples(_STATES, st.booleans(), st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.5, 1.0]))
+_GROUP = st.lists(st.tuples(st.sampled_from([0.0, 1.0, 10.0]), st.lists(_STEP, min_size=1,
+                                                                          max_size=5)),
+                  min_size=1, max_size=7)
+
+
+@settings(max_examples=150, deadline=None)
+@given(groups=st.lists(_GROUP, min_size=1, max_size=2), mode=st.sampled_from(["mean_std_norm",
+                                                                              "mean_norm"]),
+       history_length=st.integers(0, 3), base_group=st.booleans(), step_rewards=st.booleans(),
+       float_zero_test=st.booleans())
+def test_equals_the_recipe_on_small_groups(groups, mode, history_length, base_group,
+                                           step_rewards, float_zero_test):
+    """Small groups over three states (repeats, cycles and self-loops inside a history window,
+    trajectories shorter than the history, equal and tied returns): ours equals the
+    transcription, with either zero test."""
+    rows = [{"group_id": f"g{g}", "traj_id": f"r{i}", "t": t, "state_key": s, "action": "a",
+             "episode_reward": reward, "is_action_valid": valid, "step_reward": r}
+            for g, trajs in enumerate(groups) for i, (reward, path) in enumerate(trajs)
+            for t, (s, valid, r) in enumerate(path)]
+    steps = pd.DataFrame(rows)
+    params = {"mode": mode, "history_length": history_length, "base_group": base_group,
+              "step_rewards": step_rewards, "float_zero_test": float_zero_test}
+    got = compute_advantages(steps, "hgpo", **params)
+    want = reference.hgpo_original(steps, **params)
+    np.testing.assert_allclose(got["adv"], want.loc[steps.index], rtol=1e-9, atol=1e-9)
