@@ -72,8 +72,9 @@ __all__ = [
 log = logging.getLogger("g2po.envs.alfworld")
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
-#: A generated game is kept only if ALFWorld's hand-coded expert wins it within this many steps.
-EXPERT_STEP_LIMIT = 40
+#: A generated game is kept only if ALFWorld's hand-coded expert wins it within this many steps
+#: (the collector's default step budget, so a rollout that follows the expert can win).
+EXPERT_STEP_LIMIT = 30
 #: Draws tried for one seed before generation gives up (the expert wins most first draws).
 MAX_ATTEMPTS = 20
 
@@ -258,27 +259,30 @@ _GENERATE_LOCK = threading.Lock()
 
 
 def expert_walkthrough(path: Path, limit: int = EXPERT_STEP_LIMIT) -> tuple[list[str] | None, str]:
-    """Play the game at ``path`` with ALFWorld's hand-coded expert: ``(actions, "")`` when it
-    wins within ``limit`` steps, else ``(None, why)``.
+    """Play the game at ``path`` as the scripted policy does with ``follow=1``: ALFWorld's
+    hand-coded expert's next action, or a random admissible one where the expert names none
+    (its own fallback when stuck is a random command, which may be "help", hidden here).
+    Returns ``(actions, "")`` when that wins within ``limit`` steps, else ``(None, why)``.
 
-    The expert breaks some ties with Python's global ``random``; it is seeded from the game
-    file's name for the check (and restored after), so the verdict is the same on every run.
+    The expert breaks ties with Python's global ``random``; both it and the fallback are seeded
+    from the game's folder name (the global state is restored after), so the verdict is the
+    same on every run.
     """
     env = ALFWorldEnv("expert-check", path)
     saved = random.getstate()
-    random.seed(f"g2po-expert:{Path(path).parent.name}")
+    seed = f"g2po-expert:{Path(path).parent.name}"
+    random.seed(seed)
+    fallback = random.Random(seed)
     actions: list[str] = []
     try:
         result = env.reset()
         while not result.won:
             if len(actions) >= limit:
                 return None, f"the expert did not win within {limit} steps"
-            plan = result.info.get("policy_commands") or []
-            if not plan:
-                return None, "the expert has no next action"
-            result = env.step(format_response(plan[0]))
-            if not result.is_action_valid:
-                return None, f"the expert's action {plan[0]!r} is not admissible"
+            plan = [a for a in result.info.get("policy_commands") or []
+                    if a in (result.admissible_actions or ())]
+            action = plan[0] if plan else fallback.choice(result.admissible_actions or ["look"])
+            result = env.step(format_response(action))
             actions.append(result.action)
     except Exception as err:  # noqa: BLE001 - the expert gives up by raising
         return None, f"the expert failed: {type(err).__name__}: {err}"

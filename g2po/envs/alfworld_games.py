@@ -307,9 +307,19 @@ def _problem(task_type: str, scene: Scene, otype: str, parent: str, toggle: str,
         placed.append((_object_id(kind, receptacle, rng, taken), kind, receptacle))
 
     away = [r for r in placeable[otype] if scene.receptacles[r][0] != parent]
-    least = 2 if task_type == "pick_two_obj_and_place" else 1
-    for _ in range(rng.randint(least, max(least, 3))):
-        put(otype, away)
+    if task_type == "pick_two_obj_and_place":
+        # ALFWorld's hand-coded expert finds the second object only where it took the first:
+        # after "move X to Y" it still counts X as held ("put" is what it tracks) and goes
+        # back there to drop it. Two instances share an open receptacle, a third may be apart.
+        shown = [r for r in away if scene.receptacles[r][0] not in c.OPENABLE_CLASS_SET]
+        pair = rng.choice(shown or away)
+        put(otype, [pair])
+        put(otype, [pair])
+        if rng.random() < 0.5:
+            put(otype, away)
+    else:
+        for _ in range(rng.randint(1, 3)):
+            put(otype, away)
     if toggle:
         stands = [r for t in _LAMP_STANDS for r in scene.of_type(t)]
         plain = [r for r, (t, _) in sorted(scene.receptacles.items())

@@ -125,3 +125,24 @@ def test_bad_options_are_named():
 
 def test_docstring_examples():
     assert doctest.testmod(games).failed == 0
+
+
+def test_one_local_training_step_on_generated_games(tmp_path):
+    """The local trainer takes one step on generated games with a tiny model built for them
+    (the trainer tests' small recipe; built once per machine in the default cache)."""
+    pytest.importorskip("torch")
+    from g2po.trainers.local import train
+    from loaders import open_run
+    from tests.g2po.trainers.fixtures import TINY, small_config
+
+    env = "alfworld:generated-pick_and_place_simple"
+    config = small_config(env=env, model=TINY, task_pool=1, tasks_per_step=1,
+                          rollouts_per_task=2, max_steps=2, total_steps=1)
+    result = train(config, tmp_path / "run", log=lambda _line: None)
+    assert result.steps == [1]
+    run = open_run(tmp_path / "run")
+    assert run.manifest["config"]["env"] == env
+    steps = run.load_step(1)
+    assert len(steps) == 4 and steps["group_id"].nunique() == 1
+    assert steps["observation"].str.startswith("You are in the middle of a room.").any()
+    assert "actor/pg_loss" in run.metrics().columns
