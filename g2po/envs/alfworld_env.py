@@ -353,9 +353,13 @@ class GeneratedFamily:
     expert: bool = True
     _files: dict[str, Path] = field(default_factory=dict, repr=False)
 
-    def tasks(self, n: int, seed: int = 0) -> list[str]:
+    def task_ids(self, n: int, seed: int = 0) -> list[str]:
+        """The ids :meth:`tasks` returns, without making the games."""
         k = len(self.task_types)
-        ids = [f"{self.split}/{self.task_types[i % k]}-s{seed + i}" for i in range(n)]
+        return [f"{self.split}/{self.task_types[i % k]}-s{seed + i}" for i in range(n)]
+
+    def tasks(self, n: int, seed: int = 0) -> list[str]:
+        ids = self.task_ids(n, seed)
         for task_id in ids:  # generate (and check) now, so that collecting never waits on it
             self._file(task_id)
         return ids
