@@ -145,7 +145,7 @@ def test_docstring_examples():
 
 def test_one_local_training_step_on_generated_games(tmp_path):
     """The local trainer takes one step on generated games with a tiny model built for them
-    (the trainer tests' small recipe; built once per machine in the default cache)."""
+    (the trainer tests' small recipe; shipped with g2po, g2po/trainers/tiny_models/)."""
     pytest.importorskip("torch")
     from g2po.trainers.local import train
     from loaders import open_run
