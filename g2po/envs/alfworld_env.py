@@ -17,41 +17,66 @@ State key: as in the paper, the current observation without history ("You arrive
 The drawer 1 is closed."), whitespace-normalised. One exception: ALFWorld answers an action
 that changes nothing with "Nothing happens."; that reply is the same in every state, so the key
 stays that of the state the agent is still in instead of merging unrelated states.
+
+Generated games (no download)
+-----------------------------
+``alfworld:generated`` plays games made here from the ``alfworld`` package's own domain,
+grammar, floor plans and goal templates (:mod:`g2po.envs.alfworld_games`), with the same
+engine, wrappers and expert as the downloaded games. Settings follow ``generated``, ``-``
+separated, in any order: a split (``train`` default, ``valid_seen``, ``valid_unseen``: ALFRED's
+held-out floor plans) and a task type (default: all six, cycled), e.g.
+``alfworld:generated-valid_unseen-pick_heat_then_place_in_recep``. Task ``i`` of
+``tasks(n, seed)`` is game ``seed + i`` of task type ``i mod k``; its id is
+``SPLIT/TASKTYPE-sSEED``. Each game is played by ALFWorld's hand-coded expert before it is
+used; if the expert does not win within :data:`EXPERT_STEP_LIMIT` steps the next draw for that
+seed is taken. Games are cached under ``$G2PO_CACHE/alfworld`` (default
+``~/.cache/g2po/alfworld``). A reset takes 0.5-9 s (Fast Downward grounds the problem).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import re
+import shutil
+import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from g2po.agent_format import format_response
+from g2po.cache import user_cache_dir
+from g2po.envs.alfworld_games import GENERATED_SPLITS, GENERATOR_VERSION, TASK_TYPES, make_game
 from g2po.envs.base import EnvError, MissingEnvironmentError, StepResult, register_env
-from g2po.envs.textworld_env import TextWorldEnv, clean_feedback
+from g2po.envs.textworld_env import _PARSE_LOCK, TextWorldEnv, clean_feedback
 
 __all__ = [
     "ALFWorldEnv",
     "ALFWorldFamily",
+    "GeneratedFamily",
     "TASK_TYPES",
     "SPLITS",
+    "EXPERT_STEP_LIMIT",
     "alfworld_data",
     "find_games",
+    "generated_game",
+    "expert_walkthrough",
     "split_initial_observation",
     "alfworld_anchor",
 ]
 
-TASK_TYPES = (
-    "pick_and_place_simple",
-    "look_at_obj_in_light",
-    "pick_clean_then_place_in_recep",
-    "pick_heat_then_place_in_recep",
-    "pick_cool_then_place_in_recep",
-    "pick_two_obj_and_place",
-)
+log = logging.getLogger("g2po.envs.alfworld")
+
 SPLITS = ("train", "valid_seen", "valid_unseen")
+#: A generated game is kept only if ALFWorld's hand-coded expert wins it within this many steps
+#: (the collector's default step budget, so a rollout that follows the expert can win).
+EXPERT_STEP_LIMIT = 30
+#: Draws tried for one seed before generation gives up (the expert wins most first draws).
+MAX_ATTEMPTS = 20
 
 _INSTALL = (
     "ALFWorld needs the `alfworld` package: pip install -e '.[alfworld]' (or pip install "
@@ -165,7 +190,8 @@ class ALFWorldEnv(TextWorldEnv):
                                   extras=list(self._extras))
 
     def _reset(self) -> StepResult:
-        state = self._start().reset()
+        with _PARSE_LOCK:  # reset grounds the PDDL problem again (see textworld_env, Threads)
+            state = self._start().reset()
         observation, self.task = split_initial_observation(state.get("feedback") or "")
         return self._result(state, observation, reward=0.0, done=False)
 
@@ -186,7 +212,8 @@ class ALFWorldEnv(TextWorldEnv):
             admissible_actions=[a for a in dict.fromkeys(state.get("admissible_commands") or [])
                                 if a != "help"],
             reward=reward, done=done or won, won=won,
-            info={"policy_commands": list(plan), "gamefile": state.get("extra.gamefile")},
+            info={"policy_commands": list(plan), "gamefile": state.get("extra.gamefile"),
+                  "feedback": state.get("feedback") or ""},
         )
 
     def state_key(self, result: StepResult) -> str:
@@ -227,13 +254,172 @@ class ALFWorldFamily:
         return ALFWorldEnv(task_id, path, expert=self.expert)
 
 
-@register_env("alfworld", "ALFWorld text games (pip install alfworld; alfworld-download), e.g. "
-              "alfworld:train, alfworld:valid_unseen-pick_and_place_simple")
-def _family(details: str, *, data: str | Path | None = None, expert: bool = True
-            ) -> ALFWorldFamily:
+# -- generated games ---------------------------------------------------------------------------
+_GENERATE_LOCK = threading.Lock()
+
+
+def expert_walkthrough(path: Path, limit: int = EXPERT_STEP_LIMIT) -> tuple[list[str] | None, str]:
+    """Play the game at ``path`` as the scripted policy does with ``follow=1``: ALFWorld's
+    hand-coded expert's next action, or a random admissible one where the expert names none
+    (its own fallback when stuck is a random command, which may be "help", hidden here).
+    Returns ``(actions, "")`` when that wins within ``limit`` steps, else ``(None, why)``.
+
+    The expert breaks ties with Python's global ``random``; both it and the fallback are seeded
+    from the game's folder name (the global state is restored after), so the verdict is the
+    same on every run.
+    """
+    env = ALFWorldEnv("expert-check", path)
+    saved = random.getstate()
+    seed = f"g2po-expert:{Path(path).parent.name}"
+    random.seed(seed)
+    fallback = random.Random(seed)
+    actions: list[str] = []
+    try:
+        result = env.reset()
+        while not result.won:
+            if len(actions) >= limit:
+                return None, f"the expert did not win within {limit} steps"
+            plan = [a for a in result.info.get("policy_commands") or []
+                    if a in (result.admissible_actions or ())]
+            action = plan[0] if plan else fallback.choice(result.admissible_actions or ["look"])
+            result = env.step(format_response(action))
+            actions.append(result.action)
+    except Exception as err:  # noqa: BLE001 - the expert gives up by raising
+        return None, f"the expert failed: {type(err).__name__}: {err}"
+    finally:
+        random.setstate(saved)
+        env.close()
+    return actions, ""
+
+
+def generated_game(split: str, task_type: str, seed: int, *, cache: Path | None = None
+                   ) -> Path:
+    """The ``game.tw-pddl`` of a generated game, made and checked if not cached.
+
+    Draws ``make_game(task_type, seed, split, attempt)`` for attempt 0, 1, … until the expert
+    wins one (:func:`expert_walkthrough`); the game folder (game, ``traj_data.json`` with the
+    expert's actions) is built in a temporary folder and moved into place.
+    """
+    root = ((cache or user_cache_dir()) / "alfworld" / f"generated-v{GENERATOR_VERSION}"
+            / split / task_type)
+    target = root / f"s{seed}"
+    game = target / "game.tw-pddl"
+    if game.is_file():
+        return game
+    with _GENERATE_LOCK:
+        if game.is_file():
+            return game
+        root.mkdir(parents=True, exist_ok=True)
+        failures = []
+        started = time.perf_counter()
+        for attempt in range(MAX_ATTEMPTS):
+            files = make_game(task_type, seed, split, attempt)
+            tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".s{seed}-"))
+            try:
+                actions, why = expert_walkthrough(files.write(tmp))
+                if actions is None:
+                    failures.append(f"draw {attempt}: {why}")
+                    continue
+                files.game["solvable"] = True
+                files.traj_data["g2po"]["expert_actions"] = actions
+                files.write(tmp)
+                log.info("generated ALFWorld game %s/%s-s%d: draw %d, %d expert steps, %.1f s",
+                         split, task_type, seed, attempt, len(actions),
+                         time.perf_counter() - started)
+                try:
+                    os.replace(tmp, target)
+                except OSError:  # another process placed it first
+                    if not game.is_file():
+                        raise
+                return game
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    raise EnvError(f"generated ALFWorld game {split}/{task_type} seed {seed}: the expert won "
+                   f"none of {MAX_ATTEMPTS} draws ({'; '.join(failures[-3:])})")
+
+
+_GENERATED_ID = re.compile(r"(?P<split>[a-z_]+)/(?P<type>[a-z_]+)-s(?P<seed>\d+)")
+
+
+@dataclass
+class GeneratedFamily:
+    """Generated games of one split; task ``i`` of ``tasks(n, seed)`` is game ``seed + i`` of
+    task type ``i mod k`` (see the module docstring)."""
+
+    spec: str
+    split: str = "train"
+    task_types: tuple[str, ...] = TASK_TYPES
+    cache: Path | None = None
+    expert: bool = True
+    _files: dict[str, Path] = field(default_factory=dict, repr=False)
+
+    def task_ids(self, n: int, seed: int = 0) -> list[str]:
+        """The ids :meth:`tasks` returns, without making the games."""
+        k = len(self.task_types)
+        return [f"{self.split}/{self.task_types[i % k]}-s{seed + i}" for i in range(n)]
+
+    def tasks(self, n: int, seed: int = 0) -> list[str]:
+        ids = self.task_ids(n, seed)
+        for task_id in ids:  # generate (and check) now, so that collecting never waits on it
+            self._file(task_id)
+        return ids
+
+    def _file(self, task_id: str) -> Path:
+        if task_id not in self._files:
+            m = _GENERATED_ID.fullmatch(task_id)
+            if not m or m["split"] not in GENERATED_SPLITS or m["type"] not in TASK_TYPES:
+                raise EnvError(f"generated ALFWorld task id {task_id!r} must be "
+                               "SPLIT/TASKTYPE-sSEED, e.g. train/pick_and_place_simple-s0")
+            self._files[task_id] = generated_game(m["split"], m["type"], int(m["seed"]),
+                                                  cache=self.cache)
+        return self._files[task_id]
+
+    def make(self, task_id: str) -> ALFWorldEnv:
+        return ALFWorldEnv(task_id, self._file(task_id), expert=self.expert)
+
+
+def _generated_family(settings: str, *, cache: str | Path | None, expert: bool
+                      ) -> GeneratedFamily:
+    split, types = "train", TASK_TYPES
+    seen: set[str] = set()
+    for token in (t for t in settings.split("-") if t):
+        kind = ("split" if token in GENERATED_SPLITS else
+                "task type" if token in TASK_TYPES else None)
+        if kind is None or kind in seen:
+            raise EnvError(
+                f"alfworld:generated setting {token!r}: expected at most one split "
+                f"({', '.join(GENERATED_SPLITS)}) and one task type ({', '.join(TASK_TYPES)})"
+            )
+        seen.add(kind)
+        if kind == "split":
+            split = token
+        else:
+            types = (token,)
+    from g2po.envs.alfworld_games import alfworld_assets
+
+    alfworld_assets()  # the package is there, or a clear message now
+    name = "-".join(["generated", *([split] if split != "train" else []),
+                     *(types if len(types) == 1 else ())])
+    return GeneratedFamily(spec=f"alfworld:{name}", split=split, task_types=types,
+                           cache=Path(cache) if cache else None, expert=expert)
+
+
+@register_env("alfworld", "ALFWorld text games: alfworld:generated (made here), "
+              "alfworld:generated-valid_unseen-pick_two_obj_and_place; downloaded "
+              "(alfworld-download): alfworld:train, alfworld:valid_unseen-pick_and_place_simple")
+def _family(details: str, *, data: str | Path | None = None, cache: str | Path | None = None,
+            expert: bool = True) -> ALFWorldFamily | GeneratedFamily:
     split, _, kind = (details or "train").partition("-")
+    if split == "generated":
+        if data is not None:
+            raise EnvError("alfworld:generated takes `cache` (where games are made), not "
+                           "`data` (the download's folder)")
+        return _generated_family(kind, cache=cache, expert=expert)
+    if cache is not None:
+        raise EnvError(f"alfworld:{details}: downloaded games take `data`, not `cache`")
     if split not in SPLITS:
-        raise EnvError(f"ALFWorld split {split!r} is not one of {', '.join(SPLITS)}")
+        raise EnvError(f"ALFWorld split {split!r} is not one of {', '.join(SPLITS)} "
+                       "(downloaded games), or generated")
     types = TASK_TYPES
     if kind:
         if kind not in TASK_TYPES:
