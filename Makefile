@@ -10,7 +10,7 @@ UV_VERSION := 0.13.9
 # and CI's PIP_FIND_LINKS), else PyTorch's CPU index. Never PyPI's torch: that is a CUDA build.
 TORCH_CPU ?= $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS),--torch-backend cpu)
 
-.PHONY: setup run test lint bench samples gpu-set clean
+.PHONY: setup run test test-fast lint bench samples gpu-set clean
 
 setup: $(VENV)/.installed
 
@@ -42,6 +42,12 @@ test: setup
 	$(BIN)/python .ci/gpu_set.py  # the documented GPU install resolves (nothing downloaded)
 	scripts/install_chromium.sh  # Debian's chromium for the app's browser tests
 	$(BIN)/python -m pytest -q
+
+# The library's tests without the slow ones (markers in pyproject.toml): no browser, no verl,
+# no model builds. For the edit-test loop; `make test` (CI) runs everything.
+FAST := not browser and not verl and not slow
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "$(FAST)"
 
 # The GPU install of docs/verl.md, resolved for Linux x86_64 without installing it.
 gpu-set: setup

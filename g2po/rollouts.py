@@ -180,7 +180,7 @@ PolicyFactory = Callable[..., Policy]
 _POLICIES: dict[str, PolicyFactory] = {}
 #: Modules that may register the model policy ("model": a local Hugging Face path, or
 #: "tiny"), imported in turn until one has.
-MODEL_POLICY_MODULES = ("g2po.trainers.policy", "g2po.model_policy")
+MODEL_POLICY_MODULES = ("g2po.trainers.models", "g2po.model_policy")
 _MODEL_KEY = "model"
 
 

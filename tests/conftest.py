@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import sys
+from fnmatch import fnmatch
+from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression  # how pytest itself reads -m; no public twin
 
 from g2po.estimators import registry
 
@@ -27,3 +30,48 @@ def _main_module():
     main = sys.modules["__main__"]
     yield
     sys.modules["__main__"] = main
+
+
+# -- markers of the slow tests (registered in pyproject.toml; ``make test-fast`` leaves them out) --
+ROOT = Path(__file__).resolve().parent.parent
+#: Test files and folders every test of which carries a marker (globs; a folder holds all below it).
+FILE_MARKERS = {
+    "browser": ("tests/app/test_browser.py", "tests/*_browser.py"),
+    "verl": ("tests/g2po/trainers/verl_backend", "tests/g2po/trainers/test_loss.py",
+             "tests/g2po/trainers/test_local.py"),
+}
+#: Fixtures that make a test slow, with the marker they give it.
+FIXTURE_MARKERS = {
+    "tiny_path": "slow",  # builds the tiny model on a machine's first use (minutes)
+    "verl_cpu_run": "verl",  # g2po train --backend verl --device cpu: Ray and verl's trainer
+}
+
+
+def _file_markers(path: Path) -> set[str]:
+    try:
+        rel = path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return set()
+    return {name for name, globs in FILE_MARKERS.items()
+            if any(fnmatch(rel, g) or rel.startswith(g + "/") for g in globs)}
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Do not even import a marked file (or folder) that ``-m`` leaves out: importing verl
+    alone takes about 40 s of CPU. None (not False) leaves the decision to pytest's other rules."""
+    markers = _file_markers(collection_path)
+    expression = config.option.markexpr
+    if markers and expression:
+        if not Expression.compile(expression).evaluate(lambda name, **_: name in markers):
+            return True
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give each test the markers of its file and of the fixtures it uses. This hook runs
+    before ``-m`` deselects (pytest's own hook runs last), so the markers count there."""
+    for item in items:
+        names = _file_markers(item.path) | {FIXTURE_MARKERS[f] for f in item.fixturenames
+                                            if f in FIXTURE_MARKERS}
+        for name in sorted(names):
+            item.add_marker(name)

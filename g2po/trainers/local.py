@@ -291,13 +291,8 @@ def train(config: TrainConfig, out: str | Path, *,
         save_checkpoint,
     )
     from g2po.trainers.loss import actor_config as make_actor_config
-    from g2po.trainers.policy import (
-        HFPolicy,
-        load_model,
-        model_path,
-        resolve_device,
-        resolve_dtype,
-    )
+    from g2po.trainers.models import model_path
+    from g2po.trainers.policy import HFPolicy, load_model, resolve_device, resolve_dtype
     from g2po.trainers.rollout import collect_step
     from loaders import RunWriter, open_run
     from loaders.rundir import MANIFEST

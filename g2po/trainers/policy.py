@@ -27,7 +27,6 @@ __all__ = [
     "HFPolicy",
     "ModelError",
     "load_model",
-    "load_policy",
     "pack",
     "left_pad",
     "response_log_probs",
@@ -276,43 +275,3 @@ class HFPolicy:
         gen = self.generate(prompts)
         return [{"text": text, "prompt_tokens": len(p), "response_tokens": len(r)}
                 for text, p, r in zip(gen.texts, gen.prompt_ids, gen.response_ids)]
-
-
-def load_policy(model: str = "tiny", *, env: str | None = None, device: str = "auto",
-                dtype: str = "auto", **generation) -> HFPolicy:
-    """The policy ``model`` names: ``tiny`` (built for ``env`` on first use, see
-    :func:`g2po.trainers.tiny.tiny_model`) or a local Hugging Face model folder.
-    ``generation`` are :class:`HFPolicy` options (max_new_tokens, temperature, …)."""
-    dev = resolve_device(device)
-    path = model_path(model, env=env)
-    net, tokenizer = load_model(path, device=dev, dtype=resolve_dtype(dtype, dev))
-    return HFPolicy(net, tokenizer, name=model, **generation)
-
-
-def model_path(model: str, *, env: str | None = None) -> Path:
-    """The folder ``model`` names (building the tiny model if needed)."""
-    if model == "tiny" or model.startswith("tiny:"):
-        from g2po.trainers.tiny import tiny_model
-
-        if env is None:
-            raise ModelError("the tiny model is built for an environment: pass env=SPEC")
-        return tiny_model(env, model)
-    return Path(model).expanduser()
-
-
-def _register() -> None:
-    """Make ``g2po rollouts --policy tiny|PATH`` use this policy (the collector's registry)."""
-    from g2po.rollouts import register_policy
-
-    @register_policy("model")
-    def model_policy(spec: str, *, env: str | None = None, seed: int | None = None,
-                     device: str = "auto", dtype: str = "auto", **generation) -> HFPolicy:
-        if seed is not None:
-            torch.manual_seed(int(seed))
-        if env is None and (spec == "tiny" or spec.startswith("tiny:")):
-            raise ModelError("the tiny model is built for one environment: pass its spec, "
-                             "e.g. --policy-arg env=textworld:coin_collector-level5")
-        return load_policy(spec, env=env, device=device, dtype=dtype, **generation)
-
-
-_register()

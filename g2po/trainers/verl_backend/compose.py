@@ -81,8 +81,8 @@ def compose_config(overrides: Sequence[str] = (), config_path: str | Path | None
     ``config_path`` an optional YAML file (see the module docstring). Raises
     :class:`VerlConfigError` when hydra cannot compose (unknown key, bad syntax, missing file).
 
-    >>> cfg = compose_config(["algorithm.g2po.w=0.8"])      # doctest: +SKIP
-    >>> cfg.algorithm.adv_estimator, cfg.algorithm.g2po.w  # doctest: +SKIP
+    >>> cfg = compose_config(["algorithm.g2po.w=0.8"])
+    >>> cfg.algorithm.adv_estimator, cfg.algorithm.g2po.w
     ('g2po', 0.8)
     """
     overrides = [str(o) for o in overrides]

@@ -141,11 +141,12 @@ _SLOT: contextvars.ContextVar[FieldsSlot | None] = contextvars.ContextVar("g2po_
 
 @contextlib.contextmanager
 def provide_step_fields(fields: StepFields) -> Iterator[FieldsSlot]:
-    """Make ``fields`` visible to the estimators called inside the ``with`` block.
+    """Make ``fields`` visible to the estimators called inside the ``with`` block, as the
+    trainer does around verl's advantage step::
 
-    >>> # with provide_step_fields(fields) as slot:
-    >>> #     data = compute_advantage(data, adv_estimator="g2po", config=cfg.algorithm)
-    >>> # slot.results[0].metrics["g2po/merge_rate"]
+        with provide_step_fields(fields) as slot:
+            data = compute_advantage(data, adv_estimator="g2po", config=cfg.algorithm)
+        slot.results[0].metrics["g2po/merge_rate"]
     """
     slot = FieldsSlot(fields)
     token = _SLOT.set(slot)

@@ -68,7 +68,7 @@ def hydra_value(value: Any) -> str:
 
 def _model_overrides(model: str, env: str | None) -> list[str]:
     if model == "tiny" or model.startswith("tiny:"):
-        from g2po.trainers.policy import model_path
+        from g2po.trainers.models import model_path
 
         if env is None:
             raise VerlConfigError(["--model tiny is built for an environment: pass --env SPEC"])

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from g2po.trainers.verl_backend import devices
+import g2po.trainers.verl_backend.devices as devices
 from g2po.trainers.verl_backend.compose import compose_config
 from g2po.trainers.verl_backend.settings import (
     VerlConfigError,

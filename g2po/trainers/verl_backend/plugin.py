@@ -12,7 +12,10 @@ verl imports it in every process that imports verl, through the ``verl.plugins``
 by ``g2po.yaml``; unlike the entry point, a failure there is loud).
 """
 
-from g2po.trainers.verl_backend import cpu  # noqa: I001  (before every other verl import)
-from g2po.trainers.verl_backend import agent_loop, estimator, hf_rollout, trainer
+import g2po.trainers.verl_backend.cpu as cpu  # noqa: I001  (before every other verl import)
+import g2po.trainers.verl_backend.agent_loop as agent_loop
+import g2po.trainers.verl_backend.estimator as estimator
+import g2po.trainers.verl_backend.hf_rollout as hf_rollout
+import g2po.trainers.verl_backend.trainer as trainer
 
 __all__ = ["cpu", "estimator", "trainer", "agent_loop", "hf_rollout"]

@@ -356,6 +356,7 @@ def test_verl_cpu_dump_merges_states_as_the_run_directory(verl_cpu_run):
         assert set(rows["state_key"]) == set(ours["observation"].str.strip())
 
 
+@pytest.mark.verl  # composes verl's configuration, which imports verl
 def test_verl_cpu_refuses_too_few_ray_cpus_instead_of_hanging(capsys):
     assert main(["train", "--backend", "verl", "--device", "cpu",
                  "ray_kwargs.ray_init.num_cpus=2"]) == 2

@@ -2,12 +2,12 @@ import pytest
 import torch
 
 from g2po.rollouts import make_policy
+from g2po.trainers.models import load_policy
 from g2po.trainers.policy import (
     HFPolicy,
     ModelError,
     left_pad,
     load_model,
-    load_policy,
     pack,
     response_log_probs,
 )

@@ -1,7 +1,7 @@
 import torch
 
 from g2po.envs import env_family
-from g2po.trainers.policy import load_policy
+from g2po.trainers.models import load_policy
 from g2po.trainers.rollout import collect_step
 from tests.g2po.trainers.fixtures import ENV, tiny_path  # noqa: F401
 

@@ -47,6 +47,7 @@ def test_built_model_is_a_normal_hf_folder(tiny_path):  # noqa: F811
     assert 0.0 <= info["valid_action_rate"] <= 1.0
 
 
+@pytest.mark.slow  # builds tiny models (tens of seconds each)
 def test_cached_and_rebuilt_only_when_the_recipe_changes(tmp_path):
     name = TINY.replace("warmup_steps=40", "warmup_steps=3")
     first = tiny_model(ENV, name, cache=tmp_path, verbose=False)
@@ -59,6 +60,7 @@ def test_cached_and_rebuilt_only_when_the_recipe_changes(tmp_path):
     assert not list(tmp_path.glob(".build-*"))  # no half-built folder left
 
 
+@pytest.mark.slow  # builds tiny models (tens of seconds each)
 def test_seeded_build_is_reproducible(tmp_path):
     name = TINY.replace("warmup_steps=40", "warmup_steps=2")
     a = tiny_model(ENV, name, cache=tmp_path / "a", verbose=False)
