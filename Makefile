@@ -43,11 +43,13 @@ test: setup
 	scripts/install_chromium.sh  # Debian's chromium for the app's browser tests
 	$(BIN)/python -m pytest -q
 
-# The library's tests without the slow ones (markers in pyproject.toml): no browser, no verl,
-# no model builds. For the edit-test loop; `make test` (CI) runs everything.
+# The library's tests (g2po, loaders, the architecture and every docstring example) without the
+# slow ones (markers in pyproject.toml, given in tests/conftest.py): no browser, no verl, no model
+# builds, no games played. For the edit-test loop; `make test` (CI) runs everything.
 FAST := not browser and not verl and not slow
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "$(FAST)"
+	$(BIN)/python -m pytest -q -m "$(FAST)" tests/g2po tests/loaders tests/test_architecture.py \
+	    tests/test_doctests.py
 
 # The GPU install of docs/verl.md, resolved for Linux x86_64 without installing it.
 gpu-set: setup

@@ -39,6 +39,10 @@ FILE_MARKERS = {
     "browser": ("tests/app/test_browser.py", "tests/*_browser.py"),
     "verl": ("tests/g2po/trainers/verl_backend", "tests/g2po/trainers/test_loss.py",
              "tests/g2po/trainers/test_local.py"),
+    # games made and played (TextWorld, ALFWorld's planner at every reset), fresh interpreters,
+    # the benchmark scripts' own runs
+    "slow": ("tests/g2po/envs", "tests/g2po/test_rollouts.py", "tests/g2po/cli/test_rollouts.py",
+             "tests/loaders/test_bad_inputs.py", "tests/scripts"),
 }
 #: Fixtures that make a test slow, with the marker they give it.
 FIXTURE_MARKERS = {
