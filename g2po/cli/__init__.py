@@ -1,4 +1,8 @@
-"""The ``g2po`` command. Each command group lives in its own module with an ``add_parser``."""
+"""The ``g2po`` command. Each command group lives in its own module with an ``add_parser``.
+
+Building the parser imports nothing heavy (no pandas, numpy, torch, estimators or log readers:
+tests/g2po/cli/test_startup.py), so ``g2po --help`` answers at once; each command imports
+what it needs when it runs."""
 
 from __future__ import annotations
 

@@ -4,28 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from g2po.analysis.state_graph import state_graph
 from g2po.cli.logs import add_log_options, log_options
-from g2po.estimators import (
-    compute_advantages,
-    estimator_params,
-    list_estimators,
-    shared_params,
-)
-from g2po.index import merge_rate
-from g2po.outcomes import OutcomeRule
-from g2po.params import G2POParams
-from loaders.tables import write_csv
 
-__all__ = ["add_parser", "parse_params", "params_and_rule", "terminal_table"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from g2po.outcomes import OutcomeRule
+    from g2po.params import G2POParams
+
+__all__ = ["add_parser", "parse_params", "params_and_rule", "BUILTIN_ESTIMATORS"]
 
 _STEP_COLUMNS = ["group_id", "traj_id", "t", "action", "episode_reward", "is_action_valid"]
 
@@ -53,6 +46,8 @@ def params_and_rule(values: dict, rule: OutcomeRule, state_key: str, *,
     log's outcome ``rule``, with the ``-p`` values that set the rule's success reward,
     threshold or terminal where ``rule_keys`` allows (else they are an error: the command has
     flags for them)."""
+    from g2po.params import G2POParams
+
     own = {k: v for k, v in values.items() if k in rule.estimator_kwargs()}
     if own and not rule_keys:
         raise ValueError(f"-p takes {', '.join(n for n in G2POParams.names() if n != 'state_key')}"
@@ -83,8 +78,8 @@ def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
     selected rows of any supported log; only those are read where the format allows. Says on
     stderr what it read (the format, rows and training steps) and the loader's notes (a
     missing run.json, files it did not read, defaults it assumed)."""
-    from loaders import open_log
     from loaders.formats import format_words
+    from loaders.opener import open_log
     from loaders.report import report_of
 
     log = open_log(args.path, **log_options(args))
@@ -106,11 +101,17 @@ def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
 def _estimator_params(name: str, rule: OutcomeRule, params: dict) -> dict:
     """What estimator ``name`` gets: the log's outcome rule where it takes one (success reward,
     threshold, terminal), then the ``-p`` parameters it takes, which win."""
+    from g2po.estimators import estimator_params, shared_params
+
     return {**shared_params(name, rule.estimator_kwargs()),
             **{k: v for k, v in params.items() if k in estimator_params(name)}}
 
 
 def _advantages(args: argparse.Namespace) -> int:
+    from g2po.cli.text import terminal_table
+    from g2po.estimators import compute_advantages, estimator_params
+    from loaders.tables import write_csv
+
     rule, steps = _load(args)
     params = parse_params(args.param)
     names = args.estimator or ["g2po"]
@@ -140,63 +141,12 @@ def _advantages(args: argparse.Namespace) -> int:
     return 0
 
 
-def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bool = False,
-                   width: int | None = None) -> str:
-    """The table as text for a terminal: floats to 4 places, line breaks and tabs inside text
-    shown as spaces. Unless ``full``, it fits ``width`` (default: the terminal's width, none
-    for a pipe): text columns are cut (with "…") to share what the numbers leave, and columns
-    that still do not fit continue below, as pandas wraps them."""
-    hidden = 0
-    if max_rows is not None and len(table) > max_rows:
-        half = max(max_rows // 2, 1)
-        hidden = len(table) - max_rows
-        table = pd.concat([table.head(half), table.tail(max(max_rows - half, 1))])
-    text_cols = [c for c in table.columns
-                 if table[c].dtype == object or pd.api.types.is_string_dtype(table[c].dtype)]
-    width = None if full else width or _terminal_width()
-    if width and text_cols:
-        with pd.option_context("display.float_format", "{:.4f}".format):
-            numbers = table.drop(columns=text_cols).to_string(index=False).split("\n")[0]
-        share = max((width - len(numbers) - 2 * len(text_cols)) // len(text_cols), 12)
-        table = table.assign(**{c: _cut_column(table[c], max(share, len(str(c))))
-                                for c in text_cols})
-    elif text_cols:
-        table = table.assign(**{c: _cut_column(table[c], None) for c in text_cols})
-    with pd.option_context("display.width", None, "display.max_columns", None,
-                           "display.max_colwidth", None, "display.float_format",
-                           "{:.4f}".format):
-        lines = table.to_string(index=False, line_width=width).split("\n")
-    if hidden:
-        lines.insert(1 + max(max_rows // 2, 1), f"… {hidden:,} rows not shown (--max-rows) …")
-    return "\n".join(lines)
-
-
-def _terminal_width() -> int | None:
-    """The terminal's width when printing to one (or when ``COLUMNS`` says it); None when the
-    output goes to a pipe or file, which gets whole lines."""
-    if os.environ.get("COLUMNS") or sys.stdout.isatty():
-        return shutil.get_terminal_size((120, 24)).columns
-    return None
-
-
-def _cut_column(column: pd.Series, width: int | None) -> pd.Series:
-    return column.map(lambda value: _cut(value, width))
-
-
-# Control characters (terminal escape sequences among them) from logs are shown, not obeyed.
-_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
-
-
-def _cut(value, width: int | None):
-    """One line of text of at most ``width`` characters (any length when None), with control
-    characters from the log shown as ``\\x1b`` rather than sent to the terminal."""
-    if not isinstance(value, str):
-        return value
-    value = " ".join(value.split()).translate(_CONTROLS)
-    return value if width is None or len(value) <= width else value[: width - 1] + "…"
-
-
 def _graph(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from g2po.analysis.state_graph import state_graph
+    from g2po.index import merge_rate
+
     rule, steps = _load(args, last_step_by_default=True)
     groups = steps["group_id"].unique()
     if len(groups) != 1:
@@ -232,10 +182,33 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The estimators :mod:`g2po.estimators` registers, by name (a test keeps it equal to the
+#: registry), so that the parser of ``g2po advantages`` is built without importing them.
+BUILTIN_ESTIMATORS = ("g2po", "g2po_ec", "g2po_ep", "g2po_nc", "gigpo", "graph_gae", "graphgpo",
+                      "graphhca", "grpo", "grpo_steps", "hgpo", "rloo", "value_iteration")
+
+
+class _EstimatorNames:
+    """``--estimator``'s choices: the registered estimators. A built-in name is accepted as it
+    is; any other name imports the registry, so that one registered in this process (a plugin)
+    is accepted too, and argparse's "invalid choice" then lists every registered name."""
+
+    def __contains__(self, name: object) -> bool:
+        if name in BUILTIN_ESTIMATORS:
+            return True
+        from g2po.estimators import list_estimators
+
+        return name in list_estimators()
+
+    def __iter__(self) -> Iterator[str]:
+        registry = sys.modules.get("g2po.estimators.registry")
+        return iter(registry.list_estimators() if registry else BUILTIN_ESTIMATORS)
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("advantages", help="per-step advantages of one or more estimators")
     _add_common(p)
-    p.add_argument("--estimator", "-e", action="append", choices=list_estimators(),
+    p.add_argument("--estimator", "-e", action="append", choices=_EstimatorNames(),
                    help="estimator (repeat to compare); default g2po")
     p.add_argument("--out", help="write the table to FILE.csv or FILE.parquet")
     p.add_argument("--max-rows", type=int, default=200, help="rows printed to the terminal")

@@ -9,10 +9,14 @@ import json
 import sys
 from collections.abc import Callable
 
-from g2po.analysis.alarms import ALARM_KINDS
 from g2po.cli.logs import add_log_options, log_options
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "ALARM_KINDS"]
+
+#: :data:`g2po.analysis.alarms.ALARM_KINDS` (a test keeps them equal), named here so that the
+#: parser is built without importing the alarms and what they need (pandas, the estimators).
+ALARM_KINDS = ("no_signal", "aliased", "hub", "penalty_amplification", "disagreement",
+               "truncation", "no_merging")
 
 
 def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], None]]:
@@ -38,8 +42,9 @@ def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], N
 
 def _triage(args: argparse.Namespace) -> int:
     from g2po.analysis.triage import filter_groups, sort_groups, triage_log
-    from g2po.cli.analysis import params_and_rule, parse_params, terminal_table
-    from loaders import open_log
+    from g2po.cli.analysis import params_and_rule, parse_params
+    from g2po.cli.text import terminal_table
+    from loaders.opener import open_log
 
     log = open_log(args.path, **log_options(args))
     params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key,

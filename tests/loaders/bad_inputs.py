@@ -498,8 +498,10 @@ def _context():
     global _CONTEXT
     if _CONTEXT is None:
         _CONTEXT = multiprocessing.get_context("forkserver")
+        # the commands import these when they run (the parser does not): loaded once here
         _CONTEXT.set_forkserver_preload(["g2po.cli", "g2po.cli.analysis", "g2po.cli.logs",
-                                         "loaders"])
+                                         "g2po.cli.text", "g2po.estimators", "loaders.opener",
+                                         "loaders.tables", "loaders.validate"])
     return _CONTEXT
 
 

@@ -105,7 +105,7 @@ def test_advantages_fit_the_terminal_and_full_prints_everything(tmp_path, capsys
 
 
 def test_terminal_table_cuts_rows_and_flattens_line_breaks():
-    from g2po.cli.analysis import terminal_table
+    from g2po.cli.text import terminal_table
 
     table = pd.DataFrame({"action": ["a\nb", "\x1b[31mred"] * 50, "x": range(100)})
     text = terminal_table(table, max_rows=4, width=40)
@@ -116,12 +116,11 @@ def test_terminal_table_cuts_rows_and_flattens_line_breaks():
 
 
 def test_an_unexpected_failure_is_one_line_and_exit_3(table, capsys, monkeypatch):
-    import g2po.cli.analysis as analysis
-
     def broken(*args, **kwargs):
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(analysis, "compute_advantages", broken)
+    # the command imports it from the estimators when it runs
+    monkeypatch.setattr("g2po.estimators.compute_advantages", broken)
     assert main(["advantages", str(table)]) == 3
     err = capsys.readouterr().err.splitlines()  # what it read, then the failure in one line
     assert err[0].startswith("g2po advantages: read ") and "Traceback" not in "".join(err)

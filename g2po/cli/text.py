@@ -1,0 +1,68 @@
+"""What a command prints to a terminal: a table fitted to the terminal's width, with text from
+logs shown on one line and its control characters shown, not obeyed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pandas as pd
+
+__all__ = ["terminal_table"]
+
+
+def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bool = False,
+                   width: int | None = None) -> str:
+    """The table as text for a terminal: floats to 4 places, line breaks and tabs inside text
+    shown as spaces. Unless ``full``, it fits ``width`` (default: the terminal's width, none
+    for a pipe): text columns are cut (with "…") to share what the numbers leave, and columns
+    that still do not fit continue below, as pandas wraps them."""
+    hidden = 0
+    if max_rows is not None and len(table) > max_rows:
+        half = max(max_rows // 2, 1)
+        hidden = len(table) - max_rows
+        table = pd.concat([table.head(half), table.tail(max(max_rows - half, 1))])
+    text_cols = [c for c in table.columns
+                 if table[c].dtype == object or pd.api.types.is_string_dtype(table[c].dtype)]
+    width = None if full else width or _terminal_width()
+    if width and text_cols:
+        with pd.option_context("display.float_format", "{:.4f}".format):
+            numbers = table.drop(columns=text_cols).to_string(index=False).split("\n")[0]
+        share = max((width - len(numbers) - 2 * len(text_cols)) // len(text_cols), 12)
+        table = table.assign(**{c: _cut_column(table[c], max(share, len(str(c))))
+                                for c in text_cols})
+    elif text_cols:
+        table = table.assign(**{c: _cut_column(table[c], None) for c in text_cols})
+    with pd.option_context("display.width", None, "display.max_columns", None,
+                           "display.max_colwidth", None, "display.float_format",
+                           "{:.4f}".format):
+        lines = table.to_string(index=False, line_width=width).split("\n")
+    if hidden:
+        lines.insert(1 + max(max_rows // 2, 1), f"… {hidden:,} rows not shown (--max-rows) …")
+    return "\n".join(lines)
+
+
+def _terminal_width() -> int | None:
+    """The terminal's width when printing to one (or when ``COLUMNS`` says it); None when the
+    output goes to a pipe or file, which gets whole lines."""
+    if os.environ.get("COLUMNS") or sys.stdout.isatty():
+        return shutil.get_terminal_size((120, 24)).columns
+    return None
+
+
+def _cut_column(column: pd.Series, width: int | None) -> pd.Series:
+    return column.map(lambda value: _cut(value, width))
+
+
+# Control characters (terminal escape sequences among them) from logs are shown, not obeyed.
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
+def _cut(value, width: int | None):
+    """One line of text of at most ``width`` characters (any length when None), with control
+    characters from the log shown as ``\\x1b`` rather than sent to the terminal."""
+    if not isinstance(value, str):
+        return value
+    value = " ".join(value.split()).translate(_CONTROLS)
+    return value if width is None or len(value) <= width else value[: width - 1] + "…"
