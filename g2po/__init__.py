@@ -10,8 +10,9 @@ command among them, does not import pandas and numpy: ``g2po --help`` answers at
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from g2po.lazy import lazy_names
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports them
     from g2po.analysis.state_graph import StateGraph, state_graph, to_networkx
@@ -73,15 +74,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module the first time it is asked for."""
-    source = _SOURCES.get(name)
-    if source is None:
-        raise AttributeError(f"module 'g2po' has no attribute {name!r}")
-    value = getattr(importlib.import_module(source), name)
-    globals()[name] = value  # later look-ups do not come here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _SOURCES, globals(), __all__)

@@ -24,8 +24,9 @@ The names are imported on first use (PEP 562): a module that needs only
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from g2po.lazy import lazy_names
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports them
     from loaders.curves import read_curves
@@ -111,15 +112,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module the first time it is asked for."""
-    source = _SOURCES.get(name)
-    if source is None:
-        raise AttributeError(f"module 'loaders' has no attribute {name!r}")
-    value = getattr(importlib.import_module(source), name)
-    globals()[name] = value  # later look-ups do not come here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _SOURCES, globals(), __all__)

@@ -11,17 +11,5 @@ done
 if [ "${#missing[@]}" -eq 0 ]; then
     exit 0
 fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-        SUDO="sudo"
-    else
-        echo "install_build_tools.sh: ${missing[*]} missing and installing them needs root" \
-             "(apt-get install cmake make g++)" >&2
-        exit 1
-    fi
-fi
-echo "install_build_tools.sh: installing Debian's cmake make g++ (apt-get) for Fast Downward"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq cmake make g++ >/dev/null
+"$(dirname "$0")/apt_install.sh" install_build_tools.sh cmake make g++
 command -v cmake >/dev/null && command -v g++ >/dev/null
