@@ -45,6 +45,7 @@ __all__ = ["warm_up", "WARM_MODULES", "browser_url", "sharing_warning"]
 #: group picker's summaries use to read a step file's few columns.
 WARM_MODULES = (
     "app.shell",
+    "loaders.discover",  # the sidebar finds the logs (the loaders package imports on use)
     "app.views.explorer",
     "streamlit.emojis",
     "streamlit.elements.lib.pandas_styler_utils",
