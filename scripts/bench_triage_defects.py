@@ -22,12 +22,13 @@ policy, outcomes mixed. Planted groups (``--per-kind`` of each):
 - ``hub``: every invalid action answers "Nothing happens." (one state key for all of them);
 - ``all_success``: every rollout succeeds, along different paths.
 
-With ``--step-limit`` the whole run is cut at the median episode length (``done`` false there,
-about half the episodes): a run-wide defect, which the triage should say once and still rank the
+With ``--step-limit [N]`` the whole run is also cut after N steps (default 5; ``done`` false
+there, reward 0; planted groups are drawn so that their defect shows within 5 steps): a
+run-wide defect, which the triage should say once and still rank the
 local defects first.
 
 Usage: ``python scripts/bench_triage_defects.py [--healthy 180] [--per-kind 2] [--seed 0]
-[--step-limit] [--keep DIR]``.
+[--step-limit [N]] [--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ DISTANCE = {START: 3, HALL: 2, CORRIDOR: 2, KITCHEN: 1}
 OPTIMAL = {START: "go east", HALL: "go north", KITCHEN: "go north"}
 SUCCESS = 10.0
 MAX_LEN = 30
+#: Planted all-success and aliased groups show their defect within this many steps, so a run
+#: cut at ``--step-limit`` (default this) keeps them.
+SHORT = 5
 
 
 def _rollout(rng: np.random.Generator, *, p_best: float, p_invalid: float,
@@ -98,19 +102,21 @@ def _group(rng: np.random.Generator, kind: str) -> list[list[tuple[int, str, boo
             if kind == "no_signal" or any(not v for r in group for _, _, v in r):
                 return group
             continue
-        group = [_rollout(rng, p_best=0.6, p_invalid=0.25 if kind == "hub" else 0.08)
-                 for _ in range(8)]
+        group = [_rollout(rng, p_best=0.8 if kind == "all_success" else 0.45,
+                          p_invalid=0.25 if kind == "hub" else 0.08) for _ in range(8)]
         wins = sum(ends(r) for r in group)
         if kind == "all_success":
-            if wins == 8 and len({tuple(r) for r in group}) > 2:
+            if wins == 8 and len({tuple(r) for r in group}) > 2 and \
+                    max(map(len, group)) <= SHORT:
                 return group
         elif 0 < wins < 8 and (kind != "aliased" or _splits(group)):
             return group
 
 
 def _splits(group: list) -> bool:
-    """Both dark rooms left by "go north" (so the aliasing is there to see)."""
-    seen = {room for r in group for room, action, valid in r
+    """Both dark rooms left by "go north" within :data:`SHORT` steps (so the aliasing is
+    there to see, even in a run cut at that limit)."""
+    seen = {room for r in group for room, action, valid in r[:SHORT - 1]
             if valid and action == "go north" and room in (HALL, CORRIDOR)}
     return seen == {HALL, CORRIDOR}
 
@@ -164,7 +170,6 @@ def evaluate(path: Path, planted: dict[str, str], label: str) -> dict:
     log = loaders.open_log(path)
     table = triage.triage_log(log, cache=False)
     ranked = triage.sort_groups(table)
-    ranked = getattr(triage, "rank_groups", lambda t: t)(ranked)  # the new order, where kept
     k = len(planted)
     is_planted = ranked["group_id"].isin(list(planted)).to_numpy()
     precision = float(is_planted[:k].mean())
@@ -173,6 +178,8 @@ def evaluate(path: Path, planted: dict[str, str], label: str) -> dict:
              for c in table.columns if c.startswith("alarm_")}
     print(f"\n== {label}: {len(table)} groups, {k} planted ==")
     print(f"precision@{k} of the default order: {precision:.2f}")
+    for finding in getattr(triage, "run_findings", lambda t: [])(table):
+        print(f"run-wide finding: {finding.text}")
     print("alarm firing rate on healthy groups:")
     for kind, rate in rates.items():
         print(f"  {kind:24s} {rate:6.1%}{'   > 10 %' if rate > 0.10 else ''}")
@@ -190,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--healthy", type=int, default=180)
     parser.add_argument("--per-kind", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--step-limit", action="store_true",
-                        help="also a run cut at the median episode length (run-wide defect)")
+    parser.add_argument("--step-limit", type=int, nargs="?", const=SHORT, metavar="N",
+                        help=f"also the run cut after N steps (default {SHORT}; a run-wide "
+                             "defect)")
     parser.add_argument("--keep", type=Path, help="write the runs here and keep them")
     args = parser.parse_args(argv)
     steps, planted = generate(args.healthy, args.per_kind, args.seed)
@@ -199,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     runs = {"planted defects": steps}
     if args.step_limit:
-        limit = int(steps.groupby("traj_id").size().median())
-        runs[f"planted defects + a step limit of {limit} (run-wide)"] = cut_at(steps, limit)
+        lengths = steps.groupby("traj_id").size()
+        share = float((lengths > args.step_limit).mean())
+        runs[f"planted defects + a step limit of {args.step_limit} cutting {share:.0%} of the "
+             "episodes (run-wide)"] = cut_at(steps, args.step_limit)
     for i, (label, frame) in enumerate(runs.items()):
         path = folder / f"run{i}.parquet"
         frame.to_parquet(path, index=False)
