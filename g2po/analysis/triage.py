@@ -314,8 +314,8 @@ def assess(table: pd.DataFrame, estimator: str = "g2po",
     gets nothing to learn from (no signal; every rollout the same, so any advantage is an
     artifact), 0.9 where the invalid-action penalty is the only signal, 0.6 for an all-success
     group under G2PO (its edge term ranks steps by depth alone), the share of G2PO's |A| on the
-    aliased states (not hubs) or the hubs (at least 0.05 when the alarm fires), half the share of cut rollouts
-    for truncation, 0.5 for no merging."""
+    aliased states (not hubs) or the hubs (at least 0.05 when the alarm fires), half the share
+    of cut rollouts for truncation, 0.5 for no merging."""
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}; one of {', '.join(ESTIMATORS)}")
     skip = {f.kind for f in run_findings(table)} if exclude is None else set(exclude)

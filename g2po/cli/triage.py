@@ -1,5 +1,5 @@
 """``g2po triage``: the groups table of a log in a terminal, or as CSV / JSON for pandas and
-scripts: one row per group, worst first (no training signal, most kinds of alarm), with the
+scripts: one row per group, worst first (by severity, with the reason in words), with the
 same numbers as the app's Groups page (:mod:`g2po.analysis.triage`)."""
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], N
 
 
 def _triage(args: argparse.Namespace) -> int:
-    from g2po.analysis.triage import filter_groups, sort_groups, triage_log
+    from g2po.analysis.alarms import STOCHASTIC_NOTE
+    from g2po.analysis.triage import filter_groups, run_findings, sort_groups, triage_log
     from g2po.cli.analysis import params_and_rule, parse_params, terminal_table
     from loaders import open_log
 
@@ -48,9 +49,14 @@ def _triage(args: argparse.Namespace) -> int:
     update, close = _progress(args.output == "table" or args.progress)
     try:
         table = triage_log(log, steps, rule=rule, params=params,
-                           cache=not args.no_cache, progress=update)
+                           cache=not args.no_cache, progress=update,
+                           stochastic=args.stochastic, estimator=args.estimator)
     finally:
         close()
+    for finding in run_findings(table):  # about the run: said once, not on every row
+        print(f"g2po triage: run-wide: {finding.text}", file=sys.stderr)
+    if args.stochastic:
+        print(f"g2po triage: {STOCHASTIC_NOTE}.", file=sys.stderr)
     shown = filter_groups(table, alarms=args.alarm or (), task=args.task)
     shown = sort_groups(shown, args.sort, False if args.ascending else None)
     if args.top is not None:
@@ -83,8 +89,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                 "batch dump")
     p.add_argument("--step", type=int, metavar="N", help="only training step N (default: all)")
     p.add_argument("--sort", metavar="COL",
-                   help="sort by this column, numbers largest first, text A-Z (default: no "
-                        "G2PO signal, then most kinds of alarm, then share of ~0 advantages)")
+                   help="sort by this column, numbers largest first, text A-Z (default: "
+                        "severity, then most kinds of alarm)")
     p.add_argument("--ascending", action="store_true", help="sort --sort's column smallest "
                                                             "first")
     p.add_argument("--top", type=int, metavar="K", help="only the first K rows")
@@ -96,6 +102,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="output", choices=["table", "csv", "json"],
                    default="table", help="output: a table for the terminal (default), CSV or "
                                          "JSON records")
+    p.add_argument("--estimator", choices=["g2po", "grpo"], default="g2po",
+                   help="the estimator you train with: a group's severity and reason say what "
+                        "it gets from the group (default g2po)")
+    p.add_argument("--stochastic", action="store_true",
+                   help="the environment is stochastic: a (state, action) leading to "
+                        "different next states is then chance, and no aliasing alarm is "
+                        "raised")
     p.add_argument("--state-key", default="exact",
                    help="exact | normalized | regex:PATTERN | similarity[:THRESHOLD]")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",

@@ -168,7 +168,10 @@ def test_sort_and_filter():
         "zero_adv_share": [0.0, 1.0, 0.2],
         **{c: [0, 0, 0] for c in ALARM_COLUMNS}})
     table["alarm_hub"] = [3, 0, 0]
-    assert list(sort_groups(table)["group_id"]) == ["a", "b", "a"]
+    # the default order is by severity (issue 27), equal severities by alarm kinds, not by step
+    table["severity"], table["steps"] = [0.2, 0.2, 0.9], [5, 5, 5]
+    worst = sort_groups(table)
+    assert list(zip(worst["train_step"], worst["group_id"])) == [(2, "a"), (1, "b"), (1, "a")]
     by = sort_groups(table, "success_rate")
     assert list(by["success_rate"]) == [1.0, 0.5, 0.0]
     assert list(sort_groups(table, "success_rate", descending=False)["success_rate"]) == \
