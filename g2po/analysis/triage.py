@@ -23,8 +23,10 @@ Columns (:data:`TRIAGE_COLUMNS`):
 - ``invalid_rate`` (invalid steps / steps, as the run summaries count it), ``truncated_share``
   (trajectories cut at the step limit, by the rule);
 - ``no_signal`` / ``no_signal_grpo``: every G2PO / GRPO advantage of the group is ~0;
-- ``n_alarms``: how many kinds of alarm fire; ``alarm_<kind>``: each alarm's count (0: it does
-  not fire), kinds as :data:`g2po.analysis.alarms.ALARM_KINDS`;
+- ``n_alarms``: how many kinds of alarm fire on the group, not counting the run's findings
+  (:func:`run_findings`); ``alarm_<kind>``: each alarm's raw count (0: it does not fire), kinds
+  as :data:`g2po.analysis.alarms.ALARM_KINDS`, run-wide or not; ``run_wide``: the kinds that
+  fire here but are findings about the run (said once, not the group's alarms), comma-separated;
 - ``sign_disagree_share``: the share of steps G2PO and GRPO give opposite signs (information,
   which step-level credit is expected to produce: no alarm);
 - ``adv_min`` / ``adv_max``: G2PO's smallest and largest advantage; ``aliased_evidence``: the
@@ -76,7 +78,7 @@ TRIAGE_COLUMNS = ["train_step", "group_id", "task", "severity", "reason", "rollo
                   "reward_mean", "reward_std", "zero_adv_share", "adv_abs_mean",
                   "adv_ec_abs_mean", "state_nodes", "merge_rate", "max_value_var",
                   "invalid_rate", "truncated_share", "no_signal", "no_signal_grpo", "n_alarms",
-                  *ALARM_COLUMNS, "sign_disagree_share", "adv_min", "adv_max",
+                  "run_wide", *ALARM_COLUMNS, "sign_disagree_share", "adv_min", "adv_max",
                   "aliased_evidence", "aliased_share", "hub_evidence", "hub_share"]
 #: The estimators a group's severity can be judged for (:func:`assess`).
 ESTIMATORS = {"g2po": "G2PO", "grpo": "GRPO"}
@@ -89,7 +91,7 @@ RUN_WIDE_MIN = 4
 READ_COLUMNS = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
                 "is_action_valid", "done", "task"]
 #: Bump when the table's meaning changes: cached tables of another version are not used.
-TRIAGE_VERSION = 2
+TRIAGE_VERSION = 3
 
 
 def _short_codes(codes: np.ndarray) -> pd.Series:
@@ -158,6 +160,14 @@ def triage_groups(
         return pd.DataFrame({c: pd.Series(dtype=object) for c in TRIAGE_COLUMNS})
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}; one of {', '.join(ESTIMATORS)}")
+    return assess(_group_rows(steps, rule=rule, params=params, stochastic=stochastic),
+                  estimator)
+
+
+def _group_rows(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
+                stochastic: bool) -> pd.DataFrame:
+    """:func:`triage_groups` before :func:`assess` (severity, reason, ``n_alarms`` and
+    ``run_wide`` are judged over the whole run, not over one batch of it)."""
     steps, state_key = _coded(steps, params.state_key)
     sig = group_signals(steps, rule=rule, params=replace(params, state_key=state_key),
                         stochastic=stochastic)
@@ -220,7 +230,7 @@ def triage_groups(
                 f"{sig.in_sources[h]} states, {sig.invalid_arrival_share[h]:.0%} through "
                 "invalid actions")
     table = pd.DataFrame({
-        "severity": 0.0, "reason": "",
+        "severity": 0.0, "reason": "", "run_wide": "",
         "train_step": train_step,
         "group_id": pd.array(group_id, dtype=object),
         "task": pd.array(task, dtype=object),
@@ -248,7 +258,7 @@ def triage_groups(
         "hub_evidence": pd.array(hub_evidence, dtype=object),
         "hub_share": mass_share(sig.hub),
     })
-    return assess(table[TRIAGE_COLUMNS], estimator)
+    return table[TRIAGE_COLUMNS]
 
 
 # -- severity, reasons and the run's findings ------------------------------------------------
@@ -308,7 +318,9 @@ def assess(table: pd.DataFrame, estimator: str = "g2po",
            exclude: Iterable[str] | None = None) -> pd.DataFrame:
     """The table with ``severity`` and ``reason`` for ``estimator`` (one of
     :data:`ESTIMATORS`): each group's worst defect, not counting the kinds in ``exclude``
-    (default: the run's findings, :func:`run_findings`, so a run-wide alarm does not rank).
+    (default: the run's findings, :func:`run_findings`, so a run-wide alarm does not rank);
+    ``n_alarms`` counts the other kinds only, ``run_wide`` names the excluded ones firing on
+    the group (their raw counts stay in ``alarm_<kind>``, so assessing again gives the same).
 
     Severity is how much of the group's credit rests on the defect: 1 where the estimator
     gets nothing to learn from (no signal; every rollout the same, so any advantage is an
@@ -321,7 +333,13 @@ def assess(table: pd.DataFrame, estimator: str = "g2po",
     skip = {f.kind for f in run_findings(table)} if exclude is None else set(exclude)
     n = len(table)
     name = ESTIMATORS[estimator]
-    fires = {k: (table[f"alarm_{k}"].to_numpy() > 0) & (k not in skip) for k in ALARM_KINDS}
+    raw = {k: table[f"alarm_{k}"].to_numpy() > 0 for k in ALARM_KINDS}
+    fires = {k: raw[k] & (k not in skip) for k in ALARM_KINDS}
+    n_alarms = np.sum([fires[k] for k in ALARM_KINDS], axis=0, dtype=np.int64) if n else \
+        np.zeros(0, dtype=np.int64)
+    run_wide = np.full(n, "", dtype=object)
+    for k in (k for k in ALARM_KINDS if k in skip):
+        run_wide = np.where(raw[k], np.where(run_wide == "", k, run_wide + ", " + k), run_wide)
     zero = table["no_signal" if estimator == "g2po" else "no_signal_grpo"].to_numpy(bool) & \
         ("no_signal" not in skip)
     rollouts = table["rollouts"].to_numpy()
@@ -364,7 +382,8 @@ def assess(table: pd.DataFrame, estimator: str = "g2po",
     others = (sev > 0).sum(axis=1) - (severity > 0)
     reason = [candidates[w][1](i) + (f" (+{others[i]} more)" if others[i] else "")
               if severity[i] > 0 else "" for i, w in enumerate(worst)]
-    return table.assign(severity=severity, reason=pd.array(reason, dtype=object))
+    return table.assign(severity=severity, reason=pd.array(reason, dtype=object),
+                        n_alarms=n_alarms, run_wide=pd.array(run_wide, dtype=object))
 
 
 # -- the table's uses ------------------------------------------------------------------------
@@ -561,8 +580,8 @@ def triage_log(
         if not batch:
             return
         frame = batch[0] if len(batch) == 1 else pd.concat(batch, ignore_index=True)
-        table = triage_groups(frame, rule=rule, params=replace(params, state_key=applied),
-                              stochastic=stochastic)
+        table = _group_rows(frame, rule=rule, params=replace(params, state_key=applied),
+                            stochastic=stochastic)
         for s, rows in table.groupby("train_step", sort=False):
             ident = identity.get(int(s)) or ("", -1, -1)
             done[int(s)] = rows.assign(_source=ident[0], _size=ident[1], _mtime_ns=ident[2])
