@@ -38,6 +38,7 @@ once (one G2PO and one GRPO call): :func:`credit_alarms` words the alarms of one
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +53,7 @@ from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 
 __all__ = ["Alarm", "GroupSignals", "group_signals", "alarm_counts", "credit_alarms",
            "ALARM_KINDS", "ALARM_TITLES", "SIGNAL_ESTIMATORS", "SHOWN", "STOCHASTIC_NOTE",
-           "split_evidence", "short_text"]
+           "split_evidence", "split_phrase", "short_text"]
 
 ALARM_KINDS = ("no_signal", "collapsed", "penalty_amplification", "all_success", "aliased",
                "hub", "truncation", "no_merging")
@@ -395,26 +396,39 @@ def _top(ranking: pd.DataFrame, describe) -> str:
 
 def short_text(text: object, limit: int = 40) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    one = " ".join(str(text).split())
-    return one if len(one) <= limit else one[:limit - 1] + "…"
+    text = str(text)
+    head = " ".join(text[:4 * limit].split())  # a long observation: only its start is shown
+    if len(head) <= limit and len(text) > 4 * limit:
+        head = " ".join(text.split())
+    return head if len(head) <= limit else head[:limit - 1] + "…"
+
+
+def split_phrase(key: str, action: str, nexts: Sequence[str], counts: Sequence[int],
+                 limit: int = 40) -> str:
+    """One split pair in words: "'key' + action → next (5×) | other (3×)", each text on one
+    line and shortened, the next states without the start they share (what tells them
+    apart)."""
+    texts = [str(t) for t in nexts]
+    common = os.path.commonprefix(texts)
+    # show what tells them apart: from the last word boundary of the start they share
+    cut = max(common.rfind(c) for c in " \n\t") + 1 if len(common) > 8 else 0
+    shown = " | ".join(f"{'…' if cut else ''}{short_text(text[cut:], limit)} ({int(n)}×)"
+                       for text, n in zip(texts, counts, strict=True))
+    return f"'{short_text(key, limit)}' + {short_text(action, limit)} → {shown}"
 
 
 def split_evidence(splits: pd.DataFrame, key: pd.Series, action: pd.Series,
                    limit: int = 40) -> str:
     """The first split pair of ``splits`` (rows of :attr:`GroupSignals.splits` of one group)
-    in words: "'key' + action → next (5×) | other (3×)"; ``key`` and ``action`` are the step
-    table's columns (row-aligned with the signals), shown shortened."""
+    in words (:func:`split_phrase`); ``key`` and ``action`` are the step table's columns
+    (row-aligned with the signals)."""
     if splits.empty:
         return ""
     pair = splits[splits["_pair"] == splits["_pair"].iloc[0]]
     row = int(pair["row"].iloc[0])
-    texts = [" ".join(str(key.iloc[int(r)]).split()) for r in pair["next_row"]]
-    common = os.path.commonprefix(texts)
-    cut = common.rfind(" ") + 1 if len(common) > 8 else 0  # show what tells them apart
-    nexts = " | ".join(f"{'…' if cut else ''}{short_text(text[cut:], limit)} ({int(n)}×)"
-                       for text, n in zip(texts, pair["count"], strict=True))
-    return f"'{short_text(key.iloc[row], limit)}' + {short_text(action.iloc[row], limit)} " \
-           f"→ {nexts}"
+    return split_phrase(str(key.iloc[row]), str(action.iloc[row]),
+                        [str(key.iloc[int(r)]) for r in pair["next_row"]],
+                        pair["count"].tolist(), limit)
 
 
 def credit_alarms(

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -58,7 +58,7 @@ from g2po.analysis.alarms import (
     ZERO_ADV,
     group_signals,
     short_text,
-    split_evidence,
+    split_phrase,
 )
 from g2po.analysis.history import VALUE_WISE_STRATEGIES
 from g2po.cache import atomic_file, user_cache_dir
@@ -126,9 +126,6 @@ def _coded(steps: pd.DataFrame, state_key: str) -> tuple[pd.DataFrame, str]:
     action = steps["action"]
     if isinstance(action.dtype, pd.CategoricalDtype):
         changes["action"] = _short_codes(action.cat.codes.to_numpy()).array
-    if changes:  # the text stays beside the codes, for the evidence phrases
-        changes["_key_text"] = keys
-        changes["_action_text"] = action
     return (steps.assign(**changes) if changes else steps), state_key
 
 
@@ -160,14 +157,37 @@ def triage_groups(
         return pd.DataFrame({c: pd.Series(dtype=object) for c in TRIAGE_COLUMNS})
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}; one of {', '.join(ESTIMATORS)}")
-    return assess(_group_rows(steps, rule=rule, params=params, stochastic=stochastic),
-                  estimator)
+    return assess(_group_rows(steps, rule=rule, params=params, stochastic=stochastic,
+                              text=_text_lookup([steps])), estimator)
+
+
+_TextLookup = Callable[[str, np.ndarray], list[str]]
+
+
+def _text_lookup(parts: Sequence[Mapping[str, pd.Series]]) -> _TextLookup:
+    """(column, positional rows of the parts' concatenation) → the rows' text, read from each
+    part's own column (a frame, or a dict of its ``state_key`` and ``action``): the few rows
+    an evidence phrase quotes, without carrying every row's text (a run directory's
+    Categorical observations) through the batch."""
+    ends = np.cumsum([len(p["state_key"]) for p in parts])
+
+    def text(column: str, rows: np.ndarray) -> list[str]:
+        rows = np.asarray(rows, dtype=np.int64)
+        which = np.searchsorted(ends, rows, side="right")
+        out = np.empty(len(rows), dtype=object)
+        for i in np.unique(which):
+            at = which == i
+            taken = parts[i][column].array.take(rows[at] - (ends[i - 1] if i else 0))
+            out[at] = [str(v) for v in np.asarray(taken, dtype=object)]
+        return out.tolist()
+    return text
 
 
 def _group_rows(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
-                stochastic: bool) -> pd.DataFrame:
+                stochastic: bool, text: _TextLookup) -> pd.DataFrame:
     """:func:`triage_groups` before :func:`assess` (severity, reason, ``n_alarms`` and
-    ``run_wide`` are judged over the whole run, not over one batch of it)."""
+    ``run_wide`` are judged over the whole run, not over one batch of it); ``text`` reads
+    the state keys and actions the evidence quotes (:func:`_text_lookup`)."""
     steps, state_key = _coded(steps, params.state_key)
     sig = group_signals(steps, rule=rule, params=replace(params, state_key=state_key),
                         stochastic=stochastic)
@@ -212,23 +232,31 @@ def _group_rows(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
         on = np.bincount(ix.group, weights=np.abs(adv) * nodes[ix.node], minlength=G)
         return np.where(mass > 0, on / np.maximum(mass, 1e-300), 0.0)
 
-    key_text = steps["_key_text"] if "_key_text" in steps.columns else steps["state_key"]
-    action_text = steps["_action_text"] if "_action_text" in steps.columns else steps["action"]
     aliased_evidence = np.full(G, "", dtype=object)
-    if sig.counts["aliased"].any():
-        for g, rows in sig.splits.groupby("group", sort=False):
-            aliased_evidence[g] = split_evidence(rows, key_text, action_text)
+    if sig.counts["aliased"].any() and len(sig.splits):
+        splits = sig.splits  # sorted by group, the group's most-taken pair first
+        first = splits["_pair"].to_numpy() == \
+            splits.groupby("group", sort=False)["_pair"].transform("first").to_numpy()
+        shown = splits[first]
+        group_of, row, count = (shown[c].to_numpy() for c in ("group", "row", "count"))
+        starts = np.flatnonzero(np.r_[True, group_of[1:] != group_of[:-1]])
+        quoted = text("state_key", np.r_[shown["next_row"].to_numpy(), row[starts]])
+        nexts, keys = quoted[:len(shown)], quoted[len(shown):]
+        actions = text("action", row[starts])
+        for i, (a, b) in enumerate(zip(starts, [*starts[1:], len(shown)], strict=True)):
+            aliased_evidence[group_of[a]] = split_phrase(keys[i], actions[i], nexts[a:b],
+                                                         count[a:b])
     hub_evidence = np.full(G, "", dtype=object)
     if sig.hub.any():
         hubs = np.flatnonzero(sig.hub)
+        hubs = hubs[np.lexsort((-sig.in_sources[hubs], ix.node_group[hubs]))]
+        hubs = hubs[np.r_[True, ix.node_group[hubs][1:] != ix.node_group[hubs][:-1]]]
         first_row = np.full(ix.n_nodes, -1, dtype=np.int64)
         first_row[ix.node[::-1]] = np.arange(ix.n_steps - 1, -1, -1)
-        order = np.lexsort((-sig.in_sources[hubs], ix.node_group[hubs]))
-        for h in hubs[order][::-1]:  # the group's biggest hub written last
+        for h, key in zip(hubs, text("state_key", first_row[hubs]), strict=True):
             hub_evidence[ix.node_group[h]] = (
-                f"'{short_text(key_text.iloc[first_row[h]])}' reached from "
-                f"{sig.in_sources[h]} states, {sig.invalid_arrival_share[h]:.0%} through "
-                "invalid actions")
+                f"'{short_text(key)}' reached from {sig.in_sources[h]} states, "
+                f"{sig.invalid_arrival_share[h]:.0%} through invalid actions")
     table = pd.DataFrame({
         "severity": 0.0, "reason": "", "run_wide": "",
         "train_step": train_step,
@@ -571,27 +599,29 @@ def triage_log(
     if progress is not None:
         progress(count, total)
     batch: list[pd.DataFrame] = []
+    batch_text: list[dict[str, pd.Series]] = []  # each step's key and action text, uncoded
     batch_steps: list[int] = []
     rows_in_batch = 0
     applied = params.state_key  # the strategy left once the distinct keys were mapped
 
     def flush() -> None:
-        nonlocal batch, batch_steps, rows_in_batch, count
+        nonlocal batch, batch_text, batch_steps, rows_in_batch, count
         if not batch:
             return
         frame = batch[0] if len(batch) == 1 else pd.concat(batch, ignore_index=True)
         table = _group_rows(frame, rule=rule, params=replace(params, state_key=applied),
-                            stochastic=stochastic)
+                            stochastic=stochastic, text=_text_lookup(batch_text))
         for s, rows in table.groupby("train_step", sort=False):
             ident = identity.get(int(s)) or ("", -1, -1)
             done[int(s)] = rows.assign(_source=ident[0], _size=ident[1], _mtime_ns=ident[2])
         count += len(batch_steps)
-        batch, batch_steps, rows_in_batch = [], [], 0
+        batch, batch_text, batch_steps, rows_in_batch = [], [], [], 0
         if progress is not None:
             progress(count, total)
 
     for s in todo:
         frame = log.step_columns(s, READ_COLUMNS).assign(train_step=np.int64(s))
+        batch_text.append({"state_key": frame["state_key"], "action": frame["action"]})
         frame, applied = _coded(frame, params.state_key)
         batch.append(frame)
         batch_steps.append(s)
