@@ -27,6 +27,10 @@ Columns (:data:`TRIAGE_COLUMNS`):
   (:func:`run_findings`); ``alarm_<kind>``: each alarm's raw count (0: it does not fire), kinds
   as :data:`g2po.analysis.alarms.ALARM_KINDS`, run-wide or not; ``run_wide``: the kinds that
   fire here but are findings about the run (said once, not the group's alarms), comma-separated;
+- ``shortest`` / ``longest``: the group's shortest and longest rollout (steps);
+  ``undone_at_longest``: its failed rollouts of the longest length whose ``done`` the log does
+  not give (summed over a run, :func:`truncation_hint` tells a step limit the log does not
+  state, as ``g2po validate`` does);
 - ``sign_disagree_share``: the share of steps G2PO and GRPO give opposite signs (information,
   which step-level credit is expected to produce: no alarm);
 - ``adv_min`` / ``adv_max``: G2PO's smallest and largest advantage; ``aliased_evidence``: the
@@ -61,15 +65,16 @@ from g2po.analysis.alarms import (
     split_phrase,
 )
 from g2po.analysis.history import VALUE_WISE_STRATEGIES
+from g2po.analysis.labels import distinguishing_labels, lead_with_difference
 from g2po.cache import atomic_file, user_cache_dir
 from g2po.index import merge_rate
-from g2po.outcomes import OutcomeRule
+from g2po.outcomes import OutcomeRule, TruncationHint, flag_values, truncation_from_counts
 from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.state_keys import resolve_state_key
 
 __all__ = ["TRIAGE_COLUMNS", "ALARM_COLUMNS", "READ_COLUMNS", "triage_groups", "triage_log",
            "filter_groups", "sort_groups", "step_shares", "cache_dir", "default_sort", "assess",
-           "run_findings", "Finding", "ESTIMATORS"]
+           "run_findings", "Finding", "ESTIMATORS", "truncation_hint", "brief_view"]
 
 #: Alarm count columns, one per kind.
 ALARM_COLUMNS = [f"alarm_{kind}" for kind in ALARM_KINDS]
@@ -77,7 +82,8 @@ TRIAGE_COLUMNS = ["train_step", "group_id", "task", "severity", "reason", "rollo
                   "success_rate",
                   "reward_mean", "reward_std", "zero_adv_share", "adv_abs_mean",
                   "adv_ec_abs_mean", "state_nodes", "merge_rate", "max_value_var",
-                  "invalid_rate", "truncated_share", "no_signal", "no_signal_grpo", "n_alarms",
+                  "invalid_rate", "truncated_share", "shortest", "longest", "undone_at_longest",
+                  "no_signal", "no_signal_grpo", "n_alarms",
                   "run_wide", *ALARM_COLUMNS, "sign_disagree_share", "adv_min", "adv_max",
                   "aliased_evidence", "aliased_share", "hub_evidence", "hub_share"]
 #: The estimators a group's severity can be judged for (:func:`assess`).
@@ -91,7 +97,7 @@ RUN_WIDE_MIN = 4
 READ_COLUMNS = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
                 "is_action_valid", "done", "task"]
 #: Bump when the table's meaning changes: cached tables of another version are not used.
-TRIAGE_VERSION = 3
+TRIAGE_VERSION = 4
 
 
 def _short_codes(codes: np.ndarray) -> pd.Series:
@@ -214,6 +220,18 @@ def _group_rows(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
         return np.bincount(ix.traj_group, weights=np.asarray(values, dtype=np.float64),
                            minlength=G) / np.maximum(rollouts, 1)
 
+    last = np.flatnonzero(ix.next_row < 0)  # each trajectory's last step
+    length = np.zeros(ix.n_traj, dtype=np.int64)
+    length[ix.traj[last]] = ix.length[last]
+    done = np.full(ix.n_traj, np.nan)
+    if "done" in steps.columns:
+        done[ix.traj[last]] = flag_values(steps["done"])[last]
+    shortest = np.full(G, np.iinfo(np.int64).max)
+    longest = np.zeros(G, dtype=np.int64)
+    np.minimum.at(shortest, ix.traj_group, length)
+    np.maximum.at(longest, ix.traj_group, length)
+    undone = (length == longest[ix.traj_group]) & np.isnan(done) & \
+        ~rule.success(ix.traj_reward)
     reward_mean = per_traj_mean(ix.traj_reward)
     reward_var = per_traj_mean((ix.traj_reward - reward_mean[ix.traj_group]) ** 2)
     node_var = sig.by_node("node_value_var")
@@ -275,6 +293,9 @@ def _group_rows(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
         "max_value_var": max_var,
         "invalid_rate": per_step_mean(ix.invalid),
         "truncated_share": per_traj_mean(sig.truncated),
+        "shortest": shortest, "longest": longest,
+        "undone_at_longest": np.bincount(ix.traj_group, weights=undone, minlength=G
+                                         ).astype(np.int64),
         "no_signal": sig.zero["g2po"],
         "no_signal_grpo": sig.zero["grpo"],
         "n_alarms": (counts > 0).sum(axis=1).astype(np.int64),
@@ -412,6 +433,50 @@ def assess(table: pd.DataFrame, estimator: str = "g2po",
               if severity[i] > 0 else "" for i, w in enumerate(worst)]
     return table.assign(severity=severity, reason=pd.array(reason, dtype=object),
                         n_alarms=n_alarms, run_wide=pd.array(run_wide, dtype=object))
+
+
+def truncation_hint(table: pd.DataFrame, rule: OutcomeRule) -> TruncationHint | None:
+    """Failures of the table's groups that look cut at a step limit the log does not state
+    (:func:`g2po.outcomes.detect_truncation`, from the per-group counts, so the whole run is
+    judged without reading it again); None when ``rule`` already has a ``truncate_at``."""
+    if rule.truncate_at is not None or table.empty:
+        return None
+    longest = table["longest"].to_numpy(dtype=np.int64)
+    top = int(longest.max())
+    rollouts = table["rollouts"].to_numpy(dtype=np.int64)
+    failures = np.rint(rollouts * (1 - table["success_rate"].to_numpy(dtype=np.float64)))
+    return truncation_from_counts(
+        top, int(table["undone_at_longest"].to_numpy()[longest == top].sum()),
+        int(failures.sum()), int(rollouts.sum()),
+        bool((table["shortest"].to_numpy() == top).all()))
+
+
+def brief_view(table: pd.DataFrame, *, id_limit: int = 20,
+               task_limit: int = 28) -> tuple[pd.DataFrame, str]:
+    """The columns to scan first, for a terminal, and the start every group id shares.
+
+    ``step`` (only when the table spans several training steps); ``group``: the part of the
+    id that tells it apart (:func:`lead_with_difference`, as the app's tables show ids);
+    ``task``: short tasks (verl's ``gts``) as they are, long ones (a TextWorld intro
+    paragraph) by the words that tell them apart (:func:`distinguishing_labels`), left out
+    when every row has the same task or no task but its group id; ``severity``; ``success``;
+    ``reason``. Text as the log gave it (a terminal escapes it)."""
+    ids = table["group_id"].astype(str).tolist()
+    short, prefix = lead_with_difference(ids, limit=id_limit)
+    out = {}
+    if table["train_step"].nunique() > 1:
+        out["step"] = table["train_step"].to_numpy()
+    out["group"] = short
+    tasks = table["task"].astype(str)
+    distinct = list(dict.fromkeys(tasks))
+    if len(distinct) > 1 and not (tasks.to_numpy() == np.asarray(ids, dtype=object)).all():
+        long = [t for t in distinct if len(" ".join(t.split())) > task_limit]
+        names = dict(zip(long, distinguishing_labels(long, limit=task_limit), strict=True))
+        out["task"] = [names.get(t) or " ".join(t.split()) for t in tasks]
+    out["severity"] = [f"{v:.2f}" for v in table["severity"].to_numpy(dtype=np.float64)]
+    out["success"] = [f"{v:.0%}" for v in table["success_rate"].to_numpy(dtype=np.float64)]
+    out["reason"] = table["reason"].astype(str).to_numpy()
+    return pd.DataFrame(out, index=table.index), prefix
 
 
 # -- the table's uses ------------------------------------------------------------------------

@@ -38,8 +38,15 @@ def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], N
 
 def _triage(args: argparse.Namespace) -> int:
     from g2po.analysis.alarms import STOCHASTIC_NOTE
-    from g2po.analysis.triage import filter_groups, run_findings, sort_groups, triage_log
-    from g2po.cli.analysis import params_and_rule, parse_params, terminal_table
+    from g2po.analysis.triage import (
+        brief_view,
+        filter_groups,
+        run_findings,
+        sort_groups,
+        triage_log,
+        truncation_hint,
+    )
+    from g2po.cli.analysis import _terminal_width, params_and_rule, parse_params, terminal_table
     from loaders import open_log
 
     log = open_log(args.path, **log_options(args))
@@ -53,6 +60,10 @@ def _triage(args: argparse.Namespace) -> int:
                            stochastic=args.stochastic, estimator=args.estimator)
     finally:
         close()
+    hint = truncation_hint(table, rule)  # what validate and the app warn about
+    if hint is not None:
+        print(f"g2po triage: truncation? {hint.message()} Add --truncate-at {hint.length} to "
+              "count them so.", file=sys.stderr)
     for finding in run_findings(table):  # about the run: said once, not on every row
         print(f"g2po triage: run-wide: {finding.text}", file=sys.stderr)
     if args.stochastic:
@@ -67,11 +78,23 @@ def _triage(args: argparse.Namespace) -> int:
         print(json.dumps(shown.to_dict(orient="records"), indent=1, ensure_ascii=False,
                          default=str))
     else:
+        import textwrap
+
+        width = _terminal_width()
         n_steps = table["train_step"].nunique()
-        print(f"{len(table):,} group(s) of {n_steps:,} training step(s) · outcome rule: "
-              f"{rule.describe()}" + (f" · {len(shown):,} shown" if len(shown) != len(table)
-                                      else ""))
-        print(terminal_table(shown, max_rows=args.max_rows))
+        said = f"{len(table):,} group(s) of {n_steps:,} training step(s) · outcome rule: " \
+               f"{rule.describe()}" + (f" · {len(shown):,} shown" if len(shown) != len(table)
+                                       else "")
+        if args.all_columns:
+            print(textwrap.fill(said, width, break_on_hyphens=False) if width else said)
+            print(terminal_table(shown, max_rows=args.max_rows))
+            return 0
+        view, prefix = brief_view(shown, id_limit=20 if (width or 160) >= 120 else 14,
+                                  task_limit=28 if (width or 160) >= 120 else 16)
+        said += (f" · group ids after {prefix!r}" if prefix else "") + \
+            " · every column: --all-columns, --format csv"
+        print(textwrap.fill(said, width, break_on_hyphens=False) if width else said)
+        print(terminal_table(view, max_rows=args.max_rows, stretch="reason"))
     return 0
 
 
@@ -118,5 +141,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--progress", action="store_true",
                    help="show the progress bar with --format csv/json too (on a terminal)")
     p.add_argument("--max-rows", type=int, default=200, help="rows printed as a table")
+    p.add_argument("--all-columns", action="store_true",
+                   help="print every column as a table (default: step, group, task, "
+                        "severity, success and the reason, fitted to the terminal; --format "
+                        "csv/json always have every column)")
     add_log_options(p, format_option="--log-format")
     p.set_defaults(func=_triage)
