@@ -41,7 +41,7 @@ ALARM_FILTERS = {"no_signal_g2po": "No training signal under G2PO",
                  **{k: ALARM_TITLES[k] for k in ALARM_KINDS if k != "no_signal"}}
 #: The order shown: what is wrong first (the library's order stays in CSV / JSON).
 _FIRST = ("train_step", "group_id", "task", "severity", "reason", "no_signal",
-          "no_signal_grpo", "n_alarms", *ALARM_COLUMNS)
+          "no_signal_grpo", "n_alarms", "run_wide", *ALARM_COLUMNS)
 SHOWN_ORDER = [*_FIRST, *[c for c in TRIAGE_COLUMNS if c not in _FIRST]]
 _PERCENT = ("success_rate", "zero_adv_share", "merge_rate", "invalid_rate", "truncated_share",
             "sign_disagree_share", "aliased_share", "hub_share")
@@ -129,14 +129,14 @@ def render(ctx: AppContext) -> None:
     if table is None:
         return
     table = assess(table, estimator)
-    for finding in run_findings(table):  # about the run: said once, above the table
-        st.warning(fmt("Run-wide: {}", finding.text))
-    if stochastic:
-        st.info(fmt("Declared stochastic: {}.", STOCHASTIC_NOTE))
     shown = filter_groups(table, alarms=alarms, task=task or None,
                           min_success=success[0], max_success=success[1])
     shown = sort_groups(shown, sort or None, None if sort == "" else bool(descending))
     with section.container():
+        for finding in run_findings(table):  # about the run: said once, above the table
+            st.warning(fmt("Run-wide: {}", finding.text))
+        if stochastic:
+            st.info(fmt("Declared stochastic: {}.", STOCHASTIC_NOTE))
         where = f"training step {ctx.train_step}" if scope == "step" else \
             f"{table['train_step'].nunique()} training steps"
         md("{} group(s) of {} · {} shown · outcome rule: {} · click a row to open the group in "

@@ -20,6 +20,10 @@ ALL_SUCCEEDED = {
     "a": (10, [("s0", "x", True), ("s1", "y", True)]),
     "b": (10, [("s0", "z", True), ("s2", "w", True), ("s1", "y", True)]),
 }
+#: Every rollout failed; one invalid action is all that separates the steps (4 steps, each
+#: (state, action) leading to one next state).
+PENALTY_ONLY = {"a": (0, [("s0", "go", True), ("s1", "bad", False)]),
+                "b": (0, [("s0", "look", True), ("s2", "look", True)])}
 NOTHING = "Nothing happens."
 
 

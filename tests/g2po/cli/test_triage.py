@@ -19,6 +19,7 @@ from tests.app.builders import group_steps
 from tests.g2po.analysis.groups import (
     ALL_FAILED,
     ALL_SUCCEEDED,
+    PENALTY_ONLY,
     aliased_group,
     cut_by_done,
     cut_group,
@@ -134,11 +135,6 @@ def write(tmp_path, *groups: pd.DataFrame):
     return str(path)
 
 
-#: Every rollout failed; one invalid action is all that separates the steps (4 steps).
-PENALTY_ONLY = {"a": (0, [("s0", "go", True), ("s1", "bad", False)]),
-                "b": (0, [("s0", "go", True), ("s2", "look", True)])}
-
-
 def test_the_estimator_you_train_with_judges_an_all_success_group(tmp_path, capsys):
     path = write(tmp_path, trajectories(ALL_SUCCEEDED, "won"), trajectories(PENALTY_ONLY, "pen"),
                  trajectories(THREE, "three"))
@@ -149,9 +145,10 @@ def test_the_estimator_you_train_with_judges_an_all_success_group(tmp_path, caps
     assert g2po["reason"][1].startswith("all 2 succeeded: G2PO ranks steps by depth alone")
     assert main(["triage", path, "--format", "csv", "--estimator", "grpo"]) == 0
     grpo = csv_out(capsys)
-    # GRPO learns nothing from either: both at the top, with severity 1
-    assert set(grpo["group_id"][:2]) == {"won", "pen"}
-    assert list(grpo["severity"][:2]) == [1.0, 1.0]
+    # GRPO learns nothing from either: both severity 1, as many alarm kinds, and the group
+    # with more steps to waste first
+    assert list(grpo["group_id"]) == ["won", "pen", "three"]
+    assert list(grpo["severity"][:2]) == [1.0, 1.0] and list(grpo["n_alarms"][:2]) == [2, 2]
     won = grpo.set_index("group_id").loc["won", "reason"]
     assert won == "no signal under GRPO: all 2 rollouts got 10, no invalid action"
     with pytest.raises(SystemExit):
