@@ -33,8 +33,12 @@ HEADERS = {
     "adv_ec_abs_mean": "mean |A^EC|", "state_nodes": "state nodes", "merge_rate": "merge rate",
     "max_value_var": "max Var(V)", "invalid_rate": "invalid", "truncated_share": "truncated",
     "no_signal": "no signal (G2PO)", "no_signal_grpo": "no signal (GRPO)",
-    "n_alarms": "alarm kinds",
+    "n_alarms": "alarm kinds", "run_wide": "run-wide alarms",
+    "shortest": "shortest", "longest": "longest", "undone_at_longest": "failed at longest, no done",
     **{f"alarm_{k}": ALARM_TITLES[k] for k in ALARM_KINDS},
+    "severity": "severity", "reason": "why", "sign_disagree_share": "G2PO/GRPO sign differs",
+    "adv_min": "min A", "adv_max": "max A", "aliased_evidence": "aliasing evidence",
+    "aliased_share": "|A| on aliased", "hub_evidence": "hub evidence", "hub_share": "|A| on hubs",
 }
 #: Computed tables (log key, version, steps, params, rule) → table; here (not st.cache_data)
 #: so the progress bar is drawn by the computation itself, never replayed.
@@ -43,12 +47,14 @@ _TABLES_MAX = 16
 
 
 def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
-                 rule: OutcomeRule, bar=None) -> pd.DataFrame:
+                 rule: OutcomeRule, bar=None, *, stochastic: bool = False) -> pd.DataFrame:
     """The groups table of ``steps`` (None: every training step) of a run under the sidebar's
-    G2PO parameters and ``rule``; ``bar`` (an ``st.progress``) shows the work."""
+    G2PO parameters and ``rule``; ``bar`` (an ``st.progress``) shows the work; ``stochastic``
+    declares the environment random (no aliasing alarm)."""
     params = ctx.params
     version = data.log_version(opened.log)
-    key = (opened.key, version, None if steps is None else tuple(steps), params, rule)
+    key = (opened.key, version, None if steps is None else tuple(steps), params, rule,
+           stochastic)
     if key in _TABLES:
         _TABLES.move_to_end(key)
         return _TABLES[key]
@@ -58,7 +64,7 @@ def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
             bar.progress(min(done / total, 1.0), text="Computing the groups table…")
 
     table = triage_log(opened.log, steps, rule=rule, params=params,
-                       progress=progress)
+                       progress=progress, stochastic=stochastic)
     _TABLES[key] = table
     while len(_TABLES) > _TABLES_MAX:
         _TABLES.popitem(last=False)
@@ -66,7 +72,8 @@ def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
 
 
 def computed_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
-                   rule: OutcomeRule) -> tuple[DeltaGenerator, pd.DataFrame | None]:
+                   rule: OutcomeRule, *, stochastic: bool = False
+                   ) -> tuple[DeltaGenerator, pd.DataFrame | None]:
     """(placeholder, :func:`groups_table`) with a progress bar in the placeholder while it is
     computed, for the caller to fill with what it shows; the table is None after saying why it
     cannot be computed."""
@@ -74,7 +81,8 @@ def computed_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
     with section.container():
         bar = st.progress(0.0, text="Computing the groups table…")
         try:
-            return section, groups_table(ctx, opened, steps, rule, bar)
+            return section, groups_table(ctx, opened, steps, rule, bar,
+                                         stochastic=stochastic)
         except data.LOADER_ERRORS + (G2POError,) as err:
             show_error("Cannot compute the groups table", err)
             return section, None

@@ -25,8 +25,8 @@ __all__ = ["OutcomeRule", "OutcomeCheck", "Fix", "check_outcomes", "trajectory_o
            "truncated_trajectories", "success_reward_from_won", "success_threshold_from_won",
            "success_rule_from_won", "rule_from_won", "TERMINAL_RULES", "flag_values",
            "success_mask", "success_rule", "check_success_threshold", "cut_at_limit",
-           "TruncationHint", "detect_truncation", "MIN_CUT", "MIN_CUT_SHARE", "outcome_labels",
-           "truncated_steps"]
+           "TruncationHint", "detect_truncation", "truncation_from_counts", "MIN_CUT",
+           "MIN_CUT_SHARE", "outcome_labels", "truncated_steps"]
 
 #: Rewards within this of the success reward count as equal (the equality rule).
 SUCCESS_ATOL = 1e-9
@@ -250,11 +250,18 @@ def detect_truncation(length: np.ndarray, success: np.ndarray, done: np.ndarray,
     top = int(length.max())
     failed = ~success
     cut = failed & (length == top) & np.isnan(done)
-    n_cut, n_failures = int(cut.sum()), int(failed.sum())
-    if top < 2 or n_cut < MIN_CUT or n_cut < MIN_CUT_SHARE * n_failures or \
-            (length == top).all():
+    return truncation_from_counts(top, int(cut.sum()), int(failed.sum()), len(length),
+                                  bool((length == top).all()))
+
+
+def truncation_from_counts(top: int, n_cut: int, n_failures: int, n_traj: int,
+                           all_at_top: bool) -> TruncationHint | None:
+    """:func:`detect_truncation`'s verdict from its counts (a whole run's, summed from per
+    group counts): the largest length ``top``, failures of that length without ``done``
+    ``n_cut``, ``n_failures``, ``n_traj``, and whether every trajectory lasts ``top``."""
+    if top < 2 or n_cut < MIN_CUT or n_cut < MIN_CUT_SHARE * n_failures or all_at_top:
         return None
-    return TruncationHint(length=top, n_cut=n_cut, n_failures=n_failures, n_traj=len(length))
+    return TruncationHint(length=top, n_cut=n_cut, n_failures=n_failures, n_traj=n_traj)
 
 
 @dataclass(frozen=True)

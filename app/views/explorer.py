@@ -30,7 +30,7 @@ from app.graph_html import (
     critical_edges,
     network_data,
 )
-from app.navigation import open_state_history, page_link
+from app.navigation import open_state_history
 from app.rules import apply_fix
 from app.safe import escape_html, fmt, truncate
 from app.tables import (
@@ -492,9 +492,7 @@ def _alarm_list(ctx: AppContext, alarms: list[Alarm], graph: StateGraph,
                               rank_of[edge], graph.edges["td_error"].iloc[edge]),
                           key=f"g_alcrit_{alarm.kind}_{edge}", type="tertiary",
                           on_click=_select_edge, args=(edge,))
-        if alarm.kind == "disagreement":
-            page_link(ctx, "compare", fmt("compare G2PO and GRPO →"))
-    # the alarms read validity (penalty amplification) and the advantages (disagreement)
+    # the alarms read validity (penalty-only signal) and the advantages (collapsed groups)
     _assumption_caption(("valid", "A"), assumed, what="the alarms rest on it")
 
 

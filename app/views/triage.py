@@ -14,28 +14,37 @@ import streamlit as st
 
 from app.context import AppContext
 from app.navigation import goto_step
+from app.safe import fmt
 from app.triage_table import HEADERS, computed_table
 from app.ui import md, no_run_message, picked_row
 from app.url_state import seed_from_url, write_url
-from g2po.analysis.alarms import ALARM_KINDS, ALARM_TITLES
-from g2po.analysis.triage import ALARM_COLUMNS, TRIAGE_COLUMNS, filter_groups, sort_groups
+from g2po.analysis.alarms import ALARM_KINDS, ALARM_TITLES, STOCHASTIC_NOTE
+from g2po.analysis.triage import (
+    ALARM_COLUMNS,
+    ESTIMATORS,
+    TRIAGE_COLUMNS,
+    assess,
+    filter_groups,
+    run_findings,
+    sort_groups,
+)
 
 __all__ = ["render", "SCOPES", "SORTS", "ALARM_FILTERS"]
 
 SCOPES = {"step": "This training step", "all": "Every training step"}
 #: Columns the table can be sorted by ("" = the default order, worst first).
-SORTS = {"": "worst first (no signal, then most alarm kinds)",
+SORTS = {"": "worst first (severity)",
          **{c: HEADERS[c] for c in TRIAGE_COLUMNS}}
 #: Alarm filters: the kinds, and G2PO's / GRPO's own "no signal".
 ALARM_FILTERS = {"no_signal_g2po": "No training signal under G2PO",
                  "no_signal_grpo": "No training signal under GRPO",
                  **{k: ALARM_TITLES[k] for k in ALARM_KINDS if k != "no_signal"}}
 #: The order shown: what is wrong first (the library's order stays in CSV / JSON).
-SHOWN_ORDER = ["train_step", "group_id", "task", "no_signal", "no_signal_grpo", "n_alarms",
-               *ALARM_COLUMNS, *[c for c in TRIAGE_COLUMNS if c not in
-                                 ("train_step", "group_id", "task", "no_signal",
-                                  "no_signal_grpo", "n_alarms", *ALARM_COLUMNS)]]
-_PERCENT = ("success_rate", "zero_adv_share", "merge_rate", "invalid_rate", "truncated_share")
+_FIRST = ("train_step", "group_id", "task", "severity", "reason", "no_signal",
+          "no_signal_grpo", "n_alarms", "run_wide", *ALARM_COLUMNS)
+SHOWN_ORDER = [*_FIRST, *[c for c in TRIAGE_COLUMNS if c not in _FIRST]]
+_PERCENT = ("success_rate", "zero_adv_share", "merge_rate", "invalid_rate", "truncated_share",
+            "sign_disagree_share", "aliased_share", "hub_share")
 #: Session key: the (training step, group id) of each row shown, for the row-click callback.
 _ROWS = "_g2po_groups_rows"
 _PICK = "_g2po_groups_pick"
@@ -53,7 +62,8 @@ def _parse_range(text: str) -> tuple[float, float]:
 #: forgets the state of widgets a page did not draw), so coming back from a group finds the
 #: table as it was left.
 _VIEW = "_g2po_groups_view"
-_WIDGETS = ("gr_scope", "gr_sort", "gr_desc", "gr_alarms", "gr_task", "gr_success")
+_WIDGETS = ("gr_scope", "gr_sort", "gr_desc", "gr_alarms", "gr_task", "gr_success", "gr_est",
+            "gr_stoch")
 
 
 def _seed() -> None:
@@ -69,8 +79,11 @@ def _seed() -> None:
                   lambda s: [a for a in s.split(",") if a in ALARM_FILTERS])
     seed_from_url("gr_task", "gtask", str)
     seed_from_url("gr_success", "gsuccess", _parse_range)
+    seed_from_url("gr_est", "gest", str, ESTIMATORS)
+    seed_from_url("gr_stoch", "gstoch", lambda s: {"1": True, "0": False}[s])
     for key, default in (("gr_scope", "step"), ("gr_sort", ""), ("gr_desc", True),
-                         ("gr_alarms", []), ("gr_task", ""), ("gr_success", (0.0, 1.0))):
+                         ("gr_alarms", []), ("gr_task", ""), ("gr_success", (0.0, 1.0)),
+                         ("gr_est", "g2po"), ("gr_stoch", False)):
         st.session_state.setdefault(key, default)
 
 
@@ -103,14 +116,27 @@ def render(ctx: AppContext) -> None:
                                     format_func=ALARM_FILTERS.get, placeholder="any alarm or none")
     task = filters[1].text_input("Task or group contains", key="gr_task")
     success = filters[2].slider("Success rate", 0.0, 1.0, step=0.05, key="gr_success")
+    judged = st.columns([2, 3])
+    estimator = judged[0].selectbox("Estimator you train with", list(ESTIMATORS), key="gr_est",
+                                    format_func=ESTIMATORS.get,
+                                    help="A group's severity and reason say what this "
+                                         "estimator gets from it.")
+    stochastic = judged[1].toggle("The environment is stochastic", key="gr_stoch",
+                                  help="Then a (state, action) leading to different next "
+                                       "states is chance, and no aliasing alarm is raised.")
     steps = [ctx.train_step] if scope == "step" else None
-    section, table = computed_table(ctx, opened, steps, rule)
+    section, table = computed_table(ctx, opened, steps, rule, stochastic=stochastic)
     if table is None:
         return
+    table = assess(table, estimator)
     shown = filter_groups(table, alarms=alarms, task=task or None,
                           min_success=success[0], max_success=success[1])
     shown = sort_groups(shown, sort or None, None if sort == "" else bool(descending))
     with section.container():
+        for finding in run_findings(table):  # about the run: said once, above the table
+            st.warning(fmt("Run-wide: {}", finding.text))
+        if stochastic:
+            st.info(fmt("Declared stochastic: {}.", STOCHASTIC_NOTE))
         where = f"training step {ctx.train_step}" if scope == "step" else \
             f"{table['train_step'].nunique()} training steps"
         md("{} group(s) of {} · {} shown · outcome rule: {} · click a row to open the group in "
@@ -126,6 +152,7 @@ def render(ctx: AppContext) -> None:
     st.session_state[_VIEW] = {key: st.session_state.get(key) for key in _WIDGETS}
     write_url(gscope=None if scope == "step" else scope, gsort=sort or None,
               gorder=None if sort == "" or descending else "asc", galarm=list(alarms),
-              gtask=task or None,
+              gtask=task or None, gest=None if estimator == "g2po" else estimator,
+              gstoch="1" if stochastic else None,
               gsuccess=None if tuple(success) == (0.0, 1.0) else
               f"{success[0]:g},{success[1]:g}")

@@ -5,9 +5,17 @@ Each alarm names the steps it is about, so a view can show them:
 - ``no_signal``: every advantage of the group is ~0 under an estimator (said per estimator:
   G2PO's graph terms still rank the steps of an all-success group, GRPO's outcome term does
   not), so the group teaches the policy nothing;
-- ``aliased``: state nodes where one action led to both success and failure, or whose merged
-  step values vary widely; merging may hide a difference the state key leaves out. Ranked by
-  the credit the merge moves (:func:`GroupSignals.credit_moved`), the biggest first;
+- ``collapsed``: every rollout the same sequence of states and actions: nothing to compare, so
+  whatever advantage an estimator gives there (G2PO's edge term from discounting) is an
+  artifact;
+- ``all_success``: every rollout succeeded: GRPO gives no signal, G2PO's edge term still ranks
+  the steps (by depth, through γ);
+- ``aliased``: state nodes where the same action led on to different next states. In a
+  deterministic environment that can only be a state key merging states the environment tells
+  apart; a wide spread of values at a node without such a split is the policy's randomness and
+  no alarm. With ``stochastic=True`` (the environment itself is random) the split says nothing
+  and the alarm is not raised. Ranked by the credit the merge moves
+  (:func:`GroupSignals.credit_moved`), the biggest first;
 - ``hub``: state nodes reached from many different states, or mostly through invalid actions
   (ALFWorld's "Nothing happens."): the key leaves out where the agent is, so unrelated
   situations share one value;
@@ -15,7 +23,6 @@ Each alarm names the steps it is about, so a view can show them:
   reward, so the only spread left is the invalid-action penalty, which normalisation turns into
   unit-size advantages (invalid steps strongly negative, every valid step positive, whatever it
   did);
-- ``disagreement``: steps where G2PO's and GRPO's advantages have opposite signs;
 - ``truncation``: trajectories cut at the step limit, valued as failures; the alarm names the
   transitions their last steps took, largest |TD error| first (often the group's critical
   transitions);
@@ -30,6 +37,8 @@ once (one G2PO and one GRPO call): :func:`credit_alarms` words the alarms of one
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,15 +52,21 @@ from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 
 __all__ = ["Alarm", "GroupSignals", "group_signals", "alarm_counts", "credit_alarms",
-           "ALARM_KINDS", "ALARM_TITLES", "SIGNAL_ESTIMATORS", "SHOWN"]
+           "ALARM_KINDS", "ALARM_TITLES", "SIGNAL_ESTIMATORS", "SHOWN", "STOCHASTIC_NOTE",
+           "split_evidence", "split_phrase", "short_text"]
 
-ALARM_KINDS = ("no_signal", "aliased", "hub", "penalty_amplification", "disagreement",
-               "truncation", "no_merging")
+ALARM_KINDS = ("no_signal", "collapsed", "penalty_amplification", "all_success", "aliased",
+               "hub", "truncation", "no_merging")
 #: A short name of each kind, for column headers, filters and legends.
-ALARM_TITLES = {"no_signal": "No training signal", "aliased": "Aliased states",
-                "hub": "Hub states", "penalty_amplification": "Penalty amplification",
-                "disagreement": "Outcome disagreement", "truncation": "Truncation",
+ALARM_TITLES = {"no_signal": "No training signal", "collapsed": "Collapsed",
+                "penalty_amplification": "Penalty-only signal", "all_success": "All succeeded",
+                "aliased": "Aliased states", "hub": "Hub states", "truncation": "Truncation",
                 "no_merging": "No merging"}
+#: What the aliasing check cannot tell once the environment is declared stochastic.
+STOCHASTIC_NOTE = ("the environment is declared stochastic: the same (state, action) may lead "
+                   "to different next states by chance, so a state key that merges states "
+                   "the environment tells apart can no longer be told from that, and the "
+                   "aliasing alarm is not raised")
 #: Estimators whose "no training signal" is checked, with their display names.
 SIGNAL_ESTIMATORS = {"g2po": "G2PO", "grpo": "GRPO"}
 #: An advantage of at most this magnitude counts as ~0 (normalised advantages are unit-sized;
@@ -117,9 +132,15 @@ class GroupSignals:
     truncated : (n_traj,) bool, cut at the step limit (the rule's ``done`` / ``truncate_at``).
     credit_moved : (n_nodes,) Σ |v − V(k)| over the node's steps: how far merging moved each
         step's own discounted outcome v to the node's value V(k) (≈ value spread × visits).
-    mixed : (n_nodes,) bool, one action from the node led to both success and failure.
+    mixed : (n_nodes,) bool, one action from the node led to both success and failure
+        (information: a stochastic policy does that everywhere).
     wide : (n_nodes,) bool, visited twice or more with a value std ≥ :data:`VALUE_STD_SHARE`
-        of the success reward.
+        of the success reward (information, never the aliasing alarm).
+    split : (n_nodes,) bool, one action from the node led on to two or more next states.
+    splits : one row per (node, action, next node) of the split pairs: ``group``, ``node``,
+        ``row`` (a step row taking the pair), ``next_row`` (a step row at the next node),
+        ``count``; the most-taken next state first within a pair, pairs by steps taken.
+    collapsed : (n_groups,) bool, every rollout the same (state, action) sequence.
     in_sources : (n_nodes,) int64, distinct other nodes with a transition into the node.
     invalid_arrival_share : (n_nodes,) share of those transitions (from other nodes) taken by
         an invalid action (0 without arrivals).
@@ -136,6 +157,9 @@ class GroupSignals:
     credit_moved: np.ndarray
     mixed: np.ndarray
     wide: np.ndarray
+    split: np.ndarray
+    splits: pd.DataFrame
+    collapsed: np.ndarray
     in_sources: np.ndarray
     invalid_arrival_share: np.ndarray
     hub: np.ndarray
@@ -144,8 +168,8 @@ class GroupSignals:
 
     @property
     def aliased(self) -> np.ndarray:
-        """(n_nodes,) bool: the nodes of the ``aliased`` alarm."""
-        return self.mixed | self.wide
+        """(n_nodes,) bool: the nodes of the ``aliased`` alarm (none if stochastic)."""
+        return self.split if self.counts["aliased"].any() else np.zeros_like(self.split)
 
     def by_node(self, column: str) -> np.ndarray:
         """(n_nodes,) a G2PO column that is one value per node (``node_value``,
@@ -186,12 +210,15 @@ def group_signals(
     rule: OutcomeRule,
     params: G2POParams = DEFAULT_PARAMS,
     truncated_rows: np.ndarray | None = None,
+    stochastic: bool = False,
 ) -> GroupSignals:
     """Every alarm's numbers for every group of ``steps`` (one G2PO and one GRPO call).
 
     ``params`` and the run's ``rule`` (success reward, threshold, terminal and truncation)
     are passed whole; ``truncated_rows`` (n_steps,) bool marks steps of trajectories known to
-    be cut (a graph's ``truncated`` column), in addition to the rule's.
+    be cut (a graph's ``truncated`` column), in addition to the rule's. ``stochastic``
+    declares the environment random: the aliasing alarm (a (key, action) leading to different
+    next states) is then not raised (:data:`STOCHASTIC_NOTE`).
     """
     cols, ix = estimate(steps, "g2po", **params.g2po_kwargs(rule))
     mode, penalty = params.mode, params.penalty
@@ -224,6 +251,27 @@ def group_signals(
     wide = (np.sqrt(node_var) >= VALUE_STD_SHARE * scale) & (visits >= 2)
 
     has_next = ~last
+    # aliasing: one (node, action) pair leading on to different next nodes
+    rows_next = np.flatnonzero(has_next)
+    nxt = node[ix.next_row[rows_next]]
+    pair_next = pair_code[rows_next].astype(np.int64) * np.int64(n_nodes) + nxt
+    uniq, first_row, taken = np.unique(pair_next, return_index=True, return_counts=True)
+    uniq_pair = uniq // n_nodes
+    n_next = np.bincount(uniq_pair, minlength=len(pair_n))
+    is_split = n_next[uniq_pair] > 1
+    split = np.zeros(n_nodes, dtype=bool)
+    split[node[rows_next[first_row[is_split]]]] = True
+    srow = rows_next[first_row[is_split]]
+    pair_steps = np.bincount(uniq_pair[is_split], weights=taken[is_split],
+                             minlength=len(pair_n))
+    splits = pd.DataFrame({"group": ix.group[srow], "node": node[srow], "row": srow,
+                           "next_row": ix.next_row[srow], "count": taken[is_split],
+                           "_pair": uniq_pair[is_split],
+                           "_pair_steps": pair_steps[uniq_pair[is_split]]})
+    splits = splits.sort_values(["group", "_pair_steps", "_pair", "count"],
+                                ascending=[True, False, True, False], kind="stable")
+    splits = splits.drop(columns=["_pair_steps"]).reset_index(drop=True)
+
     src = node[has_next]
     dst = node[ix.next_row[has_next]]
     moved = src != dst
@@ -252,34 +300,61 @@ def group_signals(
     # per group
     n_steps = np.bincount(ix.group, minlength=G)
     n_states = np.bincount(ix.node_group, minlength=G)
+    rollouts_of = np.bincount(ix.traj_group, minlength=G)
     zero = {}
     for name, adv in (("g2po", cols["adv"]), ("grpo", grpo)):
         zero[name] = (_count(ix.group, np.abs(adv) > ZERO_ADV, G) == 0) & (n_steps > 0)
     counts: dict[str, np.ndarray] = {}
     any_zero = np.logical_or.reduce(list(zero.values()))
     counts["no_signal"] = np.where(any_zero, n_steps, 0)
-    counts["aliased"] = _count(ix.node_group, mixed | wide, G)
+    counts["collapsed"] = np.where(_collapsed(ix, pair_code), rollouts_of, 0)
+    wins = np.bincount(ix.traj_group, weights=rule.success(ix.traj_reward).astype(np.float64),
+                       minlength=G)
+    counts["all_success"] = np.where((wins == rollouts_of) & (rollouts_of > 0), rollouts_of, 0)
+    counts["aliased"] = np.zeros(G) if stochastic else _count(ix.node_group, split, G)
     counts["hub"] = _count(ix.node_group, hub, G)
     r_lo = np.full(G, np.inf)
     r_hi = np.full(G, -np.inf)
     np.minimum.at(r_lo, ix.traj_group, ix.traj_reward)
     np.maximum.at(r_hi, ix.traj_group, ix.traj_reward)
     n_invalid = np.bincount(ix.group, weights=ix.invalid, minlength=G)
-    amplified = (mode == "mean_std_norm") & (penalty > 0) & (n_steps > 1) & (r_lo == r_hi) & \
+    amplified = (penalty > 0) & (n_steps > 1) & (r_lo == r_hi) & (wins == 0) & \
         (n_invalid > 0) & (n_invalid < n_steps)
     counts["penalty_amplification"] = np.where(amplified, n_invalid, 0)
     adv = cols["adv"]
     opposite = ((adv > _SIGN_TOL) & (grpo < -_SIGN_TOL)) | \
         ((adv < -_SIGN_TOL) & (grpo > _SIGN_TOL))
-    counts["disagreement"] = _count(ix.group, opposite, G)
     counts["truncation"] = _count(ix.traj_group, truncated, G)
     rate = merge_rate(n_states, n_steps)
     counts["no_merging"] = np.where((n_steps >= 10) & (rate < NO_MERGE_RATE), n_states, 0)
     counts = {k: np.asarray(v).astype(np.int64) for k, v in counts.items()}
     return GroupSignals(ix=ix, g2po=cols, grpo=grpo, opposite=opposite, truncated=truncated,
-                        credit_moved=credit_moved, mixed=mixed, wide=wide,
+                        credit_moved=credit_moved, mixed=mixed, wide=wide, split=split,
+                        splits=splits, collapsed=counts["collapsed"] > 0,
                         in_sources=in_sources, invalid_arrival_share=invalid_share, hub=hub,
                         zero=zero, counts=counts)
+
+
+def _collapsed(ix: StepIndex, pair_code: np.ndarray) -> np.ndarray:
+    """(n_groups,) bool: two or more rollouts, all the same sequence of (node, action) pairs.
+
+    Compared by length and two sums Σ code·w[t] with random integer weights: integers below
+    2^53, so exact in float64 whatever the row order, equal for equal sequences and, with
+    probability ~1, different otherwise."""
+    G, t = ix.n_groups, np.asarray(ix.t, dtype=np.int64)
+    rng = np.random.default_rng(0)
+    codes = (pair_code.astype(np.int64) % ((1 << 20) - 3) + 1).astype(np.float64)
+    lengths = np.bincount(ix.traj, minlength=ix.n_traj).astype(np.float64)
+    same = np.bincount(ix.traj_group, minlength=G) >= 2
+    span = int(t.max()) + 1 if len(t) else 1
+    sums = [np.bincount(ix.traj, weights=codes * rng.integers(1, 1 << 20, span)[t],
+                        minlength=ix.n_traj) for _ in range(2)]
+    for values in (lengths, *sums):
+        lo, hi = np.full(G, np.inf), np.full(G, -np.inf)
+        np.minimum.at(lo, ix.traj_group, values)
+        np.maximum.at(hi, ix.traj_group, values)
+        same &= lo == hi
+    return same
 
 
 def alarm_counts(signals: GroupSignals) -> pd.DataFrame:
@@ -319,18 +394,57 @@ def _top(ranking: pd.DataFrame, describe) -> str:
     return shown + (f"; {more} more" if more > 0 else "")
 
 
+def short_text(text: object, limit: int = 40) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    text = str(text)
+    head = " ".join(text[:4 * limit].split())  # a long observation: only its start is shown
+    if len(head) <= limit and len(text) > 4 * limit:
+        head = " ".join(text.split())
+    return head if len(head) <= limit else head[:limit - 1] + "…"
+
+
+def split_phrase(key: str, action: str, nexts: Sequence[str], counts: Sequence[int],
+                 limit: int = 40) -> str:
+    """One split pair in words: "'key' + action → next (5×) | other (3×)", each text on one
+    line and shortened, the next states without the start they share (what tells them
+    apart)."""
+    texts = [str(t) for t in nexts]
+    common = os.path.commonprefix(texts)
+    # show what tells them apart: from the last word boundary of the start they share
+    cut = max(common.rfind(c) for c in " \n\t") + 1 if len(common) > 8 else 0
+    shown = " | ".join(f"{'…' if cut else ''}{short_text(text[cut:], limit)} ({int(n)}×)"
+                       for text, n in zip(texts, counts, strict=True))
+    return f"'{short_text(key, limit)}' + {short_text(action, limit)} → {shown}"
+
+
+def split_evidence(splits: pd.DataFrame, key: pd.Series, action: pd.Series,
+                   limit: int = 40) -> str:
+    """The first split pair of ``splits`` (rows of :attr:`GroupSignals.splits` of one group)
+    in words (:func:`split_phrase`); ``key`` and ``action`` are the step table's columns
+    (row-aligned with the signals)."""
+    if splits.empty:
+        return ""
+    pair = splits[splits["_pair"] == splits["_pair"].iloc[0]]
+    row = int(pair["row"].iloc[0])
+    return split_phrase(str(key.iloc[row]), str(action.iloc[row]),
+                        [str(key.iloc[int(r)]) for r in pair["next_row"]],
+                        pair["count"].tolist(), limit)
+
+
 def credit_alarms(
     graph: StateGraph,
     *,
     rule: OutcomeRule,
     params: G2POParams = DEFAULT_PARAMS,
+    stochastic: bool = False,
 ) -> list[Alarm]:
     """The alarms that fire for one group's graph (built with the same ``params`` and
     ``rule``), in the order of :data:`ALARM_KINDS`.
 
     ``rule`` is the run's outcome rule (success, terminal, truncation). G2PO and GRPO
     advantages come from the estimators on the group's rows (:func:`group_signals`), so the
-    numbers are exactly those the trainer would use.
+    numbers are exactly those the trainer would use. ``stochastic`` declares the environment
+    random (no aliasing alarm, :data:`STOCHASTIC_NOTE`).
 
     Examples
     --------
@@ -347,7 +461,8 @@ def credit_alarms(
     steps = graph.steps
     raw = steps[[c for c in steps.columns if c in REQUIRED_COLUMNS or c in OPTIONAL_COLUMNS]]
     cut_rows = steps["truncated"].to_numpy(dtype=bool) if "truncated" in steps.columns else None
-    sig = group_signals(raw, rule=rule, params=params, truncated_rows=cut_rows)
+    sig = group_signals(raw, rule=rule, params=params, truncated_rows=cut_rows,
+                        stochastic=stochastic)
     ix, cols = sig.ix, sig.g2po
     count = {kind: int(values[0]) if len(values) else 0 for kind, values in sig.counts.items()}
     graph_node = np.zeros(ix.n_nodes, dtype=np.int64)
@@ -389,18 +504,35 @@ def credit_alarms(
                             detail(_top(ranking, describe)), len(nodes), _pairs(rows), nodes,
                             ranking))
 
-    # aliased states, ranked by the credit the merge moves
+    adv = cols["adv"]
+    if count["collapsed"]:
+        detail = f"All {n_traj} rollouts are the same sequence of states and actions: there " \
+                 "is nothing to compare, so whatever advantage an estimator gives here is an " \
+                 "artifact"
+        if np.abs(adv).max() > ZERO_ADV:
+            detail += f" (G2PO's A from {adv.min():+.2f} to {adv.max():+.2f} comes from the " \
+                      "discount in the edge term: identical steps ranked by depth alone)"
+        alarms.append(Alarm("collapsed", f"Collapsed: {n_traj} identical rollouts",
+                            detail + ". The policy has collapsed on this task.", n_traj,
+                            _pairs(steps)))
+    if count["all_success"]:
+        alarms.append(Alarm(
+            "all_success", f"All {n_traj} rollouts succeeded",
+            "No outcome to compare: GRPO gives every step 0; G2PO's edge term still ranks the "
+            f"steps (A from {adv.min():+.2f} to {adv.max():+.2f}), by how soon each reaches "
+            "the goal (γ).", n_traj, _pairs(steps)))
+
+    # aliased states: the same action led on to different next states
     if count["aliased"]:
+        evidence = split_evidence(sig.splits, steps["state_key"], steps["action"])
         ranked("aliased", sig.aliased, ["credit_moved"],
                lambda r: f"node {r.node} ({r.visits} visits, moves "
                          f"{r.credit_moved:.3g}{', a hub' if r.hub else ''})",
-               lambda top: f"Ranked by the credit the merge moves (Σ |v − V| over the node's "
-                           f"steps, how far merging pulled each step's own discounted "
-                           f"outcome): {top}. {int(sig.mixed.sum())} node(s) where the same "
-                           f"action led to both success and failure, {int(sig.wide.sum())} "
-                           f"whose merged step values spread by ≥ {VALUE_STD_SHARE:.0%} of the "
-                           "success reward (std). Merging may hide a difference the state "
-                           "key leaves out.")
+               lambda top: f"The same action led on to different next states: {evidence}. "
+                           "In a deterministic environment the state key merges states the "
+                           "environment tells apart (declare it stochastic if it is not). "
+                           f"Ranked by the credit the merge moves (Σ |v − V| over the node's "
+                           f"steps): {top}.")
 
     # hubs: reached from many states, or mostly through invalid actions
     if count["hub"]:
@@ -422,24 +554,15 @@ def credit_alarms(
             "get the same reward"
         alarms.append(Alarm(
             "penalty_amplification",
-            f"Penalty amplification: {int(invalid.sum())} invalid step(s)",
+            f"Penalty-only signal: {int(invalid.sum())} invalid step(s)",
             f"All rollouts {outcome_word} (reward {rewards[0]:g}): the only spread left is the "
-            f"invalid-action penalty p = {params.penalty:g}, and mean_std_norm scales it to "
-            "unit size. "
+            f"invalid-action penalty p = {params.penalty:g}"
+            + (", and mean_std_norm scales it to unit size. " if params.mode == "mean_std_norm"
+               else ". ") +
             f"Invalid steps get A^EP ≈ {adv_ep[invalid].mean():.2f}, every valid step "
             f"≈ {adv_ep[~invalid].mean():+.2f}, whatever it did. Consider mode = mean_norm or "
             "a smaller penalty.",
             int(invalid.sum()), _pairs(steps[invalid])))
-
-    # outcome disagreement: G2PO against GRPO, same rows, same normalisation
-    if count["disagreement"]:
-        opposite = sig.opposite
-        alarms.append(Alarm(
-            "disagreement", f"Outcome disagreement: {int(opposite.sum())} step(s)",
-            f"{int(opposite.sum())} of {len(steps)} steps get advantages of opposite sign from "
-            "G2PO and GRPO: the graph credits a step that the episode outcome blames, or the "
-            "other way round.",
-            int(opposite.sum()), _pairs(steps[opposite])))
 
     # truncation treated as failure, with the transitions the cut steps took
     if count["truncation"]:

@@ -23,16 +23,32 @@ Columns (:data:`TRIAGE_COLUMNS`):
 - ``invalid_rate`` (invalid steps / steps, as the run summaries count it), ``truncated_share``
   (trajectories cut at the step limit, by the rule);
 - ``no_signal`` / ``no_signal_grpo``: every G2PO / GRPO advantage of the group is ~0;
-- ``n_alarms``: how many kinds of alarm fire; ``alarm_<kind>``: each alarm's count (0: it does
-  not fire), kinds as :data:`g2po.analysis.alarms.ALARM_KINDS`.
+- ``n_alarms``: how many kinds of alarm fire on the group, not counting the run's findings
+  (:func:`run_findings`); ``alarm_<kind>``: each alarm's raw count (0: it does not fire), kinds
+  as :data:`g2po.analysis.alarms.ALARM_KINDS`, run-wide or not; ``run_wide``: the kinds that
+  fire here but are findings about the run (said once, not the group's alarms), comma-separated;
+- ``shortest`` / ``longest``: the group's shortest and longest rollout (steps);
+  ``undone_at_longest``: its failed rollouts of the longest length whose ``done`` the log does
+  not give (summed over a run, :func:`truncation_hint` tells a step limit the log does not
+  state, as ``g2po validate`` does);
+- ``sign_disagree_share``: the share of steps G2PO and GRPO give opposite signs (information,
+  which step-level credit is expected to produce: no alarm);
+- ``adv_min`` / ``adv_max``: G2PO's smallest and largest advantage; ``aliased_evidence``: the
+  group's most-taken split, "'key' + action → next (5×) | other (3×)"; ``hub_evidence``: its
+  biggest hub; ``aliased_share`` / ``hub_share``: the share of G2PO's advantage mass (Σ |A|)
+  on steps at those nodes;
+- ``severity`` (0 … 1) and ``reason``: how much of the group's credit rests on its worst defect
+  for the chosen estimator, and that defect in one phrase (:func:`assess`); alarms that fire on
+  most of the run are findings about the run (:func:`run_findings`), said once, and left out of
+  the severity so the groups that differ from the rest still come first.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -40,30 +56,48 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from g2po.analysis.alarms import ALARM_KINDS, ZERO_ADV, group_signals
+from g2po.analysis.alarms import (
+    ALARM_KINDS,
+    ALARM_TITLES,
+    ZERO_ADV,
+    group_signals,
+    short_text,
+    split_phrase,
+)
 from g2po.analysis.history import VALUE_WISE_STRATEGIES
+from g2po.analysis.labels import distinguishing_labels, lead_with_difference
 from g2po.cache import atomic_file, user_cache_dir
 from g2po.index import merge_rate
-from g2po.outcomes import OutcomeRule
+from g2po.outcomes import OutcomeRule, TruncationHint, flag_values, truncation_from_counts
 from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.state_keys import resolve_state_key
 
 __all__ = ["TRIAGE_COLUMNS", "ALARM_COLUMNS", "READ_COLUMNS", "triage_groups", "triage_log",
-           "filter_groups", "sort_groups", "step_shares", "cache_dir", "default_sort"]
+           "filter_groups", "sort_groups", "step_shares", "cache_dir", "default_sort", "assess",
+           "run_findings", "Finding", "ESTIMATORS", "truncation_hint", "brief_view"]
 
 #: Alarm count columns, one per kind.
 ALARM_COLUMNS = [f"alarm_{kind}" for kind in ALARM_KINDS]
-TRIAGE_COLUMNS = ["train_step", "group_id", "task", "rollouts", "steps", "success_rate",
+TRIAGE_COLUMNS = ["train_step", "group_id", "task", "severity", "reason", "rollouts", "steps",
+                  "success_rate",
                   "reward_mean", "reward_std", "zero_adv_share", "adv_abs_mean",
                   "adv_ec_abs_mean", "state_nodes", "merge_rate", "max_value_var",
-                  "invalid_rate", "truncated_share", "no_signal", "no_signal_grpo", "n_alarms",
-                  *ALARM_COLUMNS]
+                  "invalid_rate", "truncated_share", "shortest", "longest", "undone_at_longest",
+                  "no_signal", "no_signal_grpo", "n_alarms",
+                  "run_wide", *ALARM_COLUMNS, "sign_disagree_share", "adv_min", "adv_max",
+                  "aliased_evidence", "aliased_share", "hub_evidence", "hub_share"]
+#: The estimators a group's severity can be judged for (:func:`assess`).
+ESTIMATORS = {"g2po": "G2PO", "grpo": "GRPO"}
+#: An alarm firing on at least this share of a run's groups (and on at least
+#: :data:`RUN_WIDE_MIN` groups) is a finding about the run (:func:`run_findings`).
+RUN_WIDE_SHARE = 0.5
+RUN_WIDE_MIN = 4
 #: The columns of a training step the table needs (those a log has are read; the training
 #: step itself is known).
 READ_COLUMNS = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
                 "is_action_valid", "done", "task"]
 #: Bump when the table's meaning changes: cached tables of another version are not used.
-TRIAGE_VERSION = 1
+TRIAGE_VERSION = 4
 
 
 def _short_codes(codes: np.ndarray) -> pd.Series:
@@ -106,9 +140,13 @@ def triage_groups(
     *,
     rule: OutcomeRule,
     params: G2POParams = DEFAULT_PARAMS,
+    stochastic: bool = False,
+    estimator: str = "g2po",
 ) -> pd.DataFrame:
     """One row per group of ``steps`` (:data:`TRIAGE_COLUMNS`, sorted by training step and
-    group id), under the G2PO ``params`` and the run's outcome ``rule``.
+    group id), under the G2PO ``params`` and the run's outcome ``rule``; ``stochastic``
+    declares the environment random (no aliasing alarm), ``estimator`` is the one whose
+    signal the severity judges (:func:`assess`).
 
     Examples
     --------
@@ -123,8 +161,42 @@ def triage_groups(
     """
     if steps.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in TRIAGE_COLUMNS})
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {estimator!r}; one of {', '.join(ESTIMATORS)}")
+    return assess(_group_rows(steps, rule=rule, params=params, stochastic=stochastic,
+                              text=_text_lookup([steps])), estimator)
+
+
+_TextLookup = Callable[[str, np.ndarray], list[str]]
+
+
+def _text_lookup(parts: Sequence[Mapping[str, pd.Series]]) -> _TextLookup:
+    """(column, positional rows of the parts' concatenation) → the rows' text, read from each
+    part's own column (a frame, or a dict of its ``state_key`` and ``action``): the few rows
+    an evidence phrase quotes, without carrying every row's text (a run directory's
+    Categorical observations) through the batch."""
+    ends = np.cumsum([len(p["state_key"]) for p in parts])
+
+    def text(column: str, rows: np.ndarray) -> list[str]:
+        rows = np.asarray(rows, dtype=np.int64)
+        which = np.searchsorted(ends, rows, side="right")
+        out = np.empty(len(rows), dtype=object)
+        for i in np.unique(which):
+            at = which == i
+            taken = parts[i][column].array.take(rows[at] - (ends[i - 1] if i else 0))
+            out[at] = [str(v) for v in np.asarray(taken, dtype=object)]
+        return out.tolist()
+    return text
+
+
+def _group_rows(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
+                stochastic: bool, text: _TextLookup) -> pd.DataFrame:
+    """:func:`triage_groups` before :func:`assess` (severity, reason, ``n_alarms`` and
+    ``run_wide`` are judged over the whole run, not over one batch of it); ``text`` reads
+    the state keys and actions the evidence quotes (:func:`_text_lookup`)."""
     steps, state_key = _coded(steps, params.state_key)
-    sig = group_signals(steps, rule=rule, params=replace(params, state_key=state_key))
+    sig = group_signals(steps, rule=rule, params=replace(params, state_key=state_key),
+                        stochastic=stochastic)
     ix, cols = sig.ix, sig.g2po
     G = ix.n_groups
     first = np.full(G, ix.n_steps, dtype=np.int64)
@@ -148,6 +220,18 @@ def triage_groups(
         return np.bincount(ix.traj_group, weights=np.asarray(values, dtype=np.float64),
                            minlength=G) / np.maximum(rollouts, 1)
 
+    last = np.flatnonzero(ix.next_row < 0)  # each trajectory's last step
+    length = np.zeros(ix.n_traj, dtype=np.int64)
+    length[ix.traj[last]] = ix.length[last]
+    done = np.full(ix.n_traj, np.nan)
+    if "done" in steps.columns:
+        done[ix.traj[last]] = flag_values(steps["done"])[last]
+    shortest = np.full(G, np.iinfo(np.int64).max)
+    longest = np.zeros(G, dtype=np.int64)
+    np.minimum.at(shortest, ix.traj_group, length)
+    np.maximum.at(longest, ix.traj_group, length)
+    undone = (length == longest[ix.traj_group]) & np.isnan(done) & \
+        ~rule.success(ix.traj_reward)
     reward_mean = per_traj_mean(ix.traj_reward)
     reward_var = per_traj_mean((ix.traj_reward - reward_mean[ix.traj_group]) ** 2)
     node_var = sig.by_node("node_value_var")
@@ -155,7 +239,44 @@ def triage_groups(
     np.maximum.at(max_var, ix.node_group, node_var)
     n_states = np.bincount(ix.node_group, minlength=G)
     counts = np.column_stack([sig.counts[k] for k in ALARM_KINDS])
+    adv = cols["adv"]
+    adv_min = np.full(G, np.inf)
+    adv_max = np.full(G, -np.inf)
+    np.minimum.at(adv_min, ix.group, adv)
+    np.maximum.at(adv_max, ix.group, adv)
+    mass = np.bincount(ix.group, weights=np.abs(adv), minlength=G)
+
+    def mass_share(nodes: np.ndarray) -> np.ndarray:
+        on = np.bincount(ix.group, weights=np.abs(adv) * nodes[ix.node], minlength=G)
+        return np.where(mass > 0, on / np.maximum(mass, 1e-300), 0.0)
+
+    aliased_evidence = np.full(G, "", dtype=object)
+    if sig.counts["aliased"].any() and len(sig.splits):
+        splits = sig.splits  # sorted by group, the group's most-taken pair first
+        first = splits["_pair"].to_numpy() == \
+            splits.groupby("group", sort=False)["_pair"].transform("first").to_numpy()
+        shown = splits[first]
+        group_of, row, count = (shown[c].to_numpy() for c in ("group", "row", "count"))
+        starts = np.flatnonzero(np.r_[True, group_of[1:] != group_of[:-1]])
+        quoted = text("state_key", np.r_[shown["next_row"].to_numpy(), row[starts]])
+        nexts, keys = quoted[:len(shown)], quoted[len(shown):]
+        actions = text("action", row[starts])
+        for i, (a, b) in enumerate(zip(starts, [*starts[1:], len(shown)], strict=True)):
+            aliased_evidence[group_of[a]] = split_phrase(keys[i], actions[i], nexts[a:b],
+                                                         count[a:b])
+    hub_evidence = np.full(G, "", dtype=object)
+    if sig.hub.any():
+        hubs = np.flatnonzero(sig.hub)
+        hubs = hubs[np.lexsort((-sig.in_sources[hubs], ix.node_group[hubs]))]
+        hubs = hubs[np.r_[True, ix.node_group[hubs][1:] != ix.node_group[hubs][:-1]]]
+        first_row = np.full(ix.n_nodes, -1, dtype=np.int64)
+        first_row[ix.node[::-1]] = np.arange(ix.n_steps - 1, -1, -1)
+        for h, key in zip(hubs, text("state_key", first_row[hubs]), strict=True):
+            hub_evidence[ix.node_group[h]] = (
+                f"'{short_text(key)}' reached from {sig.in_sources[h]} states, "
+                f"{sig.invalid_arrival_share[h]:.0%} through invalid actions")
     table = pd.DataFrame({
+        "severity": 0.0, "reason": "", "run_wide": "",
         "train_step": train_step,
         "group_id": pd.array(group_id, dtype=object),
         "task": pd.array(task, dtype=object),
@@ -172,20 +293,199 @@ def triage_groups(
         "max_value_var": max_var,
         "invalid_rate": per_step_mean(ix.invalid),
         "truncated_share": per_traj_mean(sig.truncated),
+        "shortest": shortest, "longest": longest,
+        "undone_at_longest": np.bincount(ix.traj_group, weights=undone, minlength=G
+                                         ).astype(np.int64),
         "no_signal": sig.zero["g2po"],
         "no_signal_grpo": sig.zero["grpo"],
         "n_alarms": (counts > 0).sum(axis=1).astype(np.int64),
         **{col: counts[:, i] for i, col in enumerate(ALARM_COLUMNS)},
+        "sign_disagree_share": per_step_mean(sig.opposite),
+        "adv_min": adv_min, "adv_max": adv_max,
+        "aliased_evidence": pd.array(aliased_evidence, dtype=object),
+        "aliased_share": mass_share(sig.aliased & ~sig.hub),
+        "hub_evidence": pd.array(hub_evidence, dtype=object),
+        "hub_share": mass_share(sig.hub),
     })
     return table[TRIAGE_COLUMNS]
+
+
+# -- severity, reasons and the run's findings ------------------------------------------------
+
+@dataclass(frozen=True)
+class Finding:
+    """An alarm that fires on most of a run's groups: a property of the run, said once.
+
+    kind : the alarm kind; groups : how many groups it fires on, of ``total``;
+    text : what it is, its likely cause and the fix, in two or three sentences.
+    """
+
+    kind: str
+    groups: int
+    total: int
+    text: str
+
+
+_FINDING_TEXT = {
+    "truncation": "episodes are cut at the step limit and valued as failures. Likely cause: a "
+                  "step limit shorter than the task needs. Fix: say how the log marks the "
+                  "limit (the sidebar's outcome rule, or --truncate-at N), or raise the limit.",
+    "aliased": "the same (state key, action) leads on to different next states. Likely cause: "
+               "a state key that leaves out something every state carries (the inventory, "
+               "what was said). Fix: another state key (the sidebar's State key, --state-key "
+               "regex:…), or declare the environment stochastic if it is.",
+    "hub": "states reached from many others (\"Nothing happens.\") merge unrelated situations. "
+           "Fix: a state key that keeps the location (--state-key regex:…).",
+    "no_merging": "almost no two steps share a state key, so G2PO's node terms are empty. "
+                  "Likely cause: the key holds the history or a step counter. Fix: the "
+                  "normalized or a regex state key.",
+    "no_signal": "groups give no training signal. Likely cause: a success reward the rewards "
+                 "never reach. Fix: the outcome rule's success reward (--success-reward).",
+    "penalty_amplification": "every rollout gets the same reward, so the invalid-action "
+                             "penalty is the only signal. Check the success reward, or use "
+                             "mode = mean_norm / a smaller penalty.",
+    "all_success": "every rollout succeeds: the tasks are too easy to teach anything.",
+    "collapsed": "every rollout of a group is the same: the policy has collapsed.",
+}
+
+
+def run_findings(table: pd.DataFrame) -> list[Finding]:
+    """The alarms firing on at least :data:`RUN_WIDE_SHARE` of the table's groups (and on at
+    least :data:`RUN_WIDE_MIN`): findings about the run, each with its likely cause and fix."""
+    total = len(table)
+    out = []
+    for kind in ALARM_KINDS:
+        n = int((table[f"alarm_{kind}"].to_numpy() > 0).sum()) if total else 0
+        if n >= RUN_WIDE_MIN and n >= RUN_WIDE_SHARE * total:
+            out.append(Finding(kind, n, total,
+                               f"{ALARM_TITLES[kind]} on {n} of {total} groups: "
+                               f"{_FINDING_TEXT[kind]}"))
+    return out
+
+
+def assess(table: pd.DataFrame, estimator: str = "g2po",
+           exclude: Iterable[str] | None = None) -> pd.DataFrame:
+    """The table with ``severity`` and ``reason`` for ``estimator`` (one of
+    :data:`ESTIMATORS`): each group's worst defect, not counting the kinds in ``exclude``
+    (default: the run's findings, :func:`run_findings`, so a run-wide alarm does not rank);
+    ``n_alarms`` counts the other kinds only, ``run_wide`` names the excluded ones firing on
+    the group (their raw counts stay in ``alarm_<kind>``, so assessing again gives the same).
+
+    Severity is how much of the group's credit rests on the defect: 1 where the estimator
+    gets nothing to learn from (no signal; every rollout the same, so any advantage is an
+    artifact), 0.9 where the invalid-action penalty is the only signal, 0.6 for an all-success
+    group under G2PO (its edge term ranks steps by depth alone), the share of G2PO's |A| on the
+    aliased states (not hubs) or the hubs (at least 0.05 when the alarm fires), half the share
+    of cut rollouts for truncation, 0.5 for no merging."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {estimator!r}; one of {', '.join(ESTIMATORS)}")
+    skip = {f.kind for f in run_findings(table)} if exclude is None else set(exclude)
+    n = len(table)
+    name = ESTIMATORS[estimator]
+    raw = {k: table[f"alarm_{k}"].to_numpy() > 0 for k in ALARM_KINDS}
+    fires = {k: raw[k] & (k not in skip) for k in ALARM_KINDS}
+    n_alarms = np.sum([fires[k] for k in ALARM_KINDS], axis=0, dtype=np.int64) if n else \
+        np.zeros(0, dtype=np.int64)
+    run_wide = np.full(n, "", dtype=object)
+    for k in (k for k in ALARM_KINDS if k in skip):
+        run_wide = np.where(raw[k], np.where(run_wide == "", k, run_wide + ", " + k), run_wide)
+    zero = table["no_signal" if estimator == "g2po" else "no_signal_grpo"].to_numpy(bool) & \
+        ("no_signal" not in skip)
+    rollouts = table["rollouts"].to_numpy()
+    lo, hi = table["adv_min"].to_numpy(), table["adv_max"].to_numpy()
+    g2po = estimator == "g2po"
+
+    def spread(i: int) -> str:
+        return f"A from {lo[i]:+.2f} to {hi[i]:+.2f}"
+
+    def why_zero(i: int) -> str:
+        if table["reward_std"].iat[i] > 0:
+            return "no step's score differs from its reference"
+        return f"all {rollouts[i]} rollouts got {table['reward_mean'].iat[i]:g}" + \
+            (", no invalid action" if table["invalid_rate"].iat[i] == 0 else "")
+
+    candidates = [  # (severity per row, reason of row i), worst kind first on equal severity
+        (np.where(fires["collapsed"], 1.0, 0.0),
+         lambda i: f"collapsed: {rollouts[i]} identical rollouts" +
+         (f" (G2PO's {spread(i)} is the discount's artifact)" if g2po and hi[i] > lo[i]
+          else "")),
+        (np.where(zero, 1.0, 0.0), lambda i: f"no signal under {name}: {why_zero(i)}"),
+        (np.where(fires["penalty_amplification"] & ~zero, 0.9, 0.0),
+         lambda i: f"penalty is the only signal: {spread(i)}"),
+        (np.where(fires["all_success"] & ~zero & g2po, 0.6, 0.0),
+         lambda i: f"all {rollouts[i]} succeeded: G2PO ranks steps by depth alone, "
+                   f"{spread(i)}"),
+        (np.where(fires["aliased"], np.maximum(table["aliased_share"].to_numpy(), 0.05), 0.0),
+         lambda i: f"key merges states: {table['aliased_evidence'].iat[i]}"),
+        (np.where(fires["hub"], np.maximum(table["hub_share"].to_numpy(), 0.05), 0.0),
+         lambda i: f"hub: {table['hub_evidence'].iat[i]}"),
+        (np.where(fires["truncation"], 0.5 * table["truncated_share"].to_numpy(), 0.0),
+         lambda i: f"{table['alarm_truncation'].iat[i]} of {rollouts[i]} rollouts cut at the "
+                   "step limit"),
+        (np.where(fires["no_merging"], 0.5, 0.0),
+         lambda i: f"no merging: merge rate {table['merge_rate'].iat[i]:.0%}"),
+    ]
+    sev = np.column_stack([c[0] for c in candidates]) if n else np.zeros((0, len(candidates)))
+    worst = np.argmax(sev, axis=1) if n else np.zeros(0, dtype=np.int64)
+    severity = sev[np.arange(n), worst] if n else np.zeros(0)
+    others = (sev > 0).sum(axis=1) - (severity > 0)
+    reason = [candidates[w][1](i) + (f" (+{others[i]} more)" if others[i] else "")
+              if severity[i] > 0 else "" for i, w in enumerate(worst)]
+    return table.assign(severity=severity, reason=pd.array(reason, dtype=object),
+                        n_alarms=n_alarms, run_wide=pd.array(run_wide, dtype=object))
+
+
+def truncation_hint(table: pd.DataFrame, rule: OutcomeRule) -> TruncationHint | None:
+    """Failures of the table's groups that look cut at a step limit the log does not state
+    (:func:`g2po.outcomes.detect_truncation`, from the per-group counts, so the whole run is
+    judged without reading it again); None when ``rule`` already has a ``truncate_at``."""
+    if rule.truncate_at is not None or table.empty:
+        return None
+    longest = table["longest"].to_numpy(dtype=np.int64)
+    top = int(longest.max())
+    rollouts = table["rollouts"].to_numpy(dtype=np.int64)
+    failures = np.rint(rollouts * (1 - table["success_rate"].to_numpy(dtype=np.float64)))
+    return truncation_from_counts(
+        top, int(table["undone_at_longest"].to_numpy()[longest == top].sum()),
+        int(failures.sum()), int(rollouts.sum()),
+        bool((table["shortest"].to_numpy() == top).all()))
+
+
+def brief_view(table: pd.DataFrame, *, id_limit: int = 20,
+               task_limit: int = 28) -> tuple[pd.DataFrame, str]:
+    """The columns to scan first, for a terminal, and the start every group id shares.
+
+    ``step`` (only when the table spans several training steps); ``group``: the part of the
+    id that tells it apart (:func:`lead_with_difference`, as the app's tables show ids);
+    ``task``: short tasks (verl's ``gts``) as they are, long ones (a TextWorld intro
+    paragraph) by the words that tell them apart (:func:`distinguishing_labels`), left out
+    when every row has the same task or no task but its group id; ``severity``; ``success``;
+    ``reason``. Text as the log gave it (a terminal escapes it)."""
+    ids = table["group_id"].astype(str).tolist()
+    short, prefix = lead_with_difference(ids, limit=id_limit)
+    out = {}
+    if table["train_step"].nunique() > 1:
+        out["step"] = table["train_step"].to_numpy()
+    out["group"] = short
+    tasks = table["task"].astype(str)
+    distinct = list(dict.fromkeys(tasks))
+    if len(distinct) > 1 and not (tasks.to_numpy() == np.asarray(ids, dtype=object)).all():
+        long = [t for t in distinct if len(" ".join(t.split())) > task_limit]
+        names = dict(zip(long, distinguishing_labels(long, limit=task_limit), strict=True))
+        out["task"] = [names.get(t) or " ".join(t.split()) for t in tasks]
+    out["severity"] = [f"{v:.2f}" for v in table["severity"].to_numpy(dtype=np.float64)]
+    out["success"] = [f"{v:.0%}" for v in table["success_rate"].to_numpy(dtype=np.float64)]
+    out["reason"] = table["reason"].astype(str).to_numpy()
+    return pd.DataFrame(out, index=table.index), prefix
 
 
 # -- the table's uses ------------------------------------------------------------------------
 
 def default_sort() -> list[tuple[str, bool]]:
-    """The table's default order, worst first: no G2PO signal, then most kinds of alarm, then
-    the most steps with a ~0 advantage ((column, descending) pairs)."""
-    return [("no_signal", True), ("n_alarms", True), ("zero_adv_share", True),
+    """The table's default order, worst first: by severity (:func:`assess`), then most kinds
+    of alarm, then the most steps — training step and group id only as the last resort
+    ((column, descending) pairs)."""
+    return [("severity", True), ("n_alarms", True), ("steps", True),
             ("train_step", False), ("group_id", False)]
 
 
@@ -290,13 +590,15 @@ def _identity(log: _Log, train_step: int) -> tuple[str, int, int] | None:
     return str(Path(source).resolve()), int(stat.st_size), int(stat.st_mtime_ns)
 
 
-def _cache_file(log: _Log, rule: OutcomeRule, params: G2POParams, folder: Path) -> Path:
+def _cache_file(log: _Log, rule: OutcomeRule, params: G2POParams, folder: Path,
+                stochastic: bool = False) -> Path:
     from g2po import __version__
 
     key = json.dumps({"v": TRIAGE_VERSION, "g2po": __version__, "format": log.format,
                       "path": str(Path(log.path).resolve()),
                       "read": repr(sorted(getattr(log, "read_options", {}).items())),
-                      "params": params.as_dict(), "rule": repr(rule)}, sort_keys=True, default=str)
+                      "params": params.as_dict(), "rule": repr(rule),
+                      "stochastic": stochastic}, sort_keys=True, default=str)
     return folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.parquet"
 
 
@@ -328,6 +630,8 @@ def triage_log(
     cache: bool | Path = True,
     progress: Callable[[int, int], None] | None = None,
     batch_rows: int = 200_000,
+    stochastic: bool = False,
+    estimator: str = "g2po",
 ) -> pd.DataFrame:
     """The groups table (:func:`triage_groups`) of ``train_steps`` of a log (default: all),
     under ``rule`` (default: the log's own, :meth:`loaders.Log.rule`).
@@ -338,13 +642,15 @@ def triage_log(
     step whose file is unchanged is not read again, one whose file changed is. Logs that are
     one table in memory have no step files and are computed each time. ``progress`` is called
     with (training steps done, training steps in all) as the work goes: first with those the
-    cache held, then as each step is read, last with (all, all).
+    cache held, then as each step is read, last with (all, all). ``stochastic`` and
+    ``estimator`` as in :func:`triage_groups`; the severity is judged over the whole table
+    (a run-wide alarm does not rank, :func:`run_findings`).
     """
     rule = rule or log.rule()
     steps = list(log.train_steps() if train_steps is None else train_steps)
     folder = None if cache is False else (cache_dir() if cache is True else Path(cache))
     identity = {s: _identity(log, s) for s in steps}
-    path = _cache_file(log, rule, params, folder) if folder is not None else None
+    path = _cache_file(log, rule, params, folder, stochastic) if folder is not None else None
     old = _read_cache(path) if path is not None and any(identity.values()) else None
     done: dict[int, pd.DataFrame] = {}
     if old is not None:
@@ -358,26 +664,29 @@ def triage_log(
     if progress is not None:
         progress(count, total)
     batch: list[pd.DataFrame] = []
+    batch_text: list[dict[str, pd.Series]] = []  # each step's key and action text, uncoded
     batch_steps: list[int] = []
     rows_in_batch = 0
     applied = params.state_key  # the strategy left once the distinct keys were mapped
 
     def flush() -> None:
-        nonlocal batch, batch_steps, rows_in_batch, count
+        nonlocal batch, batch_text, batch_steps, rows_in_batch, count
         if not batch:
             return
         frame = batch[0] if len(batch) == 1 else pd.concat(batch, ignore_index=True)
-        table = triage_groups(frame, rule=rule, params=replace(params, state_key=applied))
+        table = _group_rows(frame, rule=rule, params=replace(params, state_key=applied),
+                            stochastic=stochastic, text=_text_lookup(batch_text))
         for s, rows in table.groupby("train_step", sort=False):
             ident = identity.get(int(s)) or ("", -1, -1)
             done[int(s)] = rows.assign(_source=ident[0], _size=ident[1], _mtime_ns=ident[2])
         count += len(batch_steps)
-        batch, batch_steps, rows_in_batch = [], [], 0
+        batch, batch_text, batch_steps, rows_in_batch = [], [], [], 0
         if progress is not None:
             progress(count, total)
 
     for s in todo:
         frame = log.step_columns(s, READ_COLUMNS).assign(train_step=np.int64(s))
+        batch_text.append({"state_key": frame["state_key"], "action": frame["action"]})
         frame, applied = _coded(frame, params.state_key)
         batch.append(frame)
         batch_steps.append(s)
@@ -397,4 +706,4 @@ def triage_log(
     if not parts:
         return triage_groups(pd.DataFrame(), rule=rule)
     out = pd.concat(parts, ignore_index=True)[TRIAGE_COLUMNS]
-    return out.astype({"no_signal": bool, "no_signal_grpo": bool})
+    return assess(out.astype({"no_signal": bool, "no_signal_grpo": bool}), estimator)

@@ -13,11 +13,13 @@ __all__ = ["terminal_table"]
 
 
 def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bool = False,
-                   width: int | None = None) -> str:
+                   width: int | None = None, stretch: str | None = None) -> str:
     """The table as text for a terminal: floats to 4 places, line breaks and tabs inside text
     shown as spaces. Unless ``full``, it fits ``width`` (default: the terminal's width, none
     for a pipe): text columns are cut (with "…") to share what the numbers leave, and columns
-    that still do not fit continue below, as pandas wraps them."""
+    that still do not fit continue below, as pandas wraps them. A ``stretch`` column (the
+    last, a sentence) instead takes all the others leave, left-aligned, the others kept
+    whole while it has room for a few words."""
     hidden = 0
     if max_rows is not None and len(table) > max_rows:
         half = max(max_rows // 2, 1)
@@ -26,6 +28,26 @@ def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bo
     text_cols = [c for c in table.columns
                  if table[c].dtype == object or pd.api.types.is_string_dtype(table[c].dtype)]
     width = None if full else width or _terminal_width()
+    if stretch is not None and stretch in table.columns:
+        table = table.assign(**{c: _cut_column(table[c], None) for c in text_cols})
+        rest = table.drop(columns=stretch)
+        used = max(map(len, _lines(rest))) if len(rest.columns) else 0
+        room = None if not width else width - used - 1
+        if room is None or room >= max(12, len(stretch)):
+            for _ in range(2):  # once more by what pandas' spacing added
+                cut = _cut_column(table[stretch], room)
+                pad = max(cut.map(len).max() if len(cut) else 0, len(stretch))
+                lines = [line.rstrip() for line in _lines(table.assign(
+                    **{stretch: cut.map(lambda v, pad=pad: v.ljust(pad))}).rename(
+                    columns={stretch: str(stretch).ljust(pad)}))]  # left-aligned, header too
+                over = max(map(len, lines)) - width if width else 0
+                if over <= 0:
+                    break
+                room -= over
+            if hidden:
+                lines.insert(1 + max(max_rows // 2, 1),
+                             f"… {hidden:,} rows not shown (--max-rows) …")
+            return "\n".join(lines)
     if width and text_cols:
         with pd.option_context("display.float_format", "{:.4f}".format):
             numbers = table.drop(columns=text_cols).to_string(index=False).split("\n")[0]
@@ -34,13 +56,18 @@ def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bo
                                 for c in text_cols})
     elif text_cols:
         table = table.assign(**{c: _cut_column(table[c], None) for c in text_cols})
-    with pd.option_context("display.width", None, "display.max_columns", None,
-                           "display.max_colwidth", None, "display.float_format",
-                           "{:.4f}".format):
-        lines = table.to_string(index=False, line_width=width).split("\n")
+    lines = _lines(table, width)
     if hidden:
         lines.insert(1 + max(max_rows // 2, 1), f"… {hidden:,} rows not shown (--max-rows) …")
     return "\n".join(lines)
+
+
+def _lines(table: pd.DataFrame, width: int | None = None) -> list[str]:
+    """pandas' text of the table, floats to 4 places, wrapped at ``width``."""
+    with pd.option_context("display.width", None, "display.max_columns", None,
+                           "display.max_colwidth", None, "display.float_format",
+                           "{:.4f}".format):
+        return table.to_string(index=False, line_width=width).split("\n")
 
 
 def _terminal_width() -> int | None:

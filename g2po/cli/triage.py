@@ -1,5 +1,5 @@
 """``g2po triage``: the groups table of a log in a terminal, or as CSV / JSON for pandas and
-scripts: one row per group, worst first (no training signal, most kinds of alarm), with the
+scripts: one row per group, worst first (by severity, with the reason in words), with the
 same numbers as the app's Groups page (:mod:`g2po.analysis.triage`)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ __all__ = ["add_parser", "ALARM_KINDS"]
 
 #: :data:`g2po.analysis.alarms.ALARM_KINDS` (a test keeps them equal), named here so that the
 #: parser is built without importing the alarms and what they need (pandas, the estimators).
-ALARM_KINDS = ("no_signal", "aliased", "hub", "penalty_amplification", "disagreement",
-               "truncation", "no_merging")
+ALARM_KINDS = ("no_signal", "collapsed", "penalty_amplification", "all_success", "aliased",
+               "hub", "truncation", "no_merging")
 
 
 def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], None]]:
@@ -41,9 +41,17 @@ def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], N
 
 
 def _triage(args: argparse.Namespace) -> int:
-    from g2po.analysis.triage import filter_groups, sort_groups, triage_log
+    from g2po.analysis.alarms import STOCHASTIC_NOTE
+    from g2po.analysis.triage import (
+        brief_view,
+        filter_groups,
+        run_findings,
+        sort_groups,
+        triage_log,
+        truncation_hint,
+    )
     from g2po.cli.analysis import params_and_rule, parse_params
-    from g2po.cli.text import terminal_table
+    from g2po.cli.text import _terminal_width, terminal_table
     from loaders.opener import open_log
 
     log = open_log(args.path, **log_options(args))
@@ -53,9 +61,18 @@ def _triage(args: argparse.Namespace) -> int:
     update, close = _progress(args.output == "table" or args.progress)
     try:
         table = triage_log(log, steps, rule=rule, params=params,
-                           cache=not args.no_cache, progress=update)
+                           cache=not args.no_cache, progress=update,
+                           stochastic=args.stochastic, estimator=args.estimator)
     finally:
         close()
+    hint = truncation_hint(table, rule)  # what validate and the app warn about
+    if hint is not None:
+        print(f"g2po triage: truncation? {hint.message()} Add --truncate-at {hint.length} to "
+              "count them so.", file=sys.stderr)
+    for finding in run_findings(table):  # about the run: said once, not on every row
+        print(f"g2po triage: run-wide: {finding.text}", file=sys.stderr)
+    if args.stochastic:
+        print(f"g2po triage: {STOCHASTIC_NOTE}.", file=sys.stderr)
     shown = filter_groups(table, alarms=args.alarm or (), task=args.task)
     shown = sort_groups(shown, args.sort, False if args.ascending else None)
     if args.top is not None:
@@ -66,11 +83,23 @@ def _triage(args: argparse.Namespace) -> int:
         print(json.dumps(shown.to_dict(orient="records"), indent=1, ensure_ascii=False,
                          default=str))
     else:
+        import textwrap
+
+        width = _terminal_width()
         n_steps = table["train_step"].nunique()
-        print(f"{len(table):,} group(s) of {n_steps:,} training step(s) · outcome rule: "
-              f"{rule.describe()}" + (f" · {len(shown):,} shown" if len(shown) != len(table)
-                                      else ""))
-        print(terminal_table(shown, max_rows=args.max_rows))
+        said = f"{len(table):,} group(s) of {n_steps:,} training step(s) · outcome rule: " \
+               f"{rule.describe()}" + (f" · {len(shown):,} shown" if len(shown) != len(table)
+                                       else "")
+        if args.all_columns:
+            print(textwrap.fill(said, width, break_on_hyphens=False) if width else said)
+            print(terminal_table(shown, max_rows=args.max_rows))
+            return 0
+        view, prefix = brief_view(shown, id_limit=20 if (width or 160) >= 120 else 14,
+                                  task_limit=28 if (width or 160) >= 120 else 16)
+        said += (f" · group ids after {prefix!r}" if prefix else "") + \
+            " · every column: --all-columns, --format csv"
+        print(textwrap.fill(said, width, break_on_hyphens=False) if width else said)
+        print(terminal_table(view, max_rows=args.max_rows, stretch="reason"))
     return 0
 
 
@@ -88,8 +117,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                 "batch dump")
     p.add_argument("--step", type=int, metavar="N", help="only training step N (default: all)")
     p.add_argument("--sort", metavar="COL",
-                   help="sort by this column, numbers largest first, text A-Z (default: no "
-                        "G2PO signal, then most kinds of alarm, then share of ~0 advantages)")
+                   help="sort by this column, numbers largest first, text A-Z (default: "
+                        "severity, then most kinds of alarm)")
     p.add_argument("--ascending", action="store_true", help="sort --sort's column smallest "
                                                             "first")
     p.add_argument("--top", type=int, metavar="K", help="only the first K rows")
@@ -101,6 +130,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="output", choices=["table", "csv", "json"],
                    default="table", help="output: a table for the terminal (default), CSV or "
                                          "JSON records")
+    p.add_argument("--estimator", choices=["g2po", "grpo"], default="g2po",
+                   help="the estimator you train with: a group's severity and reason say what "
+                        "it gets from the group (default g2po)")
+    p.add_argument("--stochastic", action="store_true",
+                   help="the environment is stochastic: a (state, action) leading to "
+                        "different next states is then chance, and no aliasing alarm is "
+                        "raised")
     p.add_argument("--state-key", default="exact",
                    help="exact | normalized | regex:PATTERN | similarity[:THRESHOLD]")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
@@ -110,5 +146,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--progress", action="store_true",
                    help="show the progress bar with --format csv/json too (on a terminal)")
     p.add_argument("--max-rows", type=int, default=200, help="rows printed as a table")
+    p.add_argument("--all-columns", action="store_true",
+                   help="print every column as a table (default: step, group, task, "
+                        "severity, success and the reason, fitted to the terminal; --format "
+                        "csv/json always have every column)")
     add_log_options(p, format_option="--log-format")
     p.set_defaults(func=_triage)

@@ -527,7 +527,9 @@ def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transiti
     aliased = {a.kind: a for a in credit_alarms(walks, rule=rule)}["aliased"]
     ranked = [b for b in at.button if (b.key or "").startswith("g_alrank_aliased_")]
     assert [b.key for b in ranked] == [f"g_alrank_aliased_{n}" for n in aliased.nodes[:SHOWN]]
-    assert f"{aliased.count - SHOWN} more" in texts(at)
+    if aliased.count > SHOWN:  # issue 27: fewer nodes alias (only real splits)
+        assert f"{aliased.count - SHOWN} more" in texts(at)
+    assert aliased.count >= 2
     ranked[1].click().run()
     assert at.session_state["g_sel_node"] == aliased.nodes[1]
     assert f"at node {aliased.nodes[1]}" in texts(at)

@@ -10,9 +10,12 @@ from streamlit.testing.v1 import AppTest
 import loaders
 from app.triage_table import HEADERS
 from app.views.triage import _PICK
+from g2po.analysis.alarms import STOCHASTIC_NOTE
 from g2po.analysis.triage import sort_groups, step_shares, triage_log
-from tests.app.builders import app_test, entry, texts
+from tests.app.builders import app_test, entry, shown, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
+from tests.g2po.analysis.groups import ALL_SUCCEEDED, PENALTY_ONLY, aliased_group, cut_by_done
+from tests.g2po.builders import THREE, trajectories
 
 
 def table_of(at) -> pd.DataFrame:
@@ -125,3 +128,72 @@ def test_a_task_column_is_shown_and_filters_groups_sharing_a_task(training_runs)
     assert set(same[HEADERS["task"]]) == {task}
     assert same[HEADERS["train_step"]].nunique() == len(same) > 1  # one group per step
     assert at.query_params["gtask"] == task
+
+
+# -- issue 27: the estimator trained with, a stochastic environment, the run's findings ------
+
+@pytest.fixture
+def defects(tmp_path) -> str:
+    """A penalty-only, an all-success and an aliased group beside a healthy one, and five
+    groups cut at the step limit (the log says so): a run-wide finding."""
+    path = tmp_path / "defects.csv"
+    pd.concat([trajectories(PENALTY_ONLY, "pen"), trajectories(ALL_SUCCEEDED, "won"),
+               aliased_group(), trajectories(THREE, "three"),
+               *(cut_by_done(f"cut{i}") for i in range(5))], ignore_index=True
+              ).to_csv(path, index=False)
+    return str(path)
+
+
+def warnings_of(at) -> list[str]:
+    return [shown(w.value) for w in at.warning]
+
+
+def drawn(node, kinds: tuple[str, ...]) -> list[str]:
+    """The kinds of element of ``kinds`` in the order the page draws them."""
+    out = []
+    for child in getattr(node, "children", {}).values():
+        if type(child).__name__ in kinds:
+            out.append(type(child).__name__)
+        out += drawn(child, kinds)
+    return out
+
+
+def test_the_estimator_and_a_stochastic_environment_change_the_order_and_say_why(defects):
+    at = app_test("groups", ["--log", defects])
+    assert not at.exception
+    table = table_of(at)
+    assert list(table[HEADERS["group_id"]][:3]) == ["pen", "won", "dark"]
+    why = dict(zip(table[HEADERS["group_id"]], table[HEADERS["reason"]], strict=True))
+    assert why["won"].startswith("all 2 succeeded: G2PO ranks steps by depth alone")
+    assert why["dark"].startswith("key merges states: 'dark room' + go north")
+    # the run-wide finding: said once, above the table, and never a row's reason
+    run_wide = [w for w in warnings_of(at) if w.startswith("Run-wide:")]
+    assert len(run_wide) == 1 and "Truncation on 5 of 9 groups" in run_wide[0]
+    assert drawn(at.main, ("Warning", "Dataframe"))[-2:] == ["Warning", "Dataframe"]
+    assert not any("step limit" in str(r) for r in table[HEADERS["reason"]])
+    assert (table.set_index(HEADERS["group_id"]).loc["cut0", HEADERS["run_wide"]]
+            == "truncation")
+    # trained with GRPO, the all-success group gives nothing: it comes first
+    at.selectbox(key="gr_est").select("grpo").run()
+    assert not at.exception and at.query_params["gest"] == "grpo"
+    table = table_of(at)
+    assert list(table[HEADERS["group_id"]][:2]) == ["won", "pen"]
+    assert table[HEADERS["reason"]].iloc[0].startswith("no signal under GRPO")
+    assert len([w for w in warnings_of(at) if w.startswith("Run-wide:")]) == 1
+    # declared stochastic, the split is chance: no aliasing, and the page says what it loses
+    assert STOCHASTIC_NOTE not in texts(at)
+    at.selectbox(key="gr_est").select("g2po").run()
+    at.toggle(key="gr_stoch").set_value(True).run()
+    assert not at.exception and at.query_params["gstoch"] == "1"
+    table = table_of(at).set_index(HEADERS["group_id"])
+    assert table.loc["dark", HEADERS["alarm_aliased"]] == 0
+    assert "key merges" not in str(table.loc["dark", HEADERS["reason"]])
+    assert list(table.index[:2]) == ["pen", "won"]
+    assert STOCHASTIC_NOTE in texts(at)
+
+
+def test_the_url_sets_the_estimator_and_the_stochastic_toggle(defects):
+    at = with_url(["--log", defects], gest="grpo", gstoch="1")
+    assert not at.exception
+    assert at.selectbox(key="gr_est").value == "grpo" and at.toggle(key="gr_stoch").value
+    assert table_of(at)[HEADERS["group_id"]].iloc[0] == "won"

@@ -20,6 +20,10 @@ ALL_SUCCEEDED = {
     "a": (10, [("s0", "x", True), ("s1", "y", True)]),
     "b": (10, [("s0", "z", True), ("s2", "w", True), ("s1", "y", True)]),
 }
+#: Every rollout failed; one invalid action is all that separates the steps (4 steps, each
+#: (state, action) leading to one next state).
+PENALTY_ONLY = {"a": (0, [("s0", "go", True), ("s1", "bad", False)]),
+                "b": (0, [("s0", "look", True), ("s2", "look", True)])}
 NOTHING = "Nothing happens."
 
 
@@ -73,3 +77,41 @@ def random_walks(groups: int = 6, rollouts: int = 8, length: int = 12, states: i
                              "action": f"act {rng.integers(4)}", "episode_reward": reward,
                              "is_action_valid": bool(rng.random() >= invalid_rate)})
     return pd.DataFrame(rows)
+
+
+def aliased_group(group: str = "dark") -> pd.DataFrame:
+    """A deterministic room graph where hall and corridor share the key "dark room": "go
+    north" from it leads on to the kitchen (from the hall, twice) and the entrance (from the
+    corridor, once), which no deterministic environment does with one state."""
+    spec = {
+        "a": (10, [("entrance", "go east", True), ("dark room", "go north", True),
+                   ("kitchen", "go north", True)]),
+        "b": (0, [("entrance", "go east", True), ("dark room", "go north", True),
+                  ("kitchen", "go east", True)]),
+        "c": (0, [("entrance", "go south", True), ("dark room", "go east", True),
+                  ("kitchen", "go east", True)]),
+        "d": (10, [("entrance", "go south", True), ("dark room", "go east", True),
+                   ("kitchen", "go north", True)]),
+        "e": (0, [("entrance", "go south", True), ("dark room", "go north", True),
+                  ("entrance", "look", True)]),
+    }
+    return trajectories(spec, group)
+
+
+def cut_by_done(group: str = "cut") -> pd.DataFrame:
+    """Like :func:`cut_group` (three of five rollouts cut at 4 steps), each (state, action)
+    leading to one next state, and a ``done`` column that says which were cut: false on the
+    last step of those three, true on the others' last steps."""
+    steps = trajectories({
+        "long0": (0, [("start", "go", True), ("hall", "go", True), ("hall2", "go", True),
+                      ("door", "wait", True)]),
+        "long1": (0, [("start", "go", True), ("hall", "look", True), ("yard", "go", True),
+                      ("door", "knock", True)]),
+        "long2": (0, [("start", "look", True), ("yard", "wait", True), ("yard2", "wait", True),
+                      ("yard3", "wait", True)]),
+        "short": (0, [("start", "jump", True), ("pit", "die", True)]),
+        "win": (10, [("start", "go", True), ("hall", "go", True), ("hall2", "go", True),
+                     ("door", "open", True)]),
+    }, group)
+    last = steps["t"] == steps.groupby("traj_id")["t"].transform("max")
+    return steps.assign(done=last & ~steps["traj_id"].str.startswith("long"))

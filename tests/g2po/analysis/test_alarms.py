@@ -37,34 +37,75 @@ def test_penalty_amplification_in_an_all_failed_group():
     found = kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()), rule=OutcomeRule()))
     alarm = found["penalty_amplification"]
     assert alarm.count == 1 and list(map(tuple, alarm.steps.to_numpy())) == [("a", 1)]
-    assert "fail" in alarm.detail
-    assert "penalty_amplification" not in kinds(
-        credit_alarms(
-            state_graph(frame(rows), rule=OutcomeRule(), params=G2POParams(mode="mean_norm")),
-            rule=OutcomeRule(),
-            params=G2POParams(mode="mean_norm"),
-        )
-    )
+    assert "fail" in alarm.detail and "unit size" in alarm.detail
+    # issue 27: the penalty is the only signal under mean_norm too (no longer unit-sized)
+    mean_norm = G2POParams(mode="mean_norm")
+    alarm = kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule(), params=mean_norm),
+                                rule=OutcomeRule(), params=mean_norm))["penalty_amplification"]
+    assert "unit size" not in alarm.detail
+    # an all-success group is not penalty-only (G2PO's edge term ranks its steps)
+    won = [(*r[:4], 10.0, r[5]) for r in rows]
+    found = kinds(credit_alarms(state_graph(frame(won), rule=OutcomeRule()), rule=OutcomeRule()))
+    assert "penalty_amplification" not in found and found["all_success"].count == 2
 
 
-def test_aliased_states_and_disagreement_with_grpo():
-    # s0 -go-> s1 in both; one succeeds, one fails: s1's action "open" led to both outcomes
-    rows = [("a", 0, "s0", "go", 10.0, True), ("a", 1, "s1", "open", 10.0, True),
-            ("b", 0, "s0", "go", 0.0, True), ("b", 1, "s1", "open", 0.0, True),
-            ("c", 0, "s0", "wait", 0.0, True), ("c", 1, "s3", "x", 0.0, False)]
-    graph = state_graph(frame(rows), rule=OutcomeRule())
-    found = kinds(credit_alarms(graph, rule=OutcomeRule()))
-    aliased = found["aliased"]
-    assert set(aliased.nodes) >= {0, 1}
-    g2po = compute_advantages(graph.steps[["group_id", "traj_id", "t", "state_key", "action",
-                                           "episode_reward", "is_action_valid"]], "g2po")["adv"]
-    grpo = compute_advantages(graph.steps[["group_id", "traj_id", "t", "state_key", "action",
-                                           "episode_reward", "is_action_valid"]], "grpo")["adv"]
-    opposite = int((np.sign(g2po) * np.sign(grpo) < 0).sum())
-    if opposite:
-        assert found["disagreement"].count == opposite
-    else:
-        assert "disagreement" not in found
+# -- aliasing: the same (key, action) leading on to different next states ---------------------
+
+#: A stochastic policy in a deterministic room graph: outcomes mixed at every state, values
+#: spread widely, but every (key, action) leads to one next state.
+HEALTHY = [("a", 0, "entrance", "go east", 10.0, True), ("a", 1, "hall", "go north", 10.0, True),
+           ("a", 2, "kitchen", "go north", 10.0, True),
+           ("b", 0, "entrance", "go east", 0.0, True), ("b", 1, "hall", "go north", 0.0, True),
+           ("b", 2, "kitchen", "go east", 0.0, True),
+           ("c", 0, "entrance", "go south", 0.0, True), ("c", 1, "corridor", "go east", 0.0, True),
+           ("c", 2, "kitchen", "go east", 0.0, True),
+           ("d", 0, "entrance", "go south", 10.0, True),
+           ("d", 1, "corridor", "go east", 10.0, True), ("d", 2, "kitchen", "go north", 10.0, True)]
+
+
+def aliased_rows():
+    """HEALTHY with hall and corridor sharing one key, and "go north" from it leading on to
+    the kitchen (from the hall) and the entrance (from the corridor)."""
+    rows = [(r[0], r[1], "dark room" if r[2] in ("hall", "corridor") else r[2], *r[3:])
+            for r in HEALTHY]
+    return rows + [("e", 0, "entrance", "go south", 0.0, True),
+                   ("e", 1, "dark room", "go north", 0.0, True),
+                   ("e", 2, "entrance", "look", 0.0, True)]
+
+
+def test_a_healthy_stochastic_group_raises_no_aliasing():
+    graph = state_graph(frame(HEALTHY), rule=OutcomeRule())
+    sig = group_signals(frame(HEALTHY), rule=OutcomeRule())
+    assert sig.mixed.any() and sig.wide.any()  # the policy's randomness is there …
+    assert not sig.split.any() and sig.counts["aliased"][0] == 0  # … and is no aliasing
+    assert "aliased" not in kinds(credit_alarms(graph, rule=OutcomeRule()))
+
+
+def test_a_group_with_one_aliased_key_raises_aliasing_with_evidence():
+    steps = frame(aliased_rows())
+    graph = state_graph(steps, rule=OutcomeRule())
+    alarm = kinds(credit_alarms(graph, rule=OutcomeRule()))["aliased"]
+    dark = int(graph.steps.loc[graph.steps["state_key"] == "dark room", "node"].iloc[0])
+    assert alarm.nodes == (dark,) and alarm.count == 1
+    assert "'dark room' + go north → kitchen (2×) | entrance (1×)" in alarm.detail
+    # declared stochastic, the split says nothing: no aliasing alarm
+    assert "aliased" not in kinds(credit_alarms(graph, rule=OutcomeRule(), stochastic=True))
+    assert group_signals(steps, rule=OutcomeRule(), stochastic=True).counts["aliased"][0] == 0
+
+
+def test_collapsed_group_and_its_artifact():
+    path = [("entrance", "go east"), ("hall", "go north"), ("kitchen", "go north")]
+    rows = [(f"r{i}", t, k, a, 10.0, True) for i in range(8) for t, (k, a) in enumerate(path)]
+    found = kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()),
+                                rule=OutcomeRule()))
+    assert found["collapsed"].count == 8 and "artifact" in found["collapsed"].detail
+    assert "G2PO's A from" in found["collapsed"].detail  # the edge term's depth ranking
+    # one rollout differing by one action: not collapsed
+    rows[-1] = ("r7", 2, "kitchen", "go east", 10.0, True)
+    assert "collapsed" not in kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()),
+                                                  rule=OutcomeRule()))
+    assert "collapsed" not in kinds(credit_alarms(state_graph(frame(HEALTHY), rule=OutcomeRule()),
+                                                  rule=OutcomeRule()))
 
 
 def test_truncation_and_no_merging():

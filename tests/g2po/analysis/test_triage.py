@@ -16,11 +16,15 @@ from g2po.analysis.state_graph import state_graph
 from g2po.analysis.triage import (
     ALARM_COLUMNS,
     TRIAGE_COLUMNS,
+    assess,
+    brief_view,
     filter_groups,
+    run_findings,
     sort_groups,
     step_shares,
     triage_groups,
     triage_log,
+    truncation_hint,
 )
 from g2po.errors import StepTableError
 from g2po.outcomes import OutcomeRule
@@ -31,6 +35,8 @@ from tests.app.builders import group_steps
 from tests.g2po.analysis.groups import (
     ALL_FAILED,
     ALL_SUCCEEDED,
+    aliased_group,
+    cut_by_done,
     cut_group,
     hub_group,
     random_walks,
@@ -168,7 +174,10 @@ def test_sort_and_filter():
         "zero_adv_share": [0.0, 1.0, 0.2],
         **{c: [0, 0, 0] for c in ALARM_COLUMNS}})
     table["alarm_hub"] = [3, 0, 0]
-    assert list(sort_groups(table)["group_id"]) == ["a", "b", "a"]
+    # the default order is by severity (issue 27), equal severities by alarm kinds, not by step
+    table["severity"], table["steps"] = [0.2, 0.2, 0.9], [5, 5, 5]
+    worst = sort_groups(table)
+    assert list(zip(worst["train_step"], worst["group_id"])) == [(2, "a"), (1, "b"), (1, "a")]
     by = sort_groups(table, "success_rate")
     assert list(by["success_rate"]) == [1.0, 0.5, 0.0]
     assert list(sort_groups(table, "success_rate", descending=False)["success_rate"]) == \
@@ -307,3 +316,115 @@ def test_a_verl_group_where_every_advantage_is_zero_says_so(tmp_path):
     graph = state_graph(log.load_group(1, failed), rule=OutcomeRule())
     assert credit_alarms(graph, rule=OutcomeRule())[0].title == "No training signal: G2PO and GRPO"
     assert list(tmp_path.joinpath("cache").glob("*.parquet"))  # dump files are cached too
+
+
+# -- issue 27: severity, reasons, the run's findings -----------------------------------------
+
+def test_an_alarm_on_most_groups_is_said_once_and_left_out_of_the_severity():
+    steps = pd.concat([*(cut_by_done(f"cut{i}") for i in range(5)), hub_group()],
+                      ignore_index=True)
+    table = triage_groups(steps, rule=OutcomeRule())
+    findings = run_findings(table)
+    assert [(f.kind, f.groups, f.total) for f in findings] == [("truncation", 5, 6)]
+    assert "Truncation on 5 of 6 groups" in findings[0].text and "--truncate-at" in \
+        findings[0].text
+    cut = table[table["group_id"].str.startswith("cut")]
+    assert (cut["alarm_truncation"] == 3).all()  # the raw count stays
+    assert (cut["run_wide"] == "truncation").all() and (cut["n_alarms"] == 0).all()
+    assert not cut["reason"].str.contains("step limit").any() and (cut["severity"] == 0).all()
+    # the local defect comes first, with its reason
+    hub = row(table, "alf")
+    assert hub["run_wide"] == "" and hub["n_alarms"] == 1
+    assert hub["reason"].startswith("hub: 'Nothing happens.' reached from 5 states, 100% "
+                                    "through invalid actions") and hub["severity"] > 0
+    assert sort_groups(table)["group_id"].iloc[0] == "alf"
+    # counted as the group's own, the cut would rank: it is the run-wide class that hides it
+    plain = assess(table, exclude=())
+    assert (plain.loc[cut.index, "reason"] == "3 of 5 rollouts cut at the step limit").all()
+    assert (plain.loc[cut.index, "n_alarms"] == 1).all()
+    # assessing again changes nothing (the raw counts are kept)
+    pd.testing.assert_frame_equal(assess(table), table)
+
+
+def test_an_alarm_on_a_few_groups_stays_the_groups_own():
+    steps = pd.concat([cut_by_done("cut0"), cut_by_done("cut1"),
+                       *(trajectories(THREE, f"ok{i}") for i in range(3))], ignore_index=True)
+    table = triage_groups(steps, rule=OutcomeRule())
+    assert run_findings(table) == []
+    cut = table[table["group_id"].str.startswith("cut")]
+    assert (cut["reason"] == "3 of 5 rollouts cut at the step limit").all()
+    assert (cut["run_wide"] == "").all() and (cut["n_alarms"] == 1).all()
+    assert list(sort_groups(table)["group_id"][:2]) == ["cut0", "cut1"]
+
+
+def test_an_all_success_group_is_judged_for_the_estimator_trained_with():
+    steps = pd.concat([trajectories(ALL_SUCCEEDED, "won"), trajectories(THREE, "three")],
+                      ignore_index=True)
+    g2po = row(triage_groups(steps, rule=RULE), "won")
+    grpo = row(triage_groups(steps, rule=RULE, estimator="grpo"), "won")
+    # GRPO: every advantage 0, nothing to learn
+    assert grpo["no_signal_grpo"] and grpo["severity"] == 1.0
+    assert grpo["reason"].startswith("no signal under GRPO: all 2 rollouts got 10")
+    # G2PO: its edge term still ranks the steps, by depth alone
+    assert not g2po["no_signal"] and g2po["adv_max"] > g2po["adv_min"]
+    assert g2po["severity"] == pytest.approx(0.6)
+    assert g2po["reason"].startswith("all 2 succeeded: G2PO ranks steps by depth alone, A "
+                                     f"from {g2po['adv_min']:+.2f} to {g2po['adv_max']:+.2f}")
+    with pytest.raises(ValueError, match="unknown estimator 'ppo'"):
+        triage_groups(steps, rule=RULE, estimator="ppo")
+
+
+def test_evidence_read_from_a_run_directorys_categorical_columns(tmp_path):
+    writer = RunWriter(tmp_path / "run", {"config": {"success_reward": 10.0}})
+    writer.write_step(1, pd.concat([aliased_group(), hub_group(), trajectories(THREE, "three")],
+                                   ignore_index=True))
+    log = open_log(tmp_path / "run")
+    table = triage_log(log, cache=False)
+    dark = row(table, "dark")
+    assert dark["aliased_evidence"] == "'dark room' + go north → kitchen (2×) | entrance (1×)"
+    assert dark["reason"].startswith("key merges states: 'dark room' + go north → kitchen")
+    assert row(table, "alf")["hub_evidence"].startswith("'Nothing happens.' reached from 5")
+    # the same words as the table of the rows in memory
+    memory = triage_groups(log.load_step(1), rule=log.rule())
+    assert list(memory["reason"]) == list(table["reason"])
+    # declared stochastic, the split says nothing
+    assert row(triage_log(log, cache=False, stochastic=True), "dark")["alarm_aliased"] == 0
+
+
+def test_the_step_limit_hint_from_the_table_is_the_logs(tmp_path):
+    from tests.g2po.cli.test_logs import write_cut_log
+
+    log = open_log(write_cut_log(tmp_path / "cut.csv"))
+    rule = OutcomeRule(success_reward=1.0)
+    hint = truncation_hint(triage_log(log, rule=rule, cache=False), rule)
+    assert hint is not None and hint == log.truncation_hint(rule)
+    assert (hint.length, hint.n_cut, hint.n_failures, hint.n_traj) == (6, 8, 10, 16)
+    stated = OutcomeRule(success_reward=1.0, truncate_at=6)
+    assert truncation_hint(triage_log(log, rule=stated, cache=False), stated) is None
+    # every rollout of one length says nothing of a limit
+    same = triage_groups(trajectories(ALL_FAILED, "f"), rule=OutcomeRule())
+    assert truncation_hint(same.assign(shortest=same["longest"]), OutcomeRule()) is None
+
+
+def test_the_brief_view_keeps_what_tells_rows_apart():
+    intro = "Welcome to TextWorld! Here is how to play! First, try to go north. Then "
+    table = pd.DataFrame({
+        "train_step": [1, 1, 2], "group_id": ["cooking-train-s0", "cooking-train-s1",
+                                               "cooking-train-s2"],
+        "task": [intro + "take the coin from the sauna.", intro + "open the passageway.",
+                 intro + "take the coin from the sauna."],
+        "severity": [0.9, 0.0, 0.25], "success_rate": [0.0, 0.5, 1.0],
+        "reason": ["penalty is the only signal", "", "hub: …"]})
+    view, prefix = brief_view(table)
+    assert prefix == "cooking-train-" and list(view["group"]) == ["s0", "s1", "s2"]
+    assert list(view.columns) == ["step", "group", "task", "severity", "success", "reason"]
+    assert not view["task"].str.contains("Welcome").any()
+    assert view["task"][0] == view["task"][2] != view["task"][1]
+    assert "sauna" in view["task"][0] and "passageway" in view["task"][1]
+    assert list(view["severity"]) == ["0.90", "0.00", "0.25"]
+    assert list(view["success"]) == ["0%", "50%", "100%"]
+    # one training step, one task, verl's short gts kept as they are
+    one, _ = brief_view(table.assign(train_step=1, task="same"))
+    assert list(one.columns) == ["group", "severity", "success", "reason"]
+    gts, _ = brief_view(table.assign(task=["42", "7", "42"]))
+    assert list(gts["task"]) == ["42", "7", "42"]

@@ -9,14 +9,24 @@ import json
 import pandas as pd
 import pytest
 
+from g2po.analysis.alarms import STOCHASTIC_NOTE
 from g2po.analysis.triage import TRIAGE_COLUMNS, sort_groups, triage_log
 from g2po.cli import main
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 from loaders import RunWriter, open_log
 from tests.app.builders import group_steps
-from tests.g2po.analysis.groups import ALL_FAILED, cut_group
-from tests.g2po.builders import trajectories
+from tests.g2po.analysis.groups import (
+    ALL_FAILED,
+    ALL_SUCCEEDED,
+    PENALTY_ONLY,
+    aliased_group,
+    cut_by_done,
+    cut_group,
+    hub_group,
+)
+from tests.g2po.builders import THREE, trajectories
+from tests.g2po.cli.test_logs import write_cut_log
 
 
 @pytest.fixture(autouse=True)
@@ -115,3 +125,101 @@ def test_mistakes_are_one_line_errors(run, capsys):
     assert "--success-reward" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["triage", str(run), "--alarm", "boom"])
+
+
+# -- issue 27 ---------------------------------------------------------------------------------
+
+def write(tmp_path, *groups: pd.DataFrame):
+    path = tmp_path / "groups.csv"
+    pd.concat(groups, ignore_index=True).to_csv(path, index=False)
+    return str(path)
+
+
+def test_the_estimator_you_train_with_judges_an_all_success_group(tmp_path, capsys):
+    path = write(tmp_path, trajectories(ALL_SUCCEEDED, "won"), trajectories(PENALTY_ONLY, "pen"),
+                 trajectories(THREE, "three"))
+    assert main(["triage", path, "--format", "csv"]) == 0
+    g2po = csv_out(capsys)
+    assert list(g2po["group_id"]) == ["pen", "won", "three"]
+    assert list(g2po["severity"][:2]) == [0.9, 0.6]  # G2PO: the penalty, then depth alone
+    assert g2po["reason"][1].startswith("all 2 succeeded: G2PO ranks steps by depth alone")
+    assert main(["triage", path, "--format", "csv", "--estimator", "grpo"]) == 0
+    grpo = csv_out(capsys)
+    # GRPO learns nothing from either: both severity 1, as many alarm kinds, and the group
+    # with more steps to waste first
+    assert list(grpo["group_id"]) == ["won", "pen", "three"]
+    assert list(grpo["severity"][:2]) == [1.0, 1.0] and list(grpo["n_alarms"][:2]) == [2, 2]
+    won = grpo.set_index("group_id").loc["won", "reason"]
+    assert won == "no signal under GRPO: all 2 rollouts got 10, no invalid action"
+    with pytest.raises(SystemExit):
+        main(["triage", path, "--estimator", "ppo"])
+
+
+def test_stochastic_says_what_the_check_cannot_tell(tmp_path, capsys):
+    path = write(tmp_path, aliased_group(), trajectories(THREE, "three"))
+    assert main(["triage", path, "--format", "csv"]) == 0
+    out = capsys.readouterr()
+    dark = pd.read_csv(io.StringIO(out.out)).set_index("group_id").loc["dark"]
+    assert dark["alarm_aliased"] == 1 and "key merges states: 'dark room'" in dark["reason"]
+    assert STOCHASTIC_NOTE not in out.err
+    assert main(["triage", path, "--format", "csv", "--stochastic"]) == 0
+    out = capsys.readouterr()
+    dark = pd.read_csv(io.StringIO(out.out)).set_index("group_id").loc["dark"]
+    assert dark["alarm_aliased"] == 0 and "key merges" not in str(dark["reason"])
+    assert f"g2po triage: {STOCHASTIC_NOTE}." in out.err
+
+
+def test_a_run_wide_finding_is_said_once_on_stderr(tmp_path, capsys):
+    path = write(tmp_path, *(cut_by_done(f"cut{i}") for i in range(5)), hub_group())
+    assert main(["triage", path]) == 0
+    out = capsys.readouterr()
+    said = [line for line in out.err.splitlines() if "run-wide" in line]
+    assert len(said) == 1 and said[0].startswith("g2po triage: run-wide: Truncation on 5 of 6 "
+                                                 "groups")
+    table = out.out.splitlines()
+    assert "hub: 'Nothing happens.'" in table[2]  # the local defect first
+    assert not any("step limit" in line for line in table)  # never on a row
+
+
+def test_a_suspected_step_limit_is_warned_of_as_validate_does(tmp_path, capsys):
+    path = str(write_cut_log(tmp_path / "cut.csv"))
+    assert main(["triage", path, "--success-reward", "1", "--format", "csv"]) == 0
+    err = capsys.readouterr().err
+    assert "g2po triage: truncation? 8 of 10 failed trajectories (of 16) end at the same, " \
+           "largest length 6" in err and "Add --truncate-at 6" in err
+    assert main(["triage", path, "--success-reward", "1", "--truncate-at", "6"]) == 0
+    assert "truncation?" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_the_terminal_table_fits_the_width(tmp_path, capsys, monkeypatch, width):
+    intro = "Welcome to TextWorld! Here is how to play! First, try to go north. Then, "
+    groups = []
+    for i, (kind, place) in enumerate([("won", "sauna"), ("dark", "cellar"),
+                                       ("three", "garden"), ("alf", "attic")]):
+        steps = {"won": trajectories(ALL_SUCCEEDED), "dark": aliased_group(),
+                 "three": trajectories(THREE), "alf": hub_group()}[kind]
+        groups.append(steps.assign(group_id=f"cooking-recipe3-take2-go9-train-s{i}",
+                                   task=f"{intro}take the coin from the {place}."))
+    path = write(tmp_path, *groups)
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert main(["triage", path]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= width
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["group", "task"])
+    assert "group ids after 'cooking-recipe3-take2-go9-train-'" in " ".join(lines[:header])
+    assert lines[header].split() == ["group", "task", "severity", "success", "reason"]
+    rows = lines[header + 1:]
+    # worst first, each by its id's end, its task's place and the reason
+    assert [r.split()[:2] for r in rows] == [["s0", "sauna"], ["s3", "attic"],
+                                             ["s1", "cellar"], ["s2", "garden"]]
+    assert "cooking-recipe3" not in "".join(rows) and "Welcome" not in "".join(rows)
+    assert "all 2 succeeded: G2PO ranks steps" in rows[0] and "hub: 'Nothing" in rows[1]
+    assert "key merges states: 'dark room' + go north" in rows[2]
+    if width == 160:  # room for the whole phrase
+        assert "'dark room' + go north → kitchen (2×) | entrance (1×)" in rows[2]
+    # CSV and JSON keep every column, whatever the width
+    assert main(["triage", path, "--format", "csv"]) == 0
+    assert list(csv_out(capsys).columns) == TRIAGE_COLUMNS
+    assert main(["triage", path, "--all-columns"]) == 0
+    assert "adv_ec_abs_mean" in capsys.readouterr().out
