@@ -452,7 +452,8 @@ def credit_alarms(
     >>> from g2po.analysis.state_graph import state_graph
     >>> from g2po.outcomes import OutcomeRule
     >>> steps = pd.DataFrame({"group_id": "g", "traj_id": ["a", "a", "b", "b"],
-    ...     "t": [0, 1, 0, 1], "state_key": ["s0", "s1", "s0", "s1"], "action": "go",
+    ...     "t": [0, 1, 0, 1], "state_key": ["s0", "s1", "s0", "s1"],
+    ...     "action": ["go", "go", "go", "look"],
     ...     "episode_reward": 0.0, "is_action_valid": [True, False, True, True]})
     >>> rule = OutcomeRule()
     >>> [a.kind for a in credit_alarms(state_graph(steps, rule=rule), rule=rule)]
