@@ -19,6 +19,8 @@ __all__ = [
     "DEFAULT_ROLE",
     "build_prompt",
     "parse_action",
+    "parse_action_format",
+    "VALIDITY_RULES",
     "extract_action",
     "normalize_action",
     "format_response",
@@ -32,6 +34,14 @@ _THINK_RE = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
 _SPACE_RE = re.compile(r"\s+")
 # Raw text kept as the "action" of a response without a tag: enough to recognise it.
 _RAW_ACTION_CHARS = 200
+# The format rule sends a response without an action tag to the game as its last 30 characters
+# (verl-agent's ALFWorld projection does; the game answers "Nothing happens.").
+_FORMAT_TAIL_CHARS = 30
+_CJK_RE = re.compile(r"[\u4e00-\u9fff]")
+#: How a step's validity is judged: ``admissible`` (the tagged action is one of the admissible
+#: actions; others are no-ops), ``format`` (the authors' rule: the response has ``<think>`` and
+#: ``<action>`` tags and no Chinese characters; every action, admissible or not, is played).
+VALIDITY_RULES = ("admissible", "format")
 # What follows the current observation in a prompt: the admissible list, else the closing
 # instructions (free-form environments). verl-agent's ALFWorld/WebShop prompts read the same.
 _OBSERVATION_MARK = re.compile(r"[Yy]our current observation is: ?")
@@ -92,6 +102,32 @@ def parse_action(
         if normalize_action(candidate) == wanted:
             return candidate, valid
     return tagged, False
+
+
+def parse_action_format(response: str) -> tuple[str, bool]:
+    """Project a response as the authors' ALFWorld projection does: ``(action, is_valid)``.
+
+    The action is the lower-cased text between the first ``<action>`` and the first
+    ``</action>``; without both tags it is the response's last 30 characters, lower-cased. The
+    response is valid when it has both action tags, both ``<think>`` and ``</think>``, and no
+    Chinese characters. Admissibility plays no part: the caller sends the action to the game
+    whatever it is, and an inadmissible one is answered "Nothing happens.".
+
+    >>> parse_action_format("<think>hot</think><action>Heat Mug 1 with microwave 1</action>")
+    ('heat mug 1 with microwave 1', True)
+    >>> parse_action_format("<action>fly away</action>")
+    ('fly away', False)
+    >>> parse_action_format("I would go north")
+    ('i would go north', False)
+    """
+    text = response or ""
+    lowered = text.lower()
+    start, end = lowered.find("<action>"), lowered.find("</action>")
+    if start == -1 or end == -1:
+        return lowered[-_FORMAT_TAIL_CHARS:], False
+    action = lowered[start + len("<action>"):end].strip()
+    valid = "<think>" in text and "</think>" in text and not _CJK_RE.search(text)
+    return action, valid
 
 
 def format_response(action: str, thought: str = "") -> str:

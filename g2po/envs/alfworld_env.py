@@ -18,6 +18,13 @@ The drawer 1 is closed."), whitespace-normalised. One exception: ALFWorld answer
 that changes nothing with "Nothing happens."; that reply is the same in every state, so the key
 stays that of the state the agent is still in instead of merging unrelated states.
 
+The authors' settings (the paper presets use them): ``anchor="observation_admissible"``
+(:class:`PaperAnchor`: the observation plus the admissible actions, with their rules for
+"Nothing happens." and heat/cool/clean) and ``validity="format"`` (every action is sent to the
+game, an inadmissible one answered "Nothing happens."; a step is invalid when its response lacks
+the ``<think>``/``<action>`` tags, :func:`g2po.agent_format.parse_action_format`). Both are
+keyword arguments of the family (``g2po_env.env_kwargs`` in the verl trainer).
+
 Generated games (no download)
 -----------------------------
 ``alfworld:generated`` plays games made here from the ``alfworld`` package's own domain,
@@ -67,6 +74,8 @@ __all__ = [
     "expert_walkthrough",
     "split_initial_observation",
     "alfworld_anchor",
+    "ANCHORS",
+    "PaperAnchor",
 ]
 
 log = logging.getLogger("g2po.envs.alfworld")
@@ -87,6 +96,12 @@ _DOWNLOAD = (
     "~/.cache/alfworld; set ALFWORLD_DATA to use another folder)"
 )
 _NOTHING = "nothing happens."
+#: ALFWorld state keys: ``observation`` (the observation alone, the default) or
+#: ``observation_admissible`` (the authors' key, :class:`PaperAnchor`).
+ANCHORS = ("observation", "observation_admissible")
+#: Observations after which the authors' key also carries the next state's observation: the
+#: object's new condition (heated, cooled, cleaned, lamp on) is not visible in later text.
+_INVISIBLE_EFFECTS = ("You heat", "You cool", "You clean", "You turn on")
 
 
 def alfworld_data() -> Path:
@@ -161,13 +176,61 @@ def alfworld_anchor(observation: str, previous: str | None = None) -> str:
     return key
 
 
+class PaperAnchor:
+    """The authors' ALFWorld state key (their env manager's ``anchor``), one per episode.
+
+    Each state is its observation followed by its admissible actions. "Nothing happens." adds
+    no state: the key stays the current one. After "You heat/cool/clean/turn on …" the next
+    key joins that observation and the next one, so a heated mug's state differs from the
+    unheated one's even where the text reads alike. One difference from the original: their
+    first key is the raw first observation and a "Nothing happens." on the first step keys on
+    the whole first prompt, two keys for one state; here both are the first state's key.
+
+    >>> a = PaperAnchor("You are in a room.", ["go to microwave 1"])
+    >>> a.key.splitlines()
+    ['You are in a room.', 'Admissible actions:', " 'go to microwave 1'"]
+    >>> a.step("Nothing happens.", ["go to microwave 1"]) == a.key
+    True
+    >>> _ = a.step("You heat the mug 1 using the microwave 1.", ["look"])
+    >>> a.step("You arrive at shelf 1.", ["look"]).startswith("You heat the mug 1")
+    True
+    """
+
+    def __init__(self, observation: str, admissible: list[str]) -> None:
+        self._states = [self.entry(observation, admissible)]
+
+    @staticmethod
+    def entry(observation: str, admissible: list[str]) -> str:
+        """One state's text: the observation and its admissible actions, as the authors join
+        them ("help" left out)."""
+        actions = "\n ".join(f"'{a}'" for a in admissible if a != "help")
+        return f"{observation}\nAdmissible actions:\n {actions}\n"
+
+    @property
+    def key(self) -> str:
+        """The current state's key."""
+        if len(self._states) >= 2 and self._states[-2].startswith(_INVISIBLE_EFFECTS):
+            return " ".join(self._states[-2:])
+        return self._states[-1]
+
+    def step(self, observation: str, admissible: list[str]) -> str:
+        """The key after a step that answered ``observation``."""
+        if not observation.startswith("Nothing happens"):
+            self._states.append(self.entry(observation, admissible))
+        return self.key
+
+
 class ALFWorldEnv(TextWorldEnv):
     """One ALFWorld game (``game.tw-pddl``) played with ALFWorld's TextWorld wrappers."""
 
     env_name = "alfworld"
     role = "You are an expert agent operating in the ALFRED Embodied Environment."
 
-    def __init__(self, task_id: str, path: str | Path, *, expert: bool = True) -> None:
+    def __init__(self, task_id: str, path: str | Path, *, expert: bool = True,
+                 validity: str = "admissible", anchor: str = "observation") -> None:
+        _check_options(validity, anchor)
+        self.validity, self.anchor = validity, anchor
+        self._paper_anchor: PaperAnchor | None = None
         try:
             from alfworld.agents.environment.alfred_tw_env import (
                 AlfredDemangler,
@@ -193,7 +256,11 @@ class ALFWorldEnv(TextWorldEnv):
         with _PARSE_LOCK:  # reset grounds the PDDL problem again (see textworld_env, Threads)
             state = self._start().reset()
         observation, self.task = split_initial_observation(state.get("feedback") or "")
-        return self._result(state, observation, reward=0.0, done=False)
+        result = self._result(state, observation, reward=0.0, done=False)
+        if self.anchor == "observation_admissible":
+            self._paper_anchor = PaperAnchor(observation, result.admissible_actions or [])
+            result.info["anchor"] = self._paper_anchor.key
+        return result
 
     def _step(self, action: str) -> StepResult:
         state, _, done = self._start().step(action)
@@ -202,6 +269,9 @@ class ALFWorldEnv(TextWorldEnv):
         result.reward = 1.0 if result.won else 0.0
         assert self._last is not None
         result.info["previous_key"] = self._last.state_key
+        if self._paper_anchor is not None:
+            result.info["anchor"] = self._paper_anchor.step(
+                result.observation, result.admissible_actions or [])
         return result
 
     def _result(self, state: Any, observation: str, *, reward: float, done: bool) -> StepResult:
@@ -219,7 +289,18 @@ class ALFWorldEnv(TextWorldEnv):
     def state_key(self, result: StepResult) -> str:
         if "unchanged_key" in result.info:
             return result.info["unchanged_key"]
+        if "anchor" in result.info:
+            return result.info["anchor"]
         return alfworld_anchor(result.observation, result.info.get("previous_key"))
+
+
+def _check_options(validity: str, anchor: str) -> None:
+    from g2po.agent_format import VALIDITY_RULES
+
+    if validity not in VALIDITY_RULES:
+        raise EnvError(f"ALFWorld validity {validity!r} is not one of {', '.join(VALIDITY_RULES)}")
+    if anchor not in ANCHORS:
+        raise EnvError(f"ALFWorld anchor {anchor!r} is not one of {', '.join(ANCHORS)}")
 
 
 @dataclass
@@ -231,6 +312,8 @@ class ALFWorldFamily:
     task_types: tuple[str, ...] = TASK_TYPES
     data: Path | None = None
     expert: bool = True
+    validity: str = "admissible"
+    anchor: str = "observation"
     _games: list[str] | None = field(default=None, repr=False)
 
     def _root(self) -> Path:
@@ -251,7 +334,8 @@ class ALFWorldFamily:
         path = self._root() / task_id / "game.tw-pddl"
         if not path.is_file():
             raise EnvError(f"ALFWorld task {task_id!r}: no game file {path}")
-        return ALFWorldEnv(task_id, path, expert=self.expert)
+        return ALFWorldEnv(task_id, path, expert=self.expert, validity=self.validity,
+                           anchor=self.anchor)
 
 
 # -- generated games ---------------------------------------------------------------------------
@@ -351,6 +435,8 @@ class GeneratedFamily:
     task_types: tuple[str, ...] = TASK_TYPES
     cache: Path | None = None
     expert: bool = True
+    validity: str = "admissible"
+    anchor: str = "observation"
     _files: dict[str, Path] = field(default_factory=dict, repr=False)
 
     def task_ids(self, n: int, seed: int = 0) -> list[str]:
@@ -375,11 +461,12 @@ class GeneratedFamily:
         return self._files[task_id]
 
     def make(self, task_id: str) -> ALFWorldEnv:
-        return ALFWorldEnv(task_id, self._file(task_id), expert=self.expert)
+        return ALFWorldEnv(task_id, self._file(task_id), expert=self.expert,
+                           validity=self.validity, anchor=self.anchor)
 
 
-def _generated_family(settings: str, *, cache: str | Path | None, expert: bool
-                      ) -> GeneratedFamily:
+def _generated_family(settings: str, *, cache: str | Path | None, expert: bool,
+                      validity: str, anchor: str) -> GeneratedFamily:
     split, types = "train", TASK_TYPES
     seen: set[str] = set()
     for token in (t for t in settings.split("-") if t):
@@ -401,20 +488,24 @@ def _generated_family(settings: str, *, cache: str | Path | None, expert: bool
     name = "-".join(["generated", *([split] if split != "train" else []),
                      *(types if len(types) == 1 else ())])
     return GeneratedFamily(spec=f"alfworld:{name}", split=split, task_types=types,
-                           cache=Path(cache) if cache else None, expert=expert)
+                           cache=Path(cache) if cache else None, expert=expert,
+                           validity=validity, anchor=anchor)
 
 
 @register_env("alfworld", "ALFWorld text games: alfworld:generated (made here), "
               "alfworld:generated-valid_unseen-pick_two_obj_and_place; downloaded "
               "(alfworld-download): alfworld:train, alfworld:valid_unseen-pick_and_place_simple")
 def _family(details: str, *, data: str | Path | None = None, cache: str | Path | None = None,
-            expert: bool = True) -> ALFWorldFamily | GeneratedFamily:
+            expert: bool = True, validity: str = "admissible", anchor: str = "observation"
+            ) -> ALFWorldFamily | GeneratedFamily:
+    _check_options(validity, anchor)
     split, _, kind = (details or "train").partition("-")
     if split == "generated":
         if data is not None:
             raise EnvError("alfworld:generated takes `cache` (where games are made), not "
                            "`data` (the download's folder)")
-        return _generated_family(kind, cache=cache, expert=expert)
+        return _generated_family(kind, cache=cache, expert=expert, validity=validity,
+                                 anchor=anchor)
     if cache is not None:
         raise EnvError(f"alfworld:{details}: downloaded games take `data`, not `cache`")
     if split not in SPLITS:
@@ -433,4 +524,5 @@ def _family(details: str, *, data: str | Path | None = None, cache: str | Path |
             "~/.cache/alfworld, or the folder ALFWORLD_DATA names)"
         ) from err
     return ALFWorldFamily(spec=f"alfworld:{details or 'train'}", split=split, task_types=types,
-                          data=Path(data) if data else None, expert=expert)
+                          data=Path(data) if data else None, expert=expert, validity=validity,
+                          anchor=anchor)

@@ -8,7 +8,9 @@ environment objects made for the same task id, so they start from the same initi
 Invalid actions (no ``<action>`` tag, or an action that is not admissible) are *not* sent to the
 underlying game: the world stays as it is, the step counts, the result says
 ``is_action_valid=False`` and keeps the previous state key, so the state graph shows a self-loop,
-which is what the invalid-action penalty of the paper acts on.
+which is what the invalid-action penalty of the paper acts on. An environment whose
+``validity`` is ``format`` (ALFWorld's paper setting) plays every action instead and flags the
+responses whose format is wrong (:func:`g2po.agent_format.parse_action_format`).
 
 Each environment defines its state key (the "anchor observation" the state graph merges on) in
 :meth:`TextEnv.state_key`; the key of every result is filled in by :meth:`TextEnv.reset` and
@@ -27,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from g2po.agent_format import extract_action, parse_action
+from g2po.agent_format import extract_action, parse_action, parse_action_format
 from g2po.errors import G2POError
 
 __all__ = [
@@ -112,6 +114,10 @@ class TextEnv(ABC):
     constrained: bool = True
     #: What an action is, in the prompt of a free-form environment ("a block of Python code").
     action_hint: str | None = None
+    #: How validity is judged (:data:`g2po.agent_format.VALIDITY_RULES`): ``admissible`` plays
+    #: only admissible actions; ``format`` (ALFWorld's paper setting) plays every action and
+    #: judges the response's format alone.
+    validity: str = "admissible"
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
@@ -134,14 +140,15 @@ class TextEnv(ABC):
             raise EnvError(f"{self.task_id}: step() called before reset()")
         if self._last.done:
             raise EnvError(f"{self.task_id}: step() called after the episode ended")
-        action, valid = self.project(text)
         self.steps_taken += 1
-        if valid:
+        if self.validity == "format":  # every action is played; validity is the format's
+            action, valid = parse_action_format(text)
             result = self._step(action)
-            result.action = action
-            result.is_action_valid = True
         else:
-            result = self._invalid(text, action)
+            action, valid = self.project(text)
+            result = self._step(action) if valid else self._invalid(text, action)
+        if valid or self.validity == "format":
+            result.action, result.is_action_valid = action, valid
         result.state_key = self.state_key(result)
         self._last = result
         return result

@@ -292,9 +292,12 @@ def config_problems(config: DictConfig) -> list[str]:
                         f"the N rollouts of one task; the paper uses 8), got {n!r}")
     mini = OmegaConf.select(config, "actor_rollout_ref.actor.ppo_mini_batch_size", default=None)
     tasks = OmegaConf.select(config, "data.train_batch_size", default=None)
-    if isinstance(mini, int) and isinstance(tasks, int) and mini > tasks:
+    dynamic = OmegaConf.select(config, "actor_rollout_ref.actor.use_dynamic_bsz", default=False)
+    if isinstance(mini, int) and isinstance(tasks, int) and mini > tasks and not dynamic:
         problems.append(f"actor_rollout_ref.actor.ppo_mini_batch_size ({mini}) exceeds "
-                        f"data.train_batch_size ({tasks}); both count tasks, so lower the first")
+                        f"data.train_batch_size ({tasks}), which verl allows only with "
+                        "actor_rollout_ref.actor.use_dynamic_bsz=true; a mini-batch is "
+                        f"{mini} x rollout.n step rows, so lower it or set use_dynamic_bsz")
     run_dir = OmegaConf.select(config, "g2po_log.run_dir", default=None)
     if OmegaConf.select(config, "g2po_log.enable", default=False) and not run_dir:
         problems.append("g2po_log.run_dir must name a directory when g2po_log.enable is true")

@@ -12,10 +12,11 @@ import sys
 import pytest
 
 import g2po.envs.alfworld_env as alf
-from g2po.agent_format import parse_action
+from g2po.agent_format import parse_action, parse_action_format
 from g2po.envs import EnvError, MissingEnvironmentError, env_family
 from g2po.envs.alfworld_env import (
     ALFWorldEnv,
+    PaperAnchor,
     alfworld_anchor,
     find_games,
     split_initial_observation,
@@ -130,6 +131,72 @@ def test_action_projection_on_recorded_admissible_commands():
         "take mug 1 from desk 2", True)
     assert parse_action("<action>go to desk 3</action>", ADMISSIBLE) == ("go to desk 3", False)
     assert parse_action("go to desk 2", ADMISSIBLE) == ("go to desk 2", False)
+
+
+def test_format_rule_judges_the_tags_not_admissibility():
+    # the authors' projection: any tagged action is played; validity is the format alone
+    assert parse_action_format("<think>Check the desk.</think><action>Go to Desk 3</action>") \
+        == ("go to desk 3", True)  # not admissible, still valid (ALFWorld: "Nothing happens.")
+    assert parse_action_format("<action>go to desk 2</action>") == ("go to desk 2", False)
+    assert parse_action_format("<think>desk</think> go to desk 2") == (
+        "<think>desk</think> go to desk 2"[-30:], False)
+    assert parse_action_format("<think>去桌子</think><action>go to desk 2</action>") == (
+        "go to desk 2", False)
+    # the first tag pair counts (the admissible rule takes the last)
+    two = "<think>x</think><action>look</action><action>go to desk 2</action>"
+    assert parse_action_format(two) == ("look", True)
+    assert parse_action(two, ADMISSIBLE)[0] == "go to desk 2"
+
+
+def _admissible(*actions):
+    return [*actions, "help"]
+
+
+def test_paper_anchor_is_the_observation_with_the_admissible_actions():
+    start = PaperAnchor("You are in the middle of a room.", _admissible("go to desk 1", "look"))
+    assert start.key == ("You are in the middle of a room.\nAdmissible actions:\n"
+                         " 'go to desk 1'\n 'look'\n")
+    # the same text with other admissible actions is another state (our default merges them)
+    a = PaperAnchor(ARRIVE, _admissible("open drawer 1", "look")).key
+    b = PaperAnchor(ARRIVE, _admissible("close drawer 1", "look")).key
+    assert a != b and alfworld_anchor(ARRIVE) == alfworld_anchor(ARRIVE)
+
+
+def test_paper_anchor_keeps_the_state_on_nothing_happens():
+    anchor = PaperAnchor("You are in the middle of a room.", _admissible("go to desk 1"))
+    first = anchor.key
+    assert anchor.step("Nothing happens.", _admissible("go to desk 1")) == first
+    at_desk = anchor.step(ARRIVE, _admissible("open drawer 1"))
+    assert at_desk != first and at_desk.startswith(ARRIVE)
+    assert anchor.step("Nothing happens.", _admissible("open drawer 1")) == at_desk
+
+
+@pytest.mark.parametrize("effect", ["You heat the mug 1 using the microwave 1.",
+                                    "You cool the apple 1 using the fridge 1.",
+                                    "You clean the cloth 1 using the sinkbasin 1.",
+                                    "You turn on the desklamp 1."])
+def test_paper_anchor_remembers_an_invisible_effect_for_one_state(effect):
+    anchor = PaperAnchor("You are in the middle of a room.", _admissible("look"))
+    after_effect = anchor.step(effect, _admissible("go to desk 1"))
+    assert after_effect.startswith(effect)
+    arrive = anchor.step(ARRIVE, _admissible("open drawer 1"))
+    # the state after the effect carries it: not the key of arriving without it
+    assert arrive == after_effect + " " + PaperAnchor.entry(ARRIVE, ["open drawer 1"])
+    assert arrive != PaperAnchor(ARRIVE, _admissible("open drawer 1")).key
+    assert anchor.step("Nothing happens.", _admissible("open drawer 1")) == arrive
+    # one state later the effect is forgotten
+    later = anchor.step("You open the drawer 1.", _admissible("close drawer 1"))
+    assert later == PaperAnchor.entry("You open the drawer 1.", ["close drawer 1"])
+
+
+def test_paper_options_are_checked_by_name():
+    with pytest.raises(EnvError, match="validity 'strict'.*admissible, format"):
+        env_family("alfworld:generated", validity="strict")
+    with pytest.raises(EnvError, match="anchor 'history'.*observation_admissible"):
+        env_family("alfworld:generated", anchor="history")
+    family = env_family("alfworld:generated", validity="format",
+                        anchor="observation_admissible")
+    assert (family.validity, family.anchor) == ("format", "observation_admissible")
 
 
 def test_unknown_split_and_task_type_are_named():

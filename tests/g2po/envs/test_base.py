@@ -109,3 +109,17 @@ def test_register_env_and_make_env():
     assert list_envs()["corridor-test"] == "a corridor, for tests"
     with pytest.raises(ValueError, match="already registered"):
         register_env("corridor-test")(lambda details: CorridorFamily())
+
+
+def test_format_validity_sends_every_action_and_flags_the_format():
+    env = Corridor("c0")
+    env.validity = "format"  # the authors' ALFWorld rule
+    env.reset()
+    bad_format = env.step("<action>go forward</action>")  # no <think>: played, flagged
+    assert env.calls == ["go forward"] and not bad_format.is_action_valid
+    assert bad_format.state_key == "You are in room 1 of the corridor."
+    inadmissible = env.step("<think>up</think><action>jump</action>")  # played, valid
+    assert env.calls == ["go forward", "jump"] and inadmissible.is_action_valid
+    assert inadmissible.action == "jump"
+    untagged = env.step("I go back")
+    assert env.calls[-1] == "i go back" and not untagged.is_action_valid
