@@ -91,9 +91,8 @@ def trajectory_table(steps: pd.DataFrame, assumed: Collection[str] = ()) -> pd.D
     return table
 
 
-def with_outcomes(trajectories: pd.DataFrame, rule: OutcomeRule | None = None) -> pd.DataFrame:
+def with_outcomes(trajectories: pd.DataFrame, rule: OutcomeRule) -> pd.DataFrame:
     """:func:`trajectory_table` with ``success`` and ``truncated`` (bool) by ``rule``."""
-    rule = rule or OutcomeRule()
     success = rule.success(trajectories["reward"].to_numpy(dtype=np.float64))
     truncated = rule.truncated(trajectories["length"].to_numpy(),
                                trajectories["done"].to_numpy(dtype=np.float64), success)
@@ -114,7 +113,7 @@ def _summarise(traj: pd.DataFrame, by: str) -> pd.DataFrame:
     return out
 
 
-def group_summary(trajectories: pd.DataFrame, rule: OutcomeRule | None = None) -> pd.DataFrame:
+def group_summary(trajectories: pd.DataFrame, rule: OutcomeRule) -> pd.DataFrame:
     """One row per group of one training step (:data:`GROUP_SUMMARY_COLUMNS`, and ``task``,
     the group's first task, where the table has that column), from its
     :func:`trajectory_table` under ``rule``."""
@@ -129,7 +128,7 @@ def group_summary(trajectories: pd.DataFrame, rule: OutcomeRule | None = None) -
 
 
 def step_summary(trajectories: pd.DataFrame,
-                 rule: OutcomeRule | None = None) -> dict[str, float | int]:
+                 rule: OutcomeRule) -> dict[str, float | int]:
     """Summary of one training step (:data:`SUMMARY_COLUMNS` but ``train_step``), from its
     :func:`trajectory_table` under ``rule``."""
     if trajectories.empty:
@@ -151,19 +150,18 @@ def step_summary(trajectories: pd.DataFrame,
 
 
 def truncation_hint(trajectories: pd.DataFrame,
-                    rule: OutcomeRule | None = None) -> TruncationHint | None:
+                    rule: OutcomeRule) -> TruncationHint | None:
     """Failures that look cut at a step limit the log does not state, in a
     :func:`trajectory_table` (one training step, or several concatenated) under ``rule``:
     :func:`g2po.outcomes.detect_truncation`."""
     if trajectories.empty:
         return None
-    rule = rule or OutcomeRule()
     traj = with_outcomes(trajectories, rule)
     return detect_truncation(traj["length"].to_numpy(), traj["success"].to_numpy(),
                              traj["done"].to_numpy(dtype=np.float64), rule.truncate_at)
 
 
-def step_summaries(trajectories: pd.DataFrame, rule: OutcomeRule | None = None) -> pd.DataFrame:
+def step_summaries(trajectories: pd.DataFrame, rule: OutcomeRule) -> pd.DataFrame:
     """:func:`step_summary` of many training steps at once (:data:`SUMMARY_COLUMNS`, one row
     per step, ascending): ``trajectories`` is the :func:`trajectory_table` of each step with
     a ``train_step`` column. One grouped pass, for logs that hold every step's table."""

@@ -82,12 +82,13 @@ def test_summaries_match_rows(run):
     summary = log.summary()
     assert summary["train_step"].tolist() == [1, 2, 3]
     for s in (1, 2, 3):
-        expected = step_summary(trajectory_table(synthetic_steps(2500, seed=s)))
+        expected = step_summary(trajectory_table(synthetic_steps(2500, seed=s)), OutcomeRule())
         row = summary.set_index("train_step").loc[s]
         for key, value in expected.items():
             assert row[key] == pytest.approx(value), key
     pd.testing.assert_frame_equal(log.group_summary(1),
-                                  group_summary(trajectory_table(synthetic_steps(2500, seed=1))),
+                                  group_summary(trajectory_table(synthetic_steps(2500, seed=1)),
+                                                OutcomeRule()),
                                   check_dtype=False)
 
 

@@ -49,7 +49,7 @@ def test_trajectory_table_is_rule_free_and_row_order_free():
 
 
 def test_step_summary():
-    s = step_summary(trajectory_table(_steps()))
+    s = step_summary(trajectory_table(_steps()), OutcomeRule())
     assert s == {"n_groups": 2, "n_traj": 3, "n_steps": 5, "mean_reward": pytest.approx(13 / 3),
                  "success_rate": pytest.approx(1 / 3), "mean_length": pytest.approx(5 / 3),
                  "invalid_rate": pytest.approx(2 / 5), "truncated_rate": 0.0}
@@ -57,7 +57,8 @@ def test_step_summary():
 
 def test_success_follows_the_rule_not_won():
     traj = trajectory_table(_steps(won=True))
-    assert with_outcomes(traj).set_index(["group_id", "traj_id"])["success"].to_dict() == {
+    outcomes = with_outcomes(traj, OutcomeRule())
+    assert outcomes.set_index(["group_id", "traj_id"])["success"].to_dict() == {
         ("a", "x"): True, ("a", "y"): False, ("b", "x"): False}
     assert step_summary(traj, OutcomeRule(success_reward=3.0))["success_rate"] == \
         pytest.approx(1 / 3)
@@ -68,7 +69,7 @@ def test_success_follows_the_rule_not_won():
 def test_truncation_by_done_and_by_length():
     steps = _steps().assign(done=[None, None, None, None, False])
     traj = trajectory_table(steps)
-    assert with_outcomes(traj)["truncated"].tolist() == [False, False, True]
+    assert with_outcomes(traj, OutcomeRule())["truncated"].tolist() == [False, False, True]
     # length ≥ 2 without success, where the log does not say: (a, x) succeeded, so not cut
     rule = OutcomeRule(truncate_at=2)
     assert with_outcomes(traj, rule)["truncated"].tolist() == [False, False, True]
@@ -79,13 +80,13 @@ def test_truncation_by_done_and_by_length():
 
 
 def test_group_summary():
-    g = group_summary(trajectory_table(_steps())).set_index("group_id")
+    g = group_summary(trajectory_table(_steps()), OutcomeRule()).set_index("group_id")
     assert g.loc["a"].to_dict() == {"n_traj": 2, "n_steps": 3, "mean_reward": 5.0,
                                     "success_rate": 0.5, "mean_length": 1.5,
                                     "invalid_rate": pytest.approx(1 / 3),
                                     "truncated_rate": 0.0}
     assert g.loc["b", "invalid_rate"] == 0.5
-    assert group_summary(trajectory_table(_steps().iloc[:0])).empty
+    assert group_summary(trajectory_table(_steps().iloc[:0]), OutcomeRule()).empty
 
 
 def test_a_rule_given_when_opening_a_log_overrides_its_own(tmp_path):
@@ -121,7 +122,7 @@ def test_truncation_hint_over_a_step_and_a_log(tmp_path):
     hint = truncation_hint(trajectory_table(steps[steps["train_step"] == 1]),
                            OutcomeRule(success_reward=1.0))
     assert (hint.length, hint.n_cut, hint.n_failures, hint.n_traj) == (4, 2, 3, 4)
-    assert truncation_hint(trajectory_table(steps.iloc[:0])) is None
+    assert truncation_hint(trajectory_table(steps.iloc[:0]), OutcomeRule()) is None
     path = tmp_path / "cut.csv"
     steps.to_csv(path, index=False)
     log = open_log(path, outcome={"success_reward": 1.0})
@@ -150,10 +151,10 @@ def test_assumed_validity_is_unknown_not_zero():
     steps = _steps().assign(is_action_valid=True)  # what a loader fills in without the column
     traj = trajectory_table(steps, assumed={"is_action_valid"})
     assert traj["invalid"].isna().all()
-    assert np.isnan(step_summary(traj)["invalid_rate"])
-    assert group_summary(traj)["invalid_rate"].isna().all()
+    assert np.isnan(step_summary(traj, OutcomeRule())["invalid_rate"])
+    assert group_summary(traj, OutcomeRule())["invalid_rate"].isna().all()
     # read, not assumed: the same rows count zero invalid steps
-    assert step_summary(trajectory_table(steps))["invalid_rate"] == 0.0
+    assert step_summary(trajectory_table(steps), OutcomeRule())["invalid_rate"] == 0.0
 
 
 def test_step_summaries_equal_step_summary_of_each_step():
@@ -174,12 +175,12 @@ def test_step_summaries_equal_step_summary_of_each_step():
             one = step_summary(rows[rows["train_step"] == row["train_step"]], rule)
             for key, value in one.items():
                 assert row[key] == pytest.approx(value, nan_ok=True), (key, rule)
-    assert step_summaries(rows.iloc[:0])["train_step"].tolist() == []
+    assert step_summaries(rows.iloc[:0], OutcomeRule())["train_step"].tolist() == []
 
 
 def test_group_summary_names_each_groups_task():
     steps = _steps().assign(task=[None, None, "t-a", "t-b", None])
-    g = group_summary(trajectory_table(steps)).set_index("group_id")
+    g = group_summary(trajectory_table(steps), OutcomeRule()).set_index("group_id")
     # a trajectory's task is its first step's; a group's, the first one given
     assert g["task"].to_dict() == {"a": "t-a", "b": "t-b"}
-    assert "task" not in group_summary(trajectory_table(_steps())).columns
+    assert "task" not in group_summary(trajectory_table(_steps()), OutcomeRule()).columns
