@@ -19,6 +19,7 @@ import pandas as pd
 
 from g2po.estimators.g2po import episode_advantage
 from g2po.estimators.gigpo import step_returns
+from g2po.estimators.hgpo_sums import torch_order_sums
 from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import EPS, NormMode, check_mode, segment_mean_var
@@ -65,50 +66,74 @@ def history_codes(ix: StepIndex, k_max: int) -> list[np.ndarray]:
 
 
 def _deviations(x: np.ndarray, ids: np.ndarray, n: int, ddof: int,
-                float_zero_test: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Each value's deviation from its segment's mean (m,) and each segment's variance (n,).
+                zero_within_rounding: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's deviation from its segment's mean (m,) and each segment's variance (n,);
+    ``x`` in the canonical order (the original's: trajectories by id, each in step order).
 
-    A deviation no larger than the float mean's rounding error (:data:`ROUNDING` · count ·
-    largest |x| of the segment) is 0: the value is its group's mean, and the original drops an
-    item equal to 0, which its float mean, off by an ulp, would keep as noise that takes its
-    weight from the others (docs/estimators.md). ``float_zero_test`` keeps the plain float
-    deviations (the mean summed in the rows' order), as the original computes them."""
+    The deviation is the original's: from the mean torch computes in float64 (the members
+    summed in :func:`torch_order_sums`'s order, divided by their count), so it is exactly 0
+    where the original's is, and an ulp of noise where the original's is (docs/estimators.md).
+    A segment whose torch sum would overflow (values near float64's limit) takes the scaled
+    mean instead. With ``zero_within_rounding`` a deviation no larger than the float mean's
+    rounding error (:data:`ROUNDING` · count · largest |x| of the segment) is 0 instead."""
     mean, var, count = segment_mean_var(x, ids, n, ddof=ddof)
     dev = x - mean[ids]
-    if not float_zero_test:
-        top = np.zeros(n)
-        np.maximum.at(top, ids, np.abs(x))
-        dev[np.abs(dev) <= ROUNDING * (count * top)[ids]] = 0.0
+    top = np.zeros(n)
+    np.maximum.at(top, ids, np.abs(x))
+    near = np.abs(dev) <= ROUNDING * (count * top)[ids]
+    if zero_within_rounding:
+        dev[near] = 0.0
+        return dev, var
+    # Two float means of m values differ by less than m·eps·(largest |x|) whatever the order
+    # of their sums, so only a segment with a value that near its mean can have a deviation
+    # whose zero test depends on torch's order; the others keep theirs.
+    seg = np.zeros(n, dtype=bool)
+    seg[ids[near]] = True
+    seg &= top > 0  # all zeros: exactly 0 in any order
+    if seg.any():
+        rows = seg[ids]
+        sub, n_sub = np.unique(ids[rows], return_inverse=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            torch_mean = torch_order_sums(x[rows], n_sub.ravel(), len(sub)) / count[sub]
+        torch_mean = np.where(np.isfinite(torch_mean), torch_mean, mean[sub])
+        dev[rows] = x[rows] - torch_mean[n_sub.ravel()]
     return dev, var
 
 
 def _history_advantage(returns: np.ndarray, code: np.ndarray, order: np.ndarray,
-                       mode: str, float_zero_test: bool) -> np.ndarray:
+                       mode: str, zero_within_rounding: bool) -> np.ndarray:
     """a_k (n_steps,): each step's return normalised within its history group of one length
     (``code``, −1 for none), with the population std; 0 for a step in no group, alone in its
-    group, or whose return is the group's mean."""
+    group, or whose return is the group's mean (:func:`_deviations`)."""
     rows = order[code[order] >= 0]  # canonical order: the sums do not depend on row order
     out = np.zeros(len(returns))
     if len(rows) == 0:
         return out
     x, ids = returns[rows], code[rows]
-    dev, var = _deviations(x, ids, int(ids.max()) + 1, 0, float_zero_test)
+    dev, var = _deviations(x, ids, int(ids.max()) + 1, 0, zero_within_rounding)
     out[rows] = dev / (np.sqrt(var)[ids] + EPS) if mode == "mean_std_norm" else dev
     return out
 
 
-def _episode_item(ix: StepIndex, penalty: float, mode: str, float_zero_test: bool) -> np.ndarray:
-    """The item of k = 0: G2PO's episode term, 0 where a step row's score R − p·invalid is its
-    group's mean as :func:`_deviations` decides it (a group of one step row keeps the term's
-    own rule, s / (1 + eps))."""
+def _episode_item(ix: StepIndex, penalty: float, mode: str,
+                  zero_within_rounding: bool) -> np.ndarray:
+    """The item of k = 0: G2PO's episode term, with the deviations of :func:`_deviations` in a
+    group of several step rows (the score R − p·invalid, unbiased std); a group of one step
+    row keeps the term's own rule, s / (1 + eps)."""
     ep = episode_advantage(ix, penalty, mode)
-    if float_zero_test:
-        return ep
     rows = ix.order
     ids = ix.group[rows]
-    dev, _ = _deviations((ix.reward - penalty * ix.invalid)[rows], ids, ix.n_groups, 1, False)
+    dev, var = _deviations((ix.reward - penalty * ix.invalid)[rows], ids, ix.n_groups, 1,
+                           zero_within_rounding)
     many = np.bincount(ids, minlength=ix.n_groups)[ids] > 1
-    ep[rows[many & (dev == 0.0)]] = 0.0
+    if zero_within_rounding:
+        ep[rows[many & (dev == 0.0)]] = 0.0
+        return ep
+    # where the deviation is exactly 0, or is an ulp the scaled term would not see
+    zero, noise = many & (dev == 0.0), many & (dev != 0.0) & (ep[rows] == 0.0)
+    ep[rows[zero]] = 0.0
+    ep[rows[noise]] = (dev[noise] if mode == "mean_norm"
+                       else dev[noise] / (np.sqrt(var)[ids[noise]] + EPS))
     return ep
 
 
@@ -116,7 +141,7 @@ def _sequential_returns(ix: StepIndex, gamma: float, penalty: float,
                         step_rewards: bool) -> np.ndarray:
     """G' with the original's float64 rounding: G_t = r_t + γ·G_{t+1} summed step by step from
     each trajectory's end (``compute_step_discounted_returns``), then p·invalid subtracted; the
-    float zero test depends on these last bits (the default's G' can differ from them by an
+    original's zero test depends on these last bits (GiGPO's G' can differ from them by an
     ulp)."""
     reward = ix.step_reward if step_rewards else np.where(ix.next_row < 0, ix.reward, 0.0)
     out = np.asarray(reward, dtype=np.float64).copy()
@@ -149,7 +174,7 @@ def hgpo(
     base_group: bool = False,
     mode: NormMode = "mean_std_norm",
     step_rewards: bool = False,
-    float_zero_test: bool = False,
+    zero_within_rounding: bool = False,
 ) -> dict[str, np.ndarray]:
     """Columns (n_steps,) float64: ``adv``, ``return`` (GiGPO's penalised step return G'),
     ``adv_k1`` … ``adv_k{H+1}`` (a_k: G' normalised within the step's history group of length
@@ -161,23 +186,26 @@ def hgpo(
     ``history_length`` (0 … :data:`MAX_HISTORY_LENGTH`), α = ``length_weight_alpha``; history
     groups use the state-key strategy's nodes (exact state keys by default, as the original).
 
-    An item is 0 (dropped) when the step's return is its group's mean, up to the rounding of
-    that mean (:data:`ROUNDING`); with ``float_zero_test`` only when its float64 deviation is 0,
-    as the original, whose float mean of equal returns can be off by an ulp and then keep a
-    noise item that takes its weight from the others (docs/estimators.md)."""
+    An item is 0 (dropped) when its float64 deviation is exactly 0, as the original's, whose
+    mean torch sums in its own order: a float mean of equal returns off by an ulp keeps an
+    item of noise that takes its weight from the others, as it does in the original. With
+    ``zero_within_rounding`` an item within the rounding of its group's mean
+    (:data:`ROUNDING`) is 0 instead: the formula's reading, not the original's
+    (docs/estimators.md)."""
     check_mode(mode)
     _check(history_length, length_weight_alpha)
     returns = step_returns(ix, gamma, penalty, step_rewards=step_rewards, name="hgpo")
-    if float_zero_test and ix.n_steps:
+    if not zero_within_rounding and ix.n_steps:
         returns = _sequential_returns(ix, gamma, penalty, step_rewards)
     n_k = history_length + 1
     longest = int(ix.length.max()) if ix.n_steps else 0
     codes = history_codes(ix, min(n_k, longest))
     items: dict[int, np.ndarray] = {}
     if base_group:
-        items[0] = _episode_item(ix, penalty, mode, float_zero_test)
+        items[0] = _episode_item(ix, penalty, mode, zero_within_rounding)
     for k in range(1, n_k + 1):
-        items[k] = (_history_advantage(returns, codes[k - 1], ix.order, mode, float_zero_test)
+        items[k] = (_history_advantage(returns, codes[k - 1], ix.order, mode,
+                                       zero_within_rounding)
                     if k <= len(codes) else np.zeros(ix.n_steps))
     weighted = np.zeros(ix.n_steps)
     total = np.zeros(ix.n_steps)

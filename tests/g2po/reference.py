@@ -341,16 +341,22 @@ def _exact_deviations(values):
     return [0 if abs(d) <= bound else d for d in dev], sum(d * d for d in dev)
 
 
-def _float_deviations(values):
-    """x - mean(x) in float64, the mean summed in the members' order, as the original."""
-    mean = sum(values) / len(values)
-    dev = [v - mean for v in values]
-    return dev, sum(d * d for d in dev)
+def _torch_deviations(values):
+    """x - mean(x) with the original's arithmetic: torch's float64 ``Tensor.mean`` (its own
+    summation order), and the sum of their squares left to right, as ``Tensor.std`` takes it."""
+    import torch
+
+    r = torch.tensor(values, dtype=torch.float64)
+    dev = (r - r.mean()).tolist()
+    squares = 0.0
+    for d in dev:
+        squares += d * d
+    return dev, squares
 
 
 def hgpo_original(steps, gamma=0.95, penalty=0.1, history_length=2, length_weight_alpha=1.0,
                   base_group=False, mode="mean_std_norm", step_rewards=False, eps=1e-6,
-                  float_zero_test=False):
+                  zero_within_rounding=False):
     """verl-agent's HGPO recipe as its trainer runs it: ``compute_step_discounted_returns``
     (per trajectory, R on the last step or the logged step rewards), then
     ``apply_invalid_action_penalty`` (each step's return minus p·invalid, and the score
@@ -362,12 +368,12 @@ def hgpo_original(steps, gamma=0.95, penalty=0.1, history_length=2, length_weigh
     mean 0 and std 1); ``aggregate_items``: the items with a != 0, w = (k+1)^alpha /
     (sum of those + eps), the sum of w·a, or 0.
 
-    The one liberty: deviations from a mean are taken in exact arithmetic, and one within the
-    float mean's rounding is 0, so "a != 0" is decided as the formula means it (the original's
-    float mean of equal returns can be off by an ulp and then counts a spurious item of ~1e-11
-    that takes its weight from the others; docs/estimators.md). ``float_zero_test``: the
-    original's float64 deviations instead (the mean summed in the members' order)."""
-    deviations = _float_deviations if float_zero_test else _exact_deviations
+    Deviations from a mean are the original's in float64: torch's mean of the members in their
+    order (a float mean of equal returns off by an ulp keeps a noise item of ~1e-11 that takes
+    its weight from the others, as in the original). ``zero_within_rounding``: deviations in
+    exact arithmetic instead, one within the float mean's rounding taken as 0, so "a != 0" is
+    decided as the formula means it (docs/estimators.md)."""
+    deviations = _exact_deviations if zero_within_rounding else _torch_deviations
     b = trainer_batch(steps, penalty, step_rewards)
     n = len(b["row"])
     returns = _penalised_returns(b, gamma, penalty)
