@@ -118,7 +118,7 @@ class Log:
         if cached is None:
             cached, origin = manifest_rule(self.manifest), "the log's manifest"
             if cached is None:
-                steps = self.train_steps()
+                steps = self.readable_train_steps()
                 cached, origin = (rule_from_won(self.trajectories(steps[0])) if steps
                                   else None), "the log's won flags"
                 if cached is None:
@@ -126,6 +126,12 @@ class Log:
             self._rule, self._rule_origin = cached, origin
         return cached.with_changes(**self.outcome_overrides) if self.outcome_overrides \
             else cached
+
+    def readable_train_steps(self) -> list[int]:
+        """The training steps whose rows a read can reach (a run refuses a step claimed twice
+        or by no regular file): the outcome rule is read from the first of them, so a
+        selection of other steps still opens."""
+        return self.train_steps()
 
     def rule_origin(self) -> str:
         """Where :meth:`rule` comes from, in words (for ``g2po validate`` and the app)."""

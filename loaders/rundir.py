@@ -368,6 +368,19 @@ class StepFiles:
                                  f"training step {train_step} is not read: remove or rename it")
         return paths[0]
 
+    def unreadable(self) -> list[int]:
+        """The training steps :meth:`file` refuses (claimed twice, or by no regular file),
+        ascending."""
+        return sorted(s for s, paths in self.claims.items()
+                      if len(paths) > 1 or paths[0] in self.special)
+
+    def why_unreadable(self, train_step: int) -> str:
+        """Why :meth:`file` refuses ``train_step``, in a few words naming the entries."""
+        paths = self.claims[train_step]
+        if len(paths) > 1:
+            return f"step {train_step} is claimed by {' and '.join(p.name for p in paths)}"
+        return f"step {train_step}'s {paths[0].name} is no regular file (a FIFO, device or folder)"
+
     def problems(self) -> list[str]:
         """Training steps claimed by more than one entry (a read of such a step, or of one
         claimed by no regular file, raises what :meth:`file` says)."""
@@ -468,9 +481,20 @@ class Run(Log):
         if pending:
             self._base_report.note(f"{len(pending)} step file(s) being written or left by a crash, "
                              f"ignored: {', '.join(sorted(pending)[:3])}")
+        broken = self.listing.unreadable()
+        if broken:  # said to every reader, also to one that selects other steps
+            said = [self.listing.why_unreadable(step) for step in broken[:3]]
+            self._base_report.note(
+                f"{self.path / ROLLOUTS}: {len(broken)} training step(s) cannot be read, a read "
+                f"of them fails (g2po validate lists them): {'; '.join(said)}"
+                + (" …" if len(broken) > 3 else ""))
 
     def train_steps(self) -> list[int]:
         return self.listing.steps
+
+    def readable_train_steps(self) -> list[int]:
+        broken = set(self.listing.unreadable())
+        return [s for s in self.listing.steps if s not in broken]
 
     def step_file(self, train_step: int) -> Path:
         """The file of one training step; :class:`LogFormatError` when two entries claim it or

@@ -65,6 +65,8 @@ def _triage(args: argparse.Namespace) -> int:
                            stochastic=args.stochastic, estimator=args.estimator)
     finally:
         close()
+    for note in log.report.notes:  # what advantages says: files not read, steps unreadable
+        print(f"g2po triage: note: {note}", file=sys.stderr)
     hint = truncation_hint(table, rule)  # what validate and the app warn about
     if hint is not None:
         print(f"g2po triage: truncation? {hint.message()} Add --truncate-at {hint.length} to "

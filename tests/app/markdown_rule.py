@@ -214,6 +214,11 @@ class _Checker:
             self._add(call, "a Streamlit element chosen by getattr: its text cannot be checked; "
                             "call the element itself with fmt(...)")
             return
+        if _is_column_config(call):  # its help= tooltip is markdown (Streamlit 1.67's docs)
+            help_text = _argument(call, "help")
+            if help_text is not None:
+                self._expect_text(help_text, scope, f"st.column_config.{name} help= tooltip")
+            return
         alias = self._element_alias(call, scope)
         if alias is not None:
             name = alias
@@ -394,6 +399,14 @@ def _is_streamlit_call(call: ast.Call, name: str) -> bool:
         return False
     root = _root(call.func.value)
     return not (isinstance(root, ast.Name) and root.id in _NOT_STREAMLIT)
+
+
+def _is_column_config(call: ast.Call) -> bool:
+    """``st.column_config.NumberColumn(…)`` and the like (``column_config.X(…)``)."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and (
+        isinstance(func.value, ast.Attribute) and func.value.attr == "column_config"
+        or isinstance(func.value, ast.Name) and func.value.id == "column_config")
 
 
 def _is_getattr_element(func: ast.expr) -> bool:

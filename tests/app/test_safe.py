@@ -107,6 +107,8 @@ CAUGHT = {
     "escaping by hand": 'st.caption(escape_markdown(name))',
     "an element through a name": 'show = st.info if ok else st.warning\nshow(f"Run {name}")',
     "an element by getattr": 'getattr(st, level)(fmt("Run {}", name))',
+    "a column's help tooltip": 'st.column_config.NumberColumn("reward", help=f"of {run}")',
+    "a column's help, imported": 'column_config.TextColumn("run", help=opened.name)',
 }
 #: The same texts written the one way: no finding.
 ALLOWED = [
@@ -120,6 +122,7 @@ ALLOWED = [
     'st.caption("Plain text, written here.")',
     "def md(template, *values):\n    st.markdown(fmt(template, *values))",
     'show = st.info if ok else st.warning\nshow(fmt("Run {}", name))',
+    'st.column_config.NumberColumn(v, format="percent", help=fmt("of {}", run))',
 ]
 
 

@@ -119,5 +119,22 @@ def test_advantages_and_validate_refuse_a_folder_named_like_a_step_file(run, tmp
     err = capsys.readouterr().err
     assert f"{folder}: not a regular file" in err and "Traceback" not in err
     assert not (tmp_path / "adv.csv").exists()
+    assert main(["triage", str(run), "--no-cache"]) != 0
+    err = capsys.readouterr().err
+    assert f"{folder}: not a regular file" in err and "Traceback" not in err
     with pytest.raises(LogFormatError, match="step-000007.parquet: not a regular file"):
         load_steps(run)
+    # a command that reads other steps says so too, as validate does, rather than no word
+    said = "training step(s) cannot be read, a read of them fails (g2po validate lists them): " \
+           "step 7's step-000007.parquet is no regular file"
+    assert main(["advantages", str(run), "--train-step", "1", "--out",
+                 str(tmp_path / "one.csv")]) == 0
+    assert said in capsys.readouterr().err and (tmp_path / "one.csv").exists()
+    assert main(["triage", str(run), "--step", "1", "--no-cache", "--format", "csv"]) == 0
+    assert said in capsys.readouterr().err
+    (run / "rollouts" / "step-0000001.parquet").write_bytes(b"")  # claims step 1 as well
+    assert main(["advantages", str(run), "--train-step", "2", "--out",
+                 str(tmp_path / "two.csv")]) == 0
+    assert ("2 training step(s) cannot be read, a read of them fails (g2po validate lists "
+            "them): step 1 is claimed by step-0000001.parquet and step-000001.parquet; step 7's"
+            in capsys.readouterr().err)
