@@ -14,14 +14,16 @@ import pandas as pd
 from g2po.analysis.labels import natural_key
 from g2po.analysis.state_graph import StateGraph
 from g2po.errors import G2POError
-from g2po.estimators import compute_advantages, estimate, get_estimator
+from g2po.estimators import compute_advantages, estimate, estimator_params, get_estimator
 from g2po.node_ids import step_node_ids
 from g2po.outcomes import OutcomeRule, outcome_labels, truncated_steps
 from g2po.segments import NORM_MODES
 
 __all__ = ["Comparison", "compare_estimators", "rank_correlation", "sign_disagreements",
            "zscore", "parameter_choices", "part_label", "trajectory_facts", "step_location",
-           "DEFAULT_ESTIMATORS", "KNOWN_CHOICES", "PART_PREFIX"]
+           "explain_disagreements", "disagreement_counts", "contributions",
+           "estimator_settings", "DEFAULT_ESTIMATORS", "KNOWN_CHOICES", "PART_PREFIX",
+           "TEXT_EXTRAS", "TERM_WORDS", "PART_WEIGHTS", "EPISODE_ESTIMATORS", "EPISODE_PARTS"]
 
 DEFAULT_ESTIMATORS = ("g2po", "grpo", "gigpo")
 #: Choices of text parameters whose annotation does not list them (a user's estimator
@@ -29,6 +31,9 @@ DEFAULT_ESTIMATORS = ("g2po", "grpo", "gigpo")
 KNOWN_CHOICES: dict[str, tuple[str, ...]] = {"mode": NORM_MODES,
                                              "terminal": ("binary", "reward")}
 _KEY = ["traj_id", "t"]
+#: The step texts kept beside the text column: the model's output, and the whole model input
+#: (a verl dump's ``prompt``, of which ``observation`` is the current part).
+TEXT_EXTRAS = ("response", "prompt")
 #: An estimator's output columns named ``adv_…`` are the parts of its advantage (G2PO's
 #: ``adv_ep``, ``adv_nc``, ``adv_ec``; GiGPO's ``adv_ep``, ``adv_step``; HGPO's ``adv_k1`` …).
 PART_PREFIX = "adv_"
@@ -72,9 +77,12 @@ class Comparison:
     the group's state graph gives the step's state under the comparison's state key, as the
     group explorer numbers it), outcome (``success``, ``failure`` or ``truncated``: what the
     step's trajectory reached), episode_reward, valid, one float column per estimator that ran
-    (named by the estimator), then action and the step's text; ``text_column``: the name of the
-    text column, ``observation`` (what the policy saw) where the log has one, else
-    ``state_key``; ``parts``: estimator → its parts (the ``adv_…`` columns it returned, named by
+    (named by the estimator), then action, the step's text and ``response`` (the model's
+    output, where the log has it); ``text_column``: the name of the text column,
+    ``observation`` (what the policy saw) where the log has one, else ``state_key``;
+    ``texts``: the step's whole texts, rows as ``table``'s (the text column, ``response``
+    and ``prompt``, the whole model input of a verl dump, where the log has them); ``parts``:
+    estimator → its parts (the ``adv_…`` columns it returned, named by
     :func:`part_label`; rows as ``table``'s; estimators without parts are absent); ``errors``:
     estimator name → message for those that could not run on this group; ``params``: what
     each ran with."""
@@ -85,6 +93,7 @@ class Comparison:
     params: dict[str, dict] = field(default_factory=dict)
     text_column: str = "state_key"
     parts: dict[str, pd.DataFrame] = field(default_factory=dict)
+    texts: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def compare_estimators(
@@ -136,10 +145,14 @@ def compare_estimators(
             parts[name] = pd.DataFrame({part_label(c): out["__" + c].to_numpy() for c in own})
         ran.append(name)
     table["action"] = ordered["action"].to_numpy()
-    table[text_col] = ordered[text_col].to_numpy()
+    text_cols = [c for c in (text_col, *TEXT_EXTRAS) if c in ordered.columns]
+    texts = ordered[text_cols].reset_index(drop=True)
+    # the prompt stays out of the table (thousands of characters): pages show it on demand
+    for col in [c for c in (text_col, "response") if c in texts.columns]:
+        table[col] = texts[col].to_numpy()
     return Comparison(table=table, estimators=ran, errors=errors,
                       params={n: dict(params.get(n, {})) for n in estimators},
-                      text_column=text_col, parts=parts)
+                      text_column=text_col, parts=parts, texts=texts)
 
 
 def _natural_rank(ids: pd.Series) -> dict[str, int]:
@@ -223,10 +236,285 @@ def sign_disagreements(table: pd.DataFrame, a: str, b: str,
             for col in parts[name].columns:
                 out[f"{name} · {col}"] = parts[name][col].to_numpy()[mask]
     out["z gap"] = np.abs(z[a].to_numpy() - z[b].to_numpy())[mask]
-    for col in ("action", "observation", "state_key"):
+    for col in ("action", "observation", "state_key", "response"):
         if col in table.columns and col not in out.columns:
             out[col] = table.loc[mask, col]
     rank = out["traj_id"].astype(str).map(_natural_rank(out["traj_id"])) if len(out) else []
     return out.assign(_r=rank).sort_values(["z gap", "_r", "t"], ascending=[False, True, True],
                                             kind="stable").drop(columns="_r"
                                                                 ).reset_index(drop=True)
+
+
+# --- Why two estimators disagree --------------------------------------------------------------
+
+#: The words for a part in explanations.
+TERM_WORDS = {"A^EP": "episode term", "A^NC": "node term", "A^EC": "edge term",
+              "A^S": "step term", "A^traj": "trajectory term", "A^credit": "credit term"}
+#: How each built-in estimator weighs its parts (a number, or the parameter holding it); the
+#: weights are checked against the estimator's advantage before they are used.
+PART_WEIGHTS: dict[str, dict[str, float | str]] = {
+    "g2po": {"A^EP": 1.0, "A^NC": "w", "A^EC": "w"},
+    "gigpo": {"A^EP": 1.0, "A^S": "omega"},
+    "graphgpo": {"A^EP": "omega_e", "A^S": "omega_s"},
+    "graphhca": {"A^traj": 1.0, "A^credit": "w"},
+}
+#: Episode-level values: estimators (and parts) that give every step of a rollout its outcome's
+#: value, by the set they normalise over (estimators.md): ``rollouts`` (one R per
+#: trajectory), ``step rows`` (R − p·invalid per step row: trajectories weigh by length),
+#: ``others`` (R minus the mean of the other rollouts' R, RLOO).
+EPISODE_ESTIMATORS = {"grpo": "rollouts", "grpo_steps": "step rows", "g2po_ep": "step rows",
+                      "rloo": "others"}
+EPISODE_PARTS = {"A^EP": "step rows", "A^traj": "rollouts"}
+_EPS = 1e-6
+
+
+def estimator_settings(result: Comparison, name: str) -> dict[str, object]:
+    """The parameters ``name`` ran with in ``result``: its defaults, overridden by the
+    comparison's."""
+    return {**estimator_params(name), **result.params.get(name, {})}
+
+
+def contributions(result: Comparison, name: str) -> pd.DataFrame | None:
+    """Each part's share of ``name``'s advantage, (n_steps, n_parts), rows as ``result.table``:
+    the part times its weight (:data:`PART_WEIGHTS`; HGPO's per-step length weights over its
+    non-zero items). None when ``name`` has no parts, or when the weighted parts do not add up
+    to its advantage (a user's estimator that does not combine its parts linearly)."""
+    parts = result.parts.get(name)
+    if parts is None or parts.empty:
+        return None
+    settings = estimator_settings(result, name)
+    if name == "hgpo":
+        weights = _hgpo_weights(parts, float(settings.get("length_weight_alpha", 1.0)))
+    elif name in PART_WEIGHTS and set(PART_WEIGHTS[name]) == set(parts.columns):
+        weights = pd.DataFrame({c: np.full(len(parts), float(settings[w]) if isinstance(w, str)
+                                           else w)
+                                for c, w in PART_WEIGHTS[name].items()})[parts.columns]
+    else:  # a sum of fixed weights, fitted; kept only where it reproduces the advantage
+        fit = np.linalg.lstsq(parts.to_numpy(dtype=np.float64),
+                              result.table[name].to_numpy(dtype=np.float64), rcond=None)[0]
+        weights = pd.DataFrame(np.broadcast_to(fit, parts.shape), columns=parts.columns)
+    shares = parts * weights.to_numpy()
+    adv = result.table[name].to_numpy(dtype=np.float64)
+    if not np.allclose(shares.sum(axis=1).to_numpy(), adv, rtol=1e-6, atol=1e-8):
+        return None
+    return shares
+
+
+def _hgpo_weights(parts: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """HGPO's weight of each item: (k+1)^α over the sum of those of the step's non-zero items
+    (k = 0 for the episode item ``A^EP``, k for ``A^k{k}``)."""
+    ks = [0 if c == "A^EP" else int(c.removeprefix("A^k")) for c in parts.columns]
+    raw = np.array([float(k + 1) ** alpha for k in ks])
+    present = parts.to_numpy(dtype=np.float64) != 0.0
+    total = (present * raw).sum(axis=1, keepdims=True)
+    return pd.DataFrame(np.broadcast_to(raw, parts.shape) / (total + _EPS),
+                        columns=parts.columns)
+
+
+def _signed(value: float) -> str:
+    """+2.96 / −0.85 (a real minus sign), as the page's sentences write numbers."""
+    return f"{value:+.2f}".replace("-", "\u2212")
+
+
+def _words(part: str) -> str:
+    return f"{TERM_WORDS[part]} {part}" if part in TERM_WORDS else f"term {part}"
+
+
+def _share(values: np.ndarray, i: int, among: np.ndarray) -> str:
+    """Where ``values[i]`` sits among ``values[among]``: the group's top / bottom x %."""
+    v, pool = values[i], values[among]
+    if v > 0:
+        return f"top {max(1, int(np.ceil(100 * np.mean(pool >= v))))} %"
+    return f"bottom {max(1, int(np.ceil(100 * np.mean(pool <= v))))} %"
+
+
+def _term_context(result: Comparison, name: str, part: str, i: int) -> str:
+    """Why one part is what it is at step ``i``, from the group's other steps."""
+    table = result.table
+    values = result.parts[name][part].to_numpy(dtype=np.float64)
+    everyone = np.ones(len(table), dtype=bool)
+    if part in ("A^EC", "A^credit"):
+        what = "TD error" if part == "A^EC" else "potential gain"
+        return f"this transition's {what} is in the group's {_share(values, i, everyone)}"
+    if part in ("A^NC", "A^S"):
+        same = table["node"].to_numpy() == table["node"].iloc[i]
+        others = same.copy()
+        others[i] = False
+        n = int(others.sum())
+        if n == 0:
+            return f"node {table['node'].iloc[i]} is visited once"
+        beaten = int(np.sum(values[others] < values[i]) if values[i] > 0
+                     else np.sum(values[others] > values[i]))
+        what = "its next state is worth" if part == "A^NC" else "its discounted return is"
+        return (f"{what} {'more' if values[i] > 0 else 'less'} than at {beaten} of node "
+                f"{table['node'].iloc[i]}'s {n} other visit{'s' if n != 1 else ''}")
+    if part in EPISODE_PARTS:
+        return _rollout_words(table, i)
+    if part.startswith("A^k"):
+        return f"its return against the steps sharing its last {part[3:]} state(s)"
+    return ""
+
+
+_OUTCOME_WORDS = {"success": "successful", "failure": "failed", "truncated": "truncated"}
+
+
+def _rollout_words(table: pd.DataFrame, i: int) -> str:
+    row = table.iloc[i]
+    invalid = "" if bool(row["valid"]) else ", an invalid action here"
+    outcome = _OUTCOME_WORDS.get(row["outcome"], row["outcome"])
+    return f"of a {outcome} rollout (R = {float(row['episode_reward']):g}{invalid})"
+
+
+def _sign_sentence(result: Comparison, name: str, shares: pd.DataFrame | None, i: int
+                   ) -> tuple[str, str]:
+    """(what decides ``name``'s sign at step ``i``, the sentence saying so)."""
+    value = float(result.table[name].iloc[i])
+    head = f"{name} {'>' if value > 0 else '<'} 0 ({_signed(value)})"
+    if shares is None:
+        if name in EPISODE_ESTIMATORS:
+            return name, (f"{head}: one value for the whole rollout, that "
+                          f"{_rollout_words(result.table, i)}")
+        return name, f"{head}: its advantage has no parts to tell apart"
+    row = shares.iloc[i].to_numpy(dtype=np.float64)
+    sign = np.sign(value)
+    top = int(np.argmax(sign * row))
+    part = shares.columns[top]
+    context = _term_context(result, name, part, i)
+    said = f"{head}: the {_words(part)} {_signed(row[top])}" + (f" — {context} —" if context
+                                                                   else "")
+    against = [j for j in range(len(row)) if sign * row[j] < -1e-9]
+    if against:
+        others = ", ".join(
+            f"the {_words(shares.columns[j])} {_signed(row[j])}"
+            + (f" {c}" if (c := _term_context(result, name, shares.columns[j], i))
+               and shares.columns[j] in EPISODE_PARTS else "") for j in against)
+        said += f" outweighs {others}"
+    else:
+        said += " and every other term points the same way"
+    weighted = any(not np.isclose(row[j], result.parts[name].iloc[i, j])
+                   for j in range(len(row)))
+    return f"{name} · {part}", said + (" (terms as weighted in the sum)" if weighted else "")
+
+
+def _episode_value(result: Comparison, name: str, part: str | None, i: int
+                   ) -> tuple[float, str] | None:
+    """An episode-level value at step ``i`` (the estimator ``name`` or its ``part``) and how
+    it is computed, in numbers, rebuilt from the group's rewards by the spec; None when the
+    value is not episode-level, or the rebuilt value does not match the estimator's."""
+    kind = EPISODE_PARTS.get(part) if part else EPISODE_ESTIMATORS.get(name)
+    if kind is None:
+        return None
+    actual = float(result.table[name].iloc[i] if part is None
+                   else result.parts[name][part].iloc[i])
+    settings = estimator_settings(result, name)
+    mode = str(settings.get("mode", "mean_std_norm"))
+    table = result.table
+    label = name if part is None else f"{name}'s {part}"
+    reward = float(table["episode_reward"].iloc[i])
+    per_traj = table.groupby("traj_id", sort=False)["episode_reward"].first().to_numpy(
+        dtype=np.float64)
+    if kind == "others":
+        n = len(per_traj)
+        base = (per_traj.sum() - reward) / max(n - 1, 1)
+        rebuilt = reward - base if n > 1 else 0.0
+        text = (f"{label} {_signed(actual)} = R {reward:g} − {base:.2f}, the mean reward of "
+                f"the other {n - 1} rollouts")
+    else:
+        if kind == "rollouts":
+            scores, score = per_traj, reward
+            where, counts = f"the group's {len(per_traj)} rollouts", "each rollout counts once"
+            # a lone rollout: 0, as every singleton set (estimators.md)
+            mean, std = (scores.mean(), scores.std(ddof=1)) if len(scores) > 1 else (score, 1.0)
+            pen = ""
+        else:
+            penalty = float(settings.get("penalty", 0.0))
+            invalid = ~table["valid"].to_numpy(dtype=bool)
+            scores = table["episode_reward"].to_numpy(dtype=np.float64) - penalty * invalid
+            score = float(scores[i])
+            where = f"the group's {len(scores)} step rows"
+            counts = "a rollout counts once per step, so long rollouts weigh more"
+            # a lone step row: mean 0, std 1 (estimators.md, step 6)
+            mean, std = (scores.mean(), scores.std(ddof=1)) if len(scores) > 1 else (0.0, 1.0)
+            pen = f" − penalty {penalty:g}" if invalid[i] and penalty else ""
+        if mode == "mean_norm":
+            rebuilt = score - mean
+            text = (f"{label} {_signed(actual)} = R {reward:g}{pen} − mean {mean:.2f} over "
+                    f"{where} (mean_norm: not divided by the std)")
+        else:
+            rebuilt = (score - mean) / (std + _EPS)
+            text = (f"{label} {_signed(actual)} = (R {reward:g}{pen} − mean {mean:.2f}) / "
+                    f"std {std:.2f} over {where}")
+        text += f": {counts}"
+    if not np.isclose(rebuilt, actual, rtol=1e-6, atol=1e-8):
+        return None
+    return actual, text
+
+
+def _episode_comparison(result: Comparison, a: str, b: str, i: int) -> str:
+    """Where the two estimators' episode-level values at step ``i`` differ, and why; "" when
+    they do not both have one, or it is the same."""
+    found = []
+    for name in (a, b):
+        parts = result.parts.get(name, pd.DataFrame()).columns
+        part = next((p for p in parts if p in EPISODE_PARTS), None)
+        value = _episode_value(result, name, part, i)
+        if value is not None:
+            found.append((name, part, *value))
+    if len(found) < 2 or abs(found[0][2] - found[1][2]) < 0.005:
+        return ""
+    reasons = []
+    kinds = [EPISODE_PARTS.get(p) if p else EPISODE_ESTIMATORS[n] for n, p, *_ in found]
+    if len(set(kinds)) > 1:
+        reasons.append("they normalise over different sets (" + " vs ".join(
+            f"{n}: {k}" for (n, *_), k in zip(found, kinds, strict=True)) + ")")
+    settings = [estimator_settings(result, n) for n, *_ in found]
+    modes = [str(s.get("mode", "mean_std_norm")) if k != "others" else "no normalisation"
+             for s, k in zip(settings, kinds, strict=True)]
+    if len(set(modes)) > 1:
+        reasons.append("normalisation " + " vs ".join(modes))
+    invalid = int((~result.table["valid"].to_numpy(dtype=bool)).sum())
+    penalties = [float(s.get("penalty", 0.0)) if k == "step rows" else 0.0
+                 for s, k in zip(settings, kinds, strict=True)]
+    if invalid and len(set(penalties)) > 1:
+        here = "" if result.table["valid"].iloc[i] else ", this one among them"
+        reasons.append("the invalid-action penalty: " + " vs ".join(
+            f"{n}'s {p:g}" if p else f"none in {n}'s" for (n, *_), p in
+            zip(found, penalties, strict=True))
+            + f", on {invalid} of the group's step rows{here}")
+    why = f" Why: {'; '.join(reasons)}." if reasons else ""
+    return f"Episode-level values differ: {found[0][3]}; {found[1][3]}.{why}"
+
+
+def explain_disagreements(result: Comparison, a: str, b: str,
+                          diff: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Why ``a`` and ``b`` disagree in sign at each step of ``diff`` (default:
+    :func:`sign_disagreements` of ``result``), rows as ``diff``'s: ``decided by`` — the
+    term deciding each side's sign (the part with the largest share in the direction of its
+    advantage, ``"g2po · A^EC"``; an estimator without parts decides by itself), as
+    ``"<a's> vs <b's>"``; ``why`` — each side in words and numbers ("g2po > 0 (+3.89): the
+    edge term A^EC +2.96 — this transition's TD error is in the group's top 5 % — outweighs
+    the episode term A^EP −0.85 of a truncated rollout …"); ``episode`` — where their
+    episode-level values (GRPO's, G2PO's A^EP …) differ, each rebuilt from the group's rewards
+    with its normalisation and penalty, and why ("" where they agree or are not both there).
+    ``result`` holds one group."""
+    if diff is None:
+        diff = sign_disagreements(result.table, a, b, result.parts)
+    position = {(str(tr), int(t)): i for i, (tr, t) in
+                enumerate(zip(result.table["traj_id"].astype(str), result.table["t"],
+                              strict=True))}
+    shares = {name: contributions(result, name) for name in (a, b)}
+    rows = []
+    for tr, t in zip(diff["traj_id"].astype(str), diff["t"], strict=True):
+        i = position[(tr, int(t))]
+        (term_a, why_a), (term_b, why_b) = (_sign_sentence(result, n, shares[n], i)
+                                            for n in (a, b))
+        rows.append((f"{term_a} vs {term_b}", f"{why_a}. {why_b}.",
+                     _episode_comparison(result, a, b, i)))
+    return pd.DataFrame(rows, columns=["decided by", "why", "episode"], index=diff.index)
+
+
+def disagreement_counts(explained: pd.DataFrame) -> pd.Series:
+    """How many disagreements each pair of deciding terms explains, most first (ties by
+    name): the summary above the list."""
+    counts = explained["decided by"].value_counts()
+    return counts.iloc[np.lexsort((counts.index.to_numpy(dtype=str), -counts.to_numpy()))]
