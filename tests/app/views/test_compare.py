@@ -178,7 +178,8 @@ def test_disagreements_show_node_outcome_parts_by_z_gap(runs_root):
     assert len(diff) > 0
     assert diff.columns.tolist() == [
         "rollout", "t", "node", "outcome", "g2po", "g2po · A^EP", "g2po · A^NC", "g2po · A^EC",
-        "gigpo", "gigpo · A^EP", "gigpo · A^S", "z gap", "action", "observation"]
+        "gigpo", "gigpo · A^EP", "gigpo · A^S", "z gap", "decided by", "action",
+        "observation"]
     assert diff["z gap"].is_monotonic_decreasing
     np.testing.assert_allclose(diff["g2po"], diff["g2po · A^EP"] + diff["g2po · A^NC"]
                                + diff["g2po · A^EC"])
