@@ -5,6 +5,7 @@ estimators disagree in sign, with what each estimator's parts say there."""
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from dataclasses import dataclass, field
 
@@ -283,7 +284,7 @@ def contributions(result: Comparison, name: str) -> pd.DataFrame | None:
     if parts is None or parts.empty:
         return None
     settings = estimator_settings(result, name)
-    if name == "hgpo":
+    if name == "hgpo" and all(c == "A^EP" or re.fullmatch(r"A\^k\d+", c) for c in parts):
         weights = _hgpo_weights(parts, float(settings.get("length_weight_alpha", 1.0)))
     elif name in PART_WEIGHTS and set(PART_WEIGHTS[name]) == set(parts.columns):
         weights = pd.DataFrame({c: np.full(len(parts), float(settings[w]) if isinstance(w, str)
@@ -320,169 +321,175 @@ def _words(part: str) -> str:
     return f"{TERM_WORDS[part]} {part}" if part in TERM_WORDS else f"term {part}"
 
 
-def _share(values: np.ndarray, i: int, among: np.ndarray) -> str:
-    """Where ``values[i]`` sits among ``values[among]``: the group's top / bottom x %."""
-    v, pool = values[i], values[among]
+def _share(values: np.ndarray, i: int) -> str:
+    """Where ``values[i]`` sits among all of ``values``: the group's top / bottom x %."""
+    v = values[i]
     if v > 0:
-        return f"top {max(1, int(np.ceil(100 * np.mean(pool >= v))))} %"
-    return f"bottom {max(1, int(np.ceil(100 * np.mean(pool <= v))))} %"
-
-
-def _term_context(result: Comparison, name: str, part: str, i: int) -> str:
-    """Why one part is what it is at step ``i``, from the group's other steps."""
-    table = result.table
-    values = result.parts[name][part].to_numpy(dtype=np.float64)
-    everyone = np.ones(len(table), dtype=bool)
-    if part in ("A^EC", "A^credit"):
-        what = "TD error" if part == "A^EC" else "potential gain"
-        return f"this transition's {what} is in the group's {_share(values, i, everyone)}"
-    if part in ("A^NC", "A^S"):
-        same = table["node"].to_numpy() == table["node"].iloc[i]
-        others = same.copy()
-        others[i] = False
-        n = int(others.sum())
-        if n == 0:
-            return f"node {table['node'].iloc[i]} is visited once"
-        beaten = int(np.sum(values[others] < values[i]) if values[i] > 0
-                     else np.sum(values[others] > values[i]))
-        what = "its next state is worth" if part == "A^NC" else "its discounted return is"
-        return (f"{what} {'more' if values[i] > 0 else 'less'} than at {beaten} of node "
-                f"{table['node'].iloc[i]}'s {n} other visit{'s' if n != 1 else ''}")
-    if part in EPISODE_PARTS:
-        return _rollout_words(table, i)
-    if part.startswith("A^k"):
-        return f"its return against the steps sharing its last {part[3:]} state(s)"
-    return ""
+        return f"top {max(1, int(np.ceil(100 * np.mean(values >= v))))} %"
+    return f"bottom {max(1, int(np.ceil(100 * np.mean(values <= v))))} %"
 
 
 _OUTCOME_WORDS = {"success": "successful", "failure": "failed", "truncated": "truncated"}
 
 
-def _rollout_words(table: pd.DataFrame, i: int) -> str:
-    row = table.iloc[i]
-    invalid = "" if bool(row["valid"]) else ", an invalid action here"
-    outcome = _OUTCOME_WORDS.get(row["outcome"], row["outcome"])
-    return f"of a {outcome} rollout (R = {float(row['episode_reward']):g}{invalid})"
+class _Group:
+    """What the explanations read of one comparison, taken out of its frames once (the
+    sentences are written step by step, and pandas lookups per step would dominate)."""
 
+    def __init__(self, result: Comparison, names: tuple[str, ...]):
+        table = result.table
+        self.result = result
+        self.adv = {n: table[n].to_numpy(dtype=np.float64) for n in names}
+        self.parts = {n: {c: result.parts[n][c].to_numpy(dtype=np.float64)
+                          for c in result.parts[n].columns}
+                      for n in names if n in result.parts}
+        self.shares = {n: contributions(result, n) for n in names}
+        self.shares = {n: None if v is None else v.to_numpy(dtype=np.float64)
+                       for n, v in self.shares.items()}
+        self.settings = {n: estimator_settings(result, n) for n in names}
+        self.node = table["node"].to_numpy()
+        self.outcome = table["outcome"].astype(str).to_numpy()
+        self.reward = table["episode_reward"].to_numpy(dtype=np.float64)
+        self.valid = table["valid"].to_numpy(dtype=bool)
+        self.per_traj = table.groupby("traj_id", sort=False)["episode_reward"].first(
+            ).to_numpy(dtype=np.float64)
 
-def _sign_sentence(result: Comparison, name: str, shares: pd.DataFrame | None, i: int
-                   ) -> tuple[str, str]:
-    """(what decides ``name``'s sign at step ``i``, the sentence saying so)."""
-    value = float(result.table[name].iloc[i])
-    head = f"{name} {'>' if value > 0 else '<'} 0 ({_signed(value)})"
-    if shares is None:
-        if name in EPISODE_ESTIMATORS:
-            return name, (f"{head}: one value for the whole rollout, that "
-                          f"{_rollout_words(result.table, i)}")
-        return name, f"{head}: its advantage has no parts to tell apart"
-    row = shares.iloc[i].to_numpy(dtype=np.float64)
-    sign = np.sign(value)
-    top = int(np.argmax(sign * row))
-    part = shares.columns[top]
-    context = _term_context(result, name, part, i)
-    said = f"{head}: the {_words(part)} {_signed(row[top])}" + (f" — {context} —" if context
-                                                                   else "")
-    against = [j for j in range(len(row)) if sign * row[j] < -1e-9]
-    if against:
-        others = ", ".join(
-            f"the {_words(shares.columns[j])} {_signed(row[j])}"
-            + (f" {c}" if (c := _term_context(result, name, shares.columns[j], i))
-               and shares.columns[j] in EPISODE_PARTS else "") for j in against)
-        said += f" outweighs {others}"
-    else:
-        said += " and every other term points the same way"
-    weighted = any(not np.isclose(row[j], result.parts[name].iloc[i, j])
-                   for j in range(len(row)))
-    return f"{name} · {part}", said + (" (terms as weighted in the sum)" if weighted else "")
+    def rollout_words(self, i: int) -> str:
+        invalid = "" if self.valid[i] else ", an invalid action here"
+        outcome = _OUTCOME_WORDS.get(self.outcome[i], self.outcome[i])
+        return f"of a {outcome} rollout (R = {self.reward[i]:g}{invalid})"
 
-
-def _episode_value(result: Comparison, name: str, part: str | None, i: int
-                   ) -> tuple[float, str] | None:
-    """An episode-level value at step ``i`` (the estimator ``name`` or its ``part``) and how
-    it is computed, in numbers, rebuilt from the group's rewards by the spec; None when the
-    value is not episode-level, or the rebuilt value does not match the estimator's."""
-    kind = EPISODE_PARTS.get(part) if part else EPISODE_ESTIMATORS.get(name)
-    if kind is None:
-        return None
-    actual = float(result.table[name].iloc[i] if part is None
-                   else result.parts[name][part].iloc[i])
-    settings = estimator_settings(result, name)
-    mode = str(settings.get("mode", "mean_std_norm"))
-    table = result.table
-    label = name if part is None else f"{name}'s {part}"
-    reward = float(table["episode_reward"].iloc[i])
-    per_traj = table.groupby("traj_id", sort=False)["episode_reward"].first().to_numpy(
-        dtype=np.float64)
-    if kind == "others":
-        n = len(per_traj)
-        base = (per_traj.sum() - reward) / max(n - 1, 1)
-        rebuilt = reward - base if n > 1 else 0.0
-        text = (f"{label} {_signed(actual)} = R {reward:g} − {base:.2f}, the mean reward of "
-                f"the other {n - 1} rollouts")
-    else:
-        if kind == "rollouts":
-            scores, score = per_traj, reward
-            where, counts = f"the group's {len(per_traj)} rollouts", "each rollout counts once"
-            # a lone rollout: 0, as every singleton set (estimators.md)
-            mean, std = (scores.mean(), scores.std(ddof=1)) if len(scores) > 1 else (score, 1.0)
-            pen = ""
-        else:
-            penalty = float(settings.get("penalty", 0.0))
-            invalid = ~table["valid"].to_numpy(dtype=bool)
-            scores = table["episode_reward"].to_numpy(dtype=np.float64) - penalty * invalid
-            score = float(scores[i])
-            where = f"the group's {len(scores)} step rows"
-            counts = "a rollout counts once per step, so long rollouts weigh more"
-            # a lone step row: mean 0, std 1 (estimators.md, step 6)
-            mean, std = (scores.mean(), scores.std(ddof=1)) if len(scores) > 1 else (0.0, 1.0)
-            pen = f" − penalty {penalty:g}" if invalid[i] and penalty else ""
-        if mode == "mean_norm":
-            rebuilt = score - mean
-            text = (f"{label} {_signed(actual)} = R {reward:g}{pen} − mean {mean:.2f} over "
-                    f"{where} (mean_norm: not divided by the std)")
-        else:
-            rebuilt = (score - mean) / (std + _EPS)
-            text = (f"{label} {_signed(actual)} = (R {reward:g}{pen} − mean {mean:.2f}) / "
-                    f"std {std:.2f} over {where}")
-        text += f": {counts}"
-    if not np.isclose(rebuilt, actual, rtol=1e-6, atol=1e-8):
-        return None
-    return actual, text
-
-
-def _episode_comparison(result: Comparison, a: str, b: str, i: int) -> str:
-    """Where the two estimators' episode-level values at step ``i`` differ, and why; "" when
-    they do not both have one, or it is the same."""
-    found = []
-    for name in (a, b):
-        parts = result.parts.get(name, pd.DataFrame()).columns
-        part = next((p for p in parts if p in EPISODE_PARTS), None)
-        value = _episode_value(result, name, part, i)
-        if value is not None:
-            found.append((name, part, *value))
-    if len(found) < 2 or abs(found[0][2] - found[1][2]) < 0.005:
+    def term_context(self, name: str, part: str, i: int) -> str:
+        """Why one part is what it is at step ``i``, from the group's other steps."""
+        values = self.parts[name][part]
+        if part in ("A^EC", "A^credit"):
+            what = "TD error" if part == "A^EC" else "potential gain"
+            return f"this transition's {what} is in the group's {_share(values, i)}"
+        if part in ("A^NC", "A^S"):
+            others = self.node == self.node[i]
+            others[i] = False
+            n, node = int(others.sum()), self.node[i]
+            if n == 0:
+                return f"node {node} is visited once"
+            beaten = int(np.sum(values[others] < values[i]) if values[i] > 0
+                         else np.sum(values[others] > values[i]))
+            what = "its next state is worth" if part == "A^NC" else "its discounted return is"
+            return (f"{what} {'more' if values[i] > 0 else 'less'} than at {beaten} of node "
+                    f"{node}'s {n} other visit{'s' if n != 1 else ''}")
+        if part in EPISODE_PARTS:
+            return self.rollout_words(i)
+        if part.startswith("A^k"):
+            return f"its return against the steps sharing its last {part[3:]} state(s)"
         return ""
-    reasons = []
-    kinds = [EPISODE_PARTS.get(p) if p else EPISODE_ESTIMATORS[n] for n, p, *_ in found]
-    if len(set(kinds)) > 1:
-        reasons.append("they normalise over different sets (" + " vs ".join(
-            f"{n}: {k}" for (n, *_), k in zip(found, kinds, strict=True)) + ")")
-    settings = [estimator_settings(result, n) for n, *_ in found]
-    modes = [str(s.get("mode", "mean_std_norm")) if k != "others" else "no normalisation"
-             for s, k in zip(settings, kinds, strict=True)]
-    if len(set(modes)) > 1:
-        reasons.append("normalisation " + " vs ".join(modes))
-    invalid = int((~result.table["valid"].to_numpy(dtype=bool)).sum())
-    penalties = [float(s.get("penalty", 0.0)) if k == "step rows" else 0.0
-                 for s, k in zip(settings, kinds, strict=True)]
-    if invalid and len(set(penalties)) > 1:
-        here = "" if result.table["valid"].iloc[i] else ", this one among them"
-        reasons.append("the invalid-action penalty: " + " vs ".join(
-            f"{n}'s {p:g}" if p else f"none in {n}'s" for (n, *_), p in
-            zip(found, penalties, strict=True))
-            + f", on {invalid} of the group's step rows{here}")
-    why = f" Why: {'; '.join(reasons)}." if reasons else ""
-    return f"Episode-level values differ: {found[0][3]}; {found[1][3]}.{why}"
+
+    def sign_sentence(self, name: str, i: int) -> tuple[str, str]:
+        """(what decides ``name``'s sign at step ``i``, the sentence saying so)."""
+        value = self.adv[name][i]
+        head = f"{name} {'>' if value > 0 else '<'} 0 ({_signed(value)})"
+        shares = self.shares[name]
+        if shares is None:
+            if name in EPISODE_ESTIMATORS:
+                return name, (f"{head}: one value for the whole rollout, that "
+                              f"{self.rollout_words(i)}")
+            return name, f"{head}: its advantage has no parts to tell apart"
+        labels = list(self.parts[name])
+        row, raw = shares[i], np.array([self.parts[name][c][i] for c in labels])
+        sign = np.sign(value)
+        top = int(np.argmax(sign * row))
+        context = self.term_context(name, labels[top], i)
+        said = f"{head}: the {_words(labels[top])} {_signed(row[top])}" + (
+            f" — {context} —" if context else "")
+        against = [j for j in range(len(row)) if sign * row[j] < -1e-9]
+        if against:
+            said += " outweighs " + ", ".join(
+                f"the {_words(labels[j])} {_signed(row[j])}"
+                + (f" {self.rollout_words(i)}" if labels[j] in EPISODE_PARTS else "")
+                for j in against)
+        else:
+            said += " and every other term points the same way"
+        if not np.allclose(row, raw):
+            said += " (terms as weighted in the sum)"
+        return f"{name} · {labels[top]}", said
+
+    def episode_value(self, name: str, part: str | None, i: int) -> tuple[float, str] | None:
+        """An episode-level value at step ``i`` (the estimator ``name`` or its ``part``) and
+        how it is computed, in numbers, rebuilt from the group's rewards by the spec; None
+        when the value is not episode-level, or the rebuilt value does not match."""
+        kind = EPISODE_PARTS.get(part) if part else EPISODE_ESTIMATORS.get(name)
+        if kind is None:
+            return None
+        actual = self.adv[name][i] if part is None else self.parts[name][part][i]
+        settings = self.settings[name]
+        mode = str(settings.get("mode", "mean_std_norm"))
+        label = name if part is None else f"{name}'s {part}"
+        reward = self.reward[i]
+        if kind == "others":
+            n = len(self.per_traj)
+            base = (self.per_traj.sum() - reward) / max(n - 1, 1)
+            rebuilt = reward - base if n > 1 else 0.0
+            text = (f"{label} {_signed(actual)} = R {reward:g} − {base:.2f}, the mean reward "
+                    f"of the other {n - 1} rollouts")
+        else:
+            if kind == "rollouts":
+                scores, score, pen = self.per_traj, reward, ""
+                where, counts = (f"the group's {len(scores)} rollouts",
+                                 "each rollout counts once")
+                # a lone rollout: 0, as every singleton set (estimators.md)
+                lone = (score, 1.0)
+            else:
+                penalty = float(settings.get("penalty", 0.0))
+                scores = self.reward - penalty * ~self.valid
+                score = scores[i]
+                where = f"the group's {len(scores)} step rows"
+                counts = "a rollout counts once per step, so long rollouts weigh more"
+                pen = f" − penalty {penalty:g}" if not self.valid[i] and penalty else ""
+                lone = (0.0, 1.0)  # a lone step row: mean 0, std 1 (estimators.md, step 6)
+            mean, std = (scores.mean(), scores.std(ddof=1)) if len(scores) > 1 else lone
+            if mode == "mean_norm":
+                rebuilt = score - mean
+                text = (f"{label} {_signed(actual)} = R {reward:g}{pen} − mean {mean:.2f} over "
+                        f"{where} (mean_norm: not divided by the std)")
+            else:
+                rebuilt = (score - mean) / (std + _EPS)
+                text = (f"{label} {_signed(actual)} = (R {reward:g}{pen} − mean {mean:.2f}) / "
+                        f"std {std:.2f} over {where}")
+            text += f": {counts}"
+        if not np.isclose(rebuilt, actual, rtol=1e-6, atol=1e-8):
+            return None
+        return actual, text
+
+    def episode_comparison(self, a: str, b: str, i: int) -> str:
+        """Where the two estimators' episode-level values at step ``i`` differ, and why; ""
+        when they do not both have one, or it is the same."""
+        found = []
+        for name in (a, b):
+            part = next((p for p in self.parts.get(name, {}) if p in EPISODE_PARTS), None)
+            value = self.episode_value(name, part, i)
+            if value is not None:
+                kind = EPISODE_PARTS[part] if part else EPISODE_ESTIMATORS[name]
+                found.append((name, kind, *value))
+        if len(found) < 2 or abs(found[0][2] - found[1][2]) < 0.005:
+            return ""
+        reasons = []
+        kinds = [kind for _, kind, *_ in found]
+        if len(set(kinds)) > 1:
+            reasons.append("they normalise over different sets (" + " vs ".join(
+                f"{n}: {k}" for n, k, *_ in found) + ")")
+        modes = [str(self.settings[n].get("mode", "mean_std_norm")) if k != "others"
+                 else "no normalisation" for n, k, *_ in found]
+        if len(set(modes)) > 1:
+            reasons.append("normalisation " + " vs ".join(modes))
+        invalid = int((~self.valid).sum())
+        penalties = [float(self.settings[n].get("penalty", 0.0)) if k == "step rows" else 0.0
+                     for n, k, *_ in found]
+        if invalid and len(set(penalties)) > 1:
+            here = "" if self.valid[i] else ", this one among them"
+            reasons.append("the invalid-action penalty: " + " vs ".join(
+                f"{n}'s {p:g}" if p else f"none in {n}'s"
+                for (n, *_), p in zip(found, penalties, strict=True))
+                + f", on {invalid} of the group's step rows{here}")
+        why = f" Why: {'; '.join(reasons)}." if reasons else ""
+        return f"Episode-level values differ: {found[0][3]}; {found[1][3]}.{why}"
 
 
 def explain_disagreements(result: Comparison, a: str, b: str,
@@ -502,14 +509,13 @@ def explain_disagreements(result: Comparison, a: str, b: str,
     position = {(str(tr), int(t)): i for i, (tr, t) in
                 enumerate(zip(result.table["traj_id"].astype(str), result.table["t"],
                               strict=True))}
-    shares = {name: contributions(result, name) for name in (a, b)}
+    group = _Group(result, (a, b))
     rows = []
     for tr, t in zip(diff["traj_id"].astype(str), diff["t"], strict=True):
         i = position[(tr, int(t))]
-        (term_a, why_a), (term_b, why_b) = (_sign_sentence(result, n, shares[n], i)
-                                            for n in (a, b))
+        (term_a, why_a), (term_b, why_b) = (group.sign_sentence(n, i) for n in (a, b))
         rows.append((f"{term_a} vs {term_b}", f"{why_a}. {why_b}.",
-                     _episode_comparison(result, a, b, i)))
+                     group.episode_comparison(a, b, i)))
     return pd.DataFrame(rows, columns=["decided by", "why", "episode"], index=diff.index)
 
 
