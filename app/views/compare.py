@@ -168,9 +168,9 @@ def render(ctx: AppContext) -> None:
                  if result.text_column == "observation" else
                  fmt("`state_key`: the state key the step merged by (the log has no "
                      "observation column)."))
-    more = (" `response`: the model's output." if "response" in result.texts else "") + \
-        (" Click a row for the step's whole texts" + (", the whole prompt among them."
-                                                      if "prompt" in result.texts else "."))
+    more = fmt("{} Click a row for the step's whole texts{}",
+               fmt(" `response`: the model's output.") if "response" in result.texts else "",
+               ", the whole prompt among them." if "prompt" in result.texts else ".")
     st.caption(fmt("`rollout`: the part of the trajectory id that tells it from the group's "
                    "others; `node`: {}; `outcome`: what its trajectory reached. {}{}",
                    node_text, text_text, more))
