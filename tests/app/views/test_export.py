@@ -4,10 +4,10 @@ import json
 import pandas as pd
 
 import loaders
+from app.export import table_bytes
 from app.views.export import export_table, file_stem
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
-from app.export import table_bytes
 from tests.app.builders import XSS_IMG, app_test, write_cut_csv
 from tests.loaders.builders import SYSTEM, agent_loop_entries, write_verl_dump
 
