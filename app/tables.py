@@ -95,7 +95,8 @@ def step_table(graph: StateGraph, traj_id: str | Iterable[str] | None = None,
     ``graph.steps``), ordered by trajectory (naturally) then step: rollout (the part of its id
     that tells it from the others, cut in the middle when long), t, node, A, A^EP, A^NC, A^EC,
     TD error, V, V′, valid, end (the terminal the last step leads to: success, failure or
-    truncated), action, observation (both truncated to ``text_limit``). The index is the
+    truncated), action, observation and, where the log has it, response (truncated to
+    ``text_limit``). The index is the
     step's position in ``graph.steps``."""
     steps = graph.steps.reset_index(drop=True)
     if rows is not None:
@@ -119,6 +120,8 @@ def step_table(graph: StateGraph, traj_id: str | Iterable[str] | None = None,
     out["action"] = steps["action"].map(lambda s: truncate(s, text_limit)).to_numpy()
     out["observation"] = steps[_text_column(steps)].map(lambda s: truncate(s, text_limit)
                                                         ).to_numpy()
+    if "response" in steps.columns:  # the model's output, beside what it answered
+        out["response"] = steps["response"].map(lambda s: truncate(s, text_limit)).to_numpy()
     return out
 
 

@@ -22,7 +22,9 @@ observation (:func:`default_state`): the last user / tool / environment message 
 (chat templates: Qwen / ChatML, Llama 3), and inside it, when it is an agent prompt in the
 paper's format (g2po's own, verl-agent's), only the current observation — not the task, the
 history or the admissible actions, which differ between rollouts in the same state. Pass
-``state_regex`` to extract it yourself. Without ``uid`` (older verl, or the legacy trainer),
+``state_regex`` to extract it yourself. ``observation`` is that current observation by the
+default rule (the whole input where the rule finds none), next to ``response`` (the output);
+the whole ``input`` is kept as ``prompt``. Without ``uid`` (older verl, or the legacy trainer),
 each line is one whole trajectory of one step, and lines with the same ``input`` form a group.
 
 This module reads one dump file; a dump directory is opened by :mod:`loaders.verl_dump`.
@@ -255,16 +257,18 @@ def verl_steps(
     # State key: the current observation.
     state_rx = _compile(state_regex, "state_regex")
     states: list[str] = []
+    observations: list[str] = []  # the default rule's text: what the policy saw this turn
     missed: list[int] = []
     for line, text in zip(frame.index, inputs, strict=True):
+        seen = default_state(text)
         key = _user_extract(state_rx, text, source, line, "input") if state_rx is not None \
-            else default_state(text)
+            else seen
+        seen = text.strip() if seen is None else seen
         if key is None:
-            if state_rx is not None:
-                key = default_state(text)
             missed.append(line)
-            key = text.strip() if key is None else key
+            key = seen
         states.append(key)
+        observations.append(seen)
     if missed:
         if state_rx is not None and len(missed) == len(frame):
             raise LogFormatError(f"{source}: state_regex {state_rx.pattern!r} matches no line's "
@@ -294,8 +298,9 @@ def verl_steps(
         "t": t,
         "state_key": states,
         "action": actions,
-        "observation": inputs,
+        "observation": observations,
         "response": outputs,
+        "prompt": inputs,
     }, index=frame.index)
     add_rewards(steps, score.to_numpy(dtype=np.float64), source, report)
     if "is_action_valid" in frame.columns:

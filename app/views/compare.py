@@ -26,6 +26,8 @@ from g2po.analysis.compare import (
     DEFAULT_ESTIMATORS,
     Comparison,
     compare_estimators,
+    disagreement_counts,
+    explain_disagreements,
     parameter_choices,
     rank_correlation,
     sign_disagreements,
@@ -39,12 +41,16 @@ from g2po.outcomes import OutcomeRule
 from g2po.params import STATE_KEY_CHOICES, G2POParams
 
 __all__ = ["render", "estimator_defaults", "state_key_options", "open_in_explorer",
-           "NORMALISE", "DIFF_KEY"]
+           "step_texts", "NORMALISE", "DIFF_KEY", "STEPS_KEY", "REASONS_SHOWN"]
 
 #: Display choices: the estimators' own values, or each z-scored over the group.
 NORMALISE = ("raw values", "z-scored over the group")
 #: The sign-disagreement table; a row picked there opens the step in the group explorer.
 DIFF_KEY = "cmp_diff"
+#: The per-step table; a row picked there shows the step's whole texts below it.
+STEPS_KEY = "cmp_steps"
+#: Disagreements explained in words on the page itself; the rest sit in an expander.
+REASONS_SHOWN = 5
 
 
 def estimator_defaults(name: str, params: G2POParams, rule: OutcomeRule) -> dict[str, object]:
@@ -61,10 +67,9 @@ def _comparison(_log, key: str, train_step: int, group_id: str, names: tuple[str
     steps = data.load_group(_log, key, train_step, group_id)
     result = compare_estimators(steps, list(names), json.loads(params_json), state_key,
                                 rule=rule)
-    text = result.text_column
-    shown = result.table.assign(**{"action": result.table["action"].map(_short),
-                                   text: result.table[text].map(_short)})
-    return replace(result, table=shown)
+    text_cols = [c for c in ("action", result.text_column, "response") if c in result.table]
+    shown = result.table.assign(**{c: result.table[c].map(_short) for c in text_cols})
+    return replace(result, table=shown)  # result.texts keeps the whole texts
 
 
 def state_key_options(sidebar: str) -> list[str]:
@@ -163,11 +168,18 @@ def render(ctx: AppContext) -> None:
                  if result.text_column == "observation" else
                  fmt("`state_key`: the state key the step merged by (the log has no "
                      "observation column)."))
+    more = fmt("{} Click a row for the step's whole texts{}",
+               fmt(" `response`: the model's output.") if "response" in result.texts else "",
+               ", the whole prompt among them." if "prompt" in result.texts else ".")
     st.caption(fmt("`rollout`: the part of the trajectory id that tells it from the group's "
-                   "others; `node`: {}; `outcome`: what its trajectory reached. {}",
-                   node_text, text_text))
-    st.dataframe(style_diverging(_with_short_ids(shown_table, short), ran), hide_index=True,
-                 height=360)
+                   "others; `node`: {}; `outcome`: what its trajectory reached. {}{}",
+                   node_text, text_text, more))
+    event = st.dataframe(style_diverging(_with_short_ids(shown_table, short), ran),
+                         hide_index=True, height=360, key=STEPS_KEY, on_select="rerun",
+                         selection_mode="single-row")
+    picked = picked_row(event, len(table))
+    if picked is not None:
+        step_texts(result, picked, short)
 
     st.subheader("Per trajectory")
     facts = trajectory_facts(table)
@@ -201,6 +213,25 @@ def render(ctx: AppContext) -> None:
         _disagreements(ctx, result, short)
 
 
+def step_texts(result: Comparison, row: int, short: dict[str, str]) -> None:
+    """The whole texts of the table's ``row``-th step: its observation (or state key) next to
+    the model's response, and the whole prompt one click away (log text, shown as code)."""
+    step = result.table.iloc[row]
+    texts = result.texts.iloc[row]
+    md("**Step {} of {}** (node {})", int(step["t"]), short.get(str(step["traj_id"]),
+                                                               step["traj_id"]), step["node"])
+    left, right = st.columns(2)
+    left.markdown(fmt("**{}**", "Observation" if result.text_column == "observation"
+                      else "State key"))
+    left.code(str(texts[result.text_column]), language=None, wrap_lines=True)
+    right.markdown("**Model response**" if "response" in texts else "**Action**")
+    right.code(str(texts["response"] if "response" in texts else step["action"]),
+               language=None, wrap_lines=True)
+    if "prompt" in texts and isinstance(texts["prompt"], str):
+        with st.expander(fmt("The whole prompt ({:,} characters)", len(texts["prompt"]))):
+            st.code(texts["prompt"], language=None, wrap_lines=True)
+
+
 def _with_short_ids(table: pd.DataFrame, short: dict[str, str]) -> pd.DataFrame:
     """``table`` with its trajectory ids shortened, as a first column ``rollout``."""
     out = table.rename(columns={"traj_id": "rollout"})
@@ -222,20 +253,51 @@ def _disagreements(ctx: AppContext, result: Comparison, short: dict[str, str]) -
         st.caption("Choose two different estimators.")
         return
     diff = sign_disagreements(table, a, b, result.parts)
+    why = explain_disagreements(result, a, b, diff)
     st.caption(fmt("{} of {} steps get opposite signs from {} and {}, each shown with the "
                    "parts of its advantage. Widest disagreement first: `z gap` compares the two "
                    "on one scale (each estimator's advantages z-scored over the group's steps), "
-                   "since their raw values may be normalised differently. Click a row to open "
-                   "the step in the group explorer.", len(diff), len(table), a, b))
+                   "since their raw values may be normalised differently; `decided by`: the "
+                   "term that sets each one's sign (its part with the largest share in that "
+                   "direction). Click a row to open the step in the group explorer.",
+                   len(diff), len(table), a, b))
+    if len(diff):
+        md("**By deciding term** ({}'s vs {}'s)", a, b)
+        for term, n in disagreement_counts(why).items():
+            md("- {}: {} step(s)", term, int(n))
     numbers = [c for c in diff.columns if c == a or c == b or c.startswith((f"{a} · ",
                                                                              f"{b} · "))]
-    event = st.dataframe(style_diverging(_with_short_ids(diff, short), [*numbers, "z gap"]),
+    at = diff.columns.get_loc("z gap") + 1
+    shown = pd.concat([diff.iloc[:, :at], why[["decided by"]], diff.iloc[:, at:]], axis=1)
+    event = st.dataframe(style_diverging(_with_short_ids(shown, short), [*numbers, "z gap"]),
                          hide_index=True, key=DIFF_KEY, on_select="rerun",
                          selection_mode="single-row")
     picked = picked_row(event, len(diff))
     if picked is not None:
         step = diff.iloc[picked]
         open_in_explorer(ctx, str(step["traj_id"]), int(step["t"]))
+    _reasons(diff, why, short)
+
+
+def _reasons(diff: pd.DataFrame, why: pd.DataFrame, short: dict[str, str]) -> None:
+    """Each disagreement in words and numbers (the widest first, the rest one click away),
+    then where the two estimators' episode-level values differ (said once per distinct
+    sentence)."""
+    if diff.empty:
+        return
+    rows = list(zip(diff["traj_id"].astype(str), diff["t"], why["why"], strict=True))
+    st.markdown("**Why, step by step**")
+    for traj, t, said in rows[:REASONS_SHOWN]:
+        md("- **{} t={}**: {}", short.get(traj, traj), int(t), said)
+    if len(rows) > REASONS_SHOWN:
+        with st.expander(fmt("The other {} disagreements", len(rows) - REASONS_SHOWN)):
+            for traj, t, said in rows[REASONS_SHOWN:]:
+                md("- **{} t={}**: {}", short.get(traj, traj), int(t), said)
+    episode = [e for e in pd.unique(why["episode"]) if e]
+    if episode:
+        md("**Episode-level values** ({} distinct case(s) among these steps)", len(episode))
+        for said in episode:
+            md("- {}", said)
 
 
 def open_in_explorer(ctx: AppContext, traj_id: str, t: int) -> None:

@@ -699,3 +699,6 @@ def _step_text(graph: StateGraph, traj_id: str, labels: dict[str, str]) -> None:
     if "response" in steps.columns and isinstance(row["response"], str):
         st.markdown("**Model response**")
         st.code(row["response"], language=None, wrap_lines=True)
+    if "prompt" in steps.columns and isinstance(row["prompt"], str):  # a verl dump's input
+        with st.expander(fmt("The whole prompt ({:,} characters)", len(row["prompt"]))):
+            st.code(row["prompt"], language=None, wrap_lines=True)

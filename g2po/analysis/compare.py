@@ -5,6 +5,7 @@ estimators disagree in sign, with what each estimator's parts say there."""
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from dataclasses import dataclass, field
 
@@ -14,14 +15,16 @@ import pandas as pd
 from g2po.analysis.labels import natural_key
 from g2po.analysis.state_graph import StateGraph
 from g2po.errors import G2POError
-from g2po.estimators import compute_advantages, estimate, get_estimator
+from g2po.estimators import compute_advantages, estimate, estimator_params, get_estimator
 from g2po.node_ids import step_node_ids
 from g2po.outcomes import OutcomeRule, outcome_labels, truncated_steps
 from g2po.segments import NORM_MODES
 
 __all__ = ["Comparison", "compare_estimators", "rank_correlation", "sign_disagreements",
            "zscore", "parameter_choices", "part_label", "trajectory_facts", "step_location",
-           "DEFAULT_ESTIMATORS", "KNOWN_CHOICES", "PART_PREFIX"]
+           "explain_disagreements", "disagreement_counts", "contributions",
+           "estimator_settings", "DEFAULT_ESTIMATORS", "KNOWN_CHOICES", "PART_PREFIX",
+           "TEXT_EXTRAS", "TERM_WORDS", "PART_WEIGHTS", "EPISODE_ESTIMATORS", "EPISODE_PARTS"]
 
 DEFAULT_ESTIMATORS = ("g2po", "grpo", "gigpo")
 #: Choices of text parameters whose annotation does not list them (a user's estimator
@@ -29,6 +32,9 @@ DEFAULT_ESTIMATORS = ("g2po", "grpo", "gigpo")
 KNOWN_CHOICES: dict[str, tuple[str, ...]] = {"mode": NORM_MODES,
                                              "terminal": ("binary", "reward")}
 _KEY = ["traj_id", "t"]
+#: The step texts kept beside the text column: the model's output, and the whole model input
+#: (a verl dump's ``prompt``, of which ``observation`` is the current part).
+TEXT_EXTRAS = ("response", "prompt")
 #: An estimator's output columns named ``adv_…`` are the parts of its advantage (G2PO's
 #: ``adv_ep``, ``adv_nc``, ``adv_ec``; GiGPO's ``adv_ep``, ``adv_step``; HGPO's ``adv_k1`` …).
 PART_PREFIX = "adv_"
@@ -72,9 +78,12 @@ class Comparison:
     the group's state graph gives the step's state under the comparison's state key, as the
     group explorer numbers it), outcome (``success``, ``failure`` or ``truncated``: what the
     step's trajectory reached), episode_reward, valid, one float column per estimator that ran
-    (named by the estimator), then action and the step's text; ``text_column``: the name of the
-    text column, ``observation`` (what the policy saw) where the log has one, else
-    ``state_key``; ``parts``: estimator → its parts (the ``adv_…`` columns it returned, named by
+    (named by the estimator), then action, the step's text and ``response`` (the model's
+    output, where the log has it); ``text_column``: the name of the text column,
+    ``observation`` (what the policy saw) where the log has one, else ``state_key``;
+    ``texts``: the step's whole texts, rows as ``table``'s (the text column, ``response``
+    and ``prompt``, the whole model input of a verl dump, where the log has them); ``parts``:
+    estimator → its parts (the ``adv_…`` columns it returned, named by
     :func:`part_label`; rows as ``table``'s; estimators without parts are absent); ``errors``:
     estimator name → message for those that could not run on this group; ``params``: what
     each ran with."""
@@ -85,6 +94,7 @@ class Comparison:
     params: dict[str, dict] = field(default_factory=dict)
     text_column: str = "state_key"
     parts: dict[str, pd.DataFrame] = field(default_factory=dict)
+    texts: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def compare_estimators(
@@ -136,10 +146,14 @@ def compare_estimators(
             parts[name] = pd.DataFrame({part_label(c): out["__" + c].to_numpy() for c in own})
         ran.append(name)
     table["action"] = ordered["action"].to_numpy()
-    table[text_col] = ordered[text_col].to_numpy()
+    text_cols = [c for c in (text_col, *TEXT_EXTRAS) if c in ordered.columns]
+    texts = ordered[text_cols].reset_index(drop=True)
+    # the prompt stays out of the table (thousands of characters): pages show it on demand
+    for col in [c for c in (text_col, "response") if c in texts.columns]:
+        table[col] = texts[col].to_numpy()
     return Comparison(table=table, estimators=ran, errors=errors,
                       params={n: dict(params.get(n, {})) for n in estimators},
-                      text_column=text_col, parts=parts)
+                      text_column=text_col, parts=parts, texts=texts)
 
 
 def _natural_rank(ids: pd.Series) -> dict[str, int]:
@@ -223,10 +237,290 @@ def sign_disagreements(table: pd.DataFrame, a: str, b: str,
             for col in parts[name].columns:
                 out[f"{name} · {col}"] = parts[name][col].to_numpy()[mask]
     out["z gap"] = np.abs(z[a].to_numpy() - z[b].to_numpy())[mask]
-    for col in ("action", "observation", "state_key"):
+    for col in ("action", "observation", "state_key", "response"):
         if col in table.columns and col not in out.columns:
             out[col] = table.loc[mask, col]
     rank = out["traj_id"].astype(str).map(_natural_rank(out["traj_id"])) if len(out) else []
     return out.assign(_r=rank).sort_values(["z gap", "_r", "t"], ascending=[False, True, True],
                                             kind="stable").drop(columns="_r"
                                                                 ).reset_index(drop=True)
+
+
+# --- Why two estimators disagree --------------------------------------------------------------
+
+#: The words for a part in explanations.
+TERM_WORDS = {"A^EP": "episode term", "A^NC": "node term", "A^EC": "edge term",
+              "A^S": "step term", "A^traj": "trajectory term", "A^credit": "credit term"}
+#: How each built-in estimator weighs its parts (a number, or the parameter holding it); the
+#: weights are checked against the estimator's advantage before they are used.
+PART_WEIGHTS: dict[str, dict[str, float | str]] = {
+    "g2po": {"A^EP": 1.0, "A^NC": "w", "A^EC": "w"},
+    "gigpo": {"A^EP": 1.0, "A^S": "omega"},
+    "graphgpo": {"A^EP": "omega_e", "A^S": "omega_s"},
+    "graphhca": {"A^traj": 1.0, "A^credit": "w"},
+}
+#: Episode-level values: estimators (and parts) that give every step of a rollout its outcome's
+#: value, by the set they normalise over (estimators.md): ``rollouts`` (one R per
+#: trajectory), ``step rows`` (R − p·invalid per step row: trajectories weigh by length),
+#: ``others`` (R minus the mean of the other rollouts' R, RLOO).
+EPISODE_ESTIMATORS = {"grpo": "rollouts", "grpo_steps": "step rows", "g2po_ep": "step rows",
+                      "rloo": "others"}
+EPISODE_PARTS = {"A^EP": "step rows", "A^traj": "rollouts"}
+_EPS = 1e-6
+
+
+def estimator_settings(result: Comparison, name: str) -> dict[str, object]:
+    """The parameters ``name`` ran with in ``result``: its defaults, overridden by the
+    comparison's."""
+    return {**estimator_params(name), **result.params.get(name, {})}
+
+
+def contributions(result: Comparison, name: str) -> pd.DataFrame | None:
+    """Each part's share of ``name``'s advantage, (n_steps, n_parts), rows as ``result.table``:
+    the part times its weight (:data:`PART_WEIGHTS`; HGPO's per-step length weights over its
+    non-zero items). None when ``name`` has no parts, or when the weighted parts do not add up
+    to its advantage (a user's estimator that does not combine its parts linearly)."""
+    parts = result.parts.get(name)
+    if parts is None or parts.empty:
+        return None
+    settings = estimator_settings(result, name)
+    if name == "hgpo" and all(c == "A^EP" or re.fullmatch(r"A\^k\d+", c) for c in parts):
+        weights = _hgpo_weights(parts, float(settings.get("length_weight_alpha", 1.0)))
+    elif name in PART_WEIGHTS and set(PART_WEIGHTS[name]) == set(parts.columns):
+        weights = pd.DataFrame({c: np.full(len(parts), float(settings[w]) if isinstance(w, str)
+                                           else w)
+                                for c, w in PART_WEIGHTS[name].items()})[parts.columns]
+    else:  # a sum of fixed weights, fitted; kept only where it reproduces the advantage
+        fit = np.linalg.lstsq(parts.to_numpy(dtype=np.float64),
+                              result.table[name].to_numpy(dtype=np.float64), rcond=None)[0]
+        weights = pd.DataFrame(np.broadcast_to(fit, parts.shape), columns=parts.columns)
+    shares = parts * weights.to_numpy()
+    adv = result.table[name].to_numpy(dtype=np.float64)
+    if not np.allclose(shares.sum(axis=1).to_numpy(), adv, rtol=1e-6, atol=1e-8):
+        return None
+    return shares
+
+
+def _hgpo_weights(parts: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """HGPO's weight of each item: (k+1)^α over the sum of those of the step's non-zero items
+    (k = 0 for the episode item ``A^EP``, k for ``A^k{k}``)."""
+    ks = [0 if c == "A^EP" else int(c.removeprefix("A^k")) for c in parts.columns]
+    raw = np.array([float(k + 1) ** alpha for k in ks])
+    present = parts.to_numpy(dtype=np.float64) != 0.0
+    total = (present * raw).sum(axis=1, keepdims=True)
+    return pd.DataFrame(np.broadcast_to(raw, parts.shape) / (total + _EPS),
+                        columns=parts.columns)
+
+
+def _signed(value: float) -> str:
+    """+2.96 / −0.85 (a real minus sign), as the page's sentences write numbers."""
+    return f"{value:+.2f}".replace("-", "\u2212")
+
+
+def _words(part: str) -> str:
+    return f"{TERM_WORDS[part]} {part}" if part in TERM_WORDS else f"term {part}"
+
+
+def _share(values: np.ndarray, i: int) -> str:
+    """Where ``values[i]`` sits among all of ``values``: the group's top / bottom x %."""
+    v = values[i]
+    if v > 0:
+        return f"top {max(1, int(np.ceil(100 * np.mean(values >= v))))} %"
+    return f"bottom {max(1, int(np.ceil(100 * np.mean(values <= v))))} %"
+
+
+_OUTCOME_WORDS = {"success": "successful", "failure": "failed", "truncated": "truncated"}
+
+
+class _Group:
+    """What the explanations read of one comparison, taken out of its frames once (the
+    sentences are written step by step, and pandas lookups per step would dominate)."""
+
+    def __init__(self, result: Comparison, names: tuple[str, ...]):
+        table = result.table
+        self.result = result
+        self.adv = {n: table[n].to_numpy(dtype=np.float64) for n in names}
+        self.parts = {n: {c: result.parts[n][c].to_numpy(dtype=np.float64)
+                          for c in result.parts[n].columns}
+                      for n in names if n in result.parts}
+        self.shares = {n: contributions(result, n) for n in names}
+        self.shares = {n: None if v is None else v.to_numpy(dtype=np.float64)
+                       for n, v in self.shares.items()}
+        self.settings = {n: estimator_settings(result, n) for n in names}
+        self.node = table["node"].to_numpy()
+        self.outcome = table["outcome"].astype(str).to_numpy()
+        self.reward = table["episode_reward"].to_numpy(dtype=np.float64)
+        self.valid = table["valid"].to_numpy(dtype=bool)
+        self.per_traj = table.groupby("traj_id", sort=False)["episode_reward"].first(
+            ).to_numpy(dtype=np.float64)
+
+    def rollout_words(self, i: int) -> str:
+        invalid = "" if self.valid[i] else ", an invalid action here"
+        outcome = _OUTCOME_WORDS.get(self.outcome[i], self.outcome[i])
+        return f"of a {outcome} rollout (R = {self.reward[i]:g}{invalid})"
+
+    def term_context(self, name: str, part: str, i: int) -> str:
+        """Why one part is what it is at step ``i``, from the group's other steps."""
+        values = self.parts[name][part]
+        if part in ("A^EC", "A^credit"):
+            what = "TD error" if part == "A^EC" else "potential gain"
+            return f"this transition's {what} is in the group's {_share(values, i)}"
+        if part in ("A^NC", "A^S"):
+            others = self.node == self.node[i]
+            others[i] = False
+            n, node = int(others.sum()), self.node[i]
+            if n == 0:
+                return f"node {node} is visited once"
+            beaten = int(np.sum(values[others] < values[i]) if values[i] > 0
+                         else np.sum(values[others] > values[i]))
+            what = "its next state is worth" if part == "A^NC" else "its discounted return is"
+            return (f"{what} {'more' if values[i] > 0 else 'less'} than at {beaten} of node "
+                    f"{node}'s {n} other visit{'s' if n != 1 else ''}")
+        if part in EPISODE_PARTS:
+            return self.rollout_words(i)
+        if part.startswith("A^k"):
+            return f"its return against the steps sharing its last {part[3:]} state(s)"
+        return ""
+
+    def sign_sentence(self, name: str, i: int) -> tuple[str, str]:
+        """(what decides ``name``'s sign at step ``i``, the sentence saying so)."""
+        value = self.adv[name][i]
+        head = f"{name} {'>' if value > 0 else '<'} 0 ({_signed(value)})"
+        shares = self.shares[name]
+        if shares is None:
+            if name in EPISODE_ESTIMATORS:
+                return name, (f"{head}: one value for the whole rollout, that "
+                              f"{self.rollout_words(i)}")
+            return name, f"{head}: its advantage has no parts to tell apart"
+        labels = list(self.parts[name])
+        row, raw = shares[i], np.array([self.parts[name][c][i] for c in labels])
+        sign = np.sign(value)
+        top = int(np.argmax(sign * row))
+        context = self.term_context(name, labels[top], i)
+        said = f"{head}: the {_words(labels[top])} {_signed(row[top])}" + (
+            f" — {context} —" if context else "")
+        against = [j for j in range(len(row)) if sign * row[j] < -1e-9]
+        if against:
+            said += " outweighs " + ", ".join(
+                f"the {_words(labels[j])} {_signed(row[j])}"
+                + (f" {self.rollout_words(i)}" if labels[j] in EPISODE_PARTS else "")
+                for j in against)
+        else:
+            said += " and every other term points the same way"
+        if not np.allclose(row, raw):
+            said += " (terms as weighted in the sum)"
+        return f"{name} · {labels[top]}", said
+
+    def episode_value(self, name: str, part: str | None, i: int) -> tuple[float, str] | None:
+        """An episode-level value at step ``i`` (the estimator ``name`` or its ``part``) and
+        how it is computed, in numbers, rebuilt from the group's rewards by the spec; None
+        when the value is not episode-level, or the rebuilt value does not match."""
+        kind = EPISODE_PARTS.get(part) if part else EPISODE_ESTIMATORS.get(name)
+        if kind is None:
+            return None
+        actual = self.adv[name][i] if part is None else self.parts[name][part][i]
+        settings = self.settings[name]
+        mode = str(settings.get("mode", "mean_std_norm"))
+        label = name if part is None else f"{name}'s {part}"
+        reward = self.reward[i]
+        if kind == "others":
+            n = len(self.per_traj)
+            base = (self.per_traj.sum() - reward) / max(n - 1, 1)
+            rebuilt = reward - base if n > 1 else 0.0
+            text = (f"{label} {_signed(actual)} = R {reward:g} − {base:.2f}, the mean reward "
+                    f"of the other {n - 1} rollouts")
+        else:
+            if kind == "rollouts":
+                scores, score, pen = self.per_traj, reward, ""
+                where, counts = (f"the group's {len(scores)} rollouts",
+                                 "each rollout counts once")
+                # a lone rollout: 0, as every singleton set (estimators.md)
+                lone = (score, 1.0)
+            else:
+                penalty = float(settings.get("penalty", 0.0))
+                scores = self.reward - penalty * ~self.valid
+                score = scores[i]
+                where = f"the group's {len(scores)} step rows"
+                counts = "a rollout counts once per step, so long rollouts weigh more"
+                pen = f" − penalty {penalty:g}" if not self.valid[i] and penalty else ""
+                lone = (0.0, 1.0)  # a lone step row: mean 0, std 1 (estimators.md, step 6)
+            mean, std = (scores.mean(), scores.std(ddof=1)) if len(scores) > 1 else lone
+            if mode == "mean_norm":
+                rebuilt = score - mean
+                text = (f"{label} {_signed(actual)} = R {reward:g}{pen} − mean {mean:.2f} over "
+                        f"{where} (mean_norm: not divided by the std)")
+            else:
+                rebuilt = (score - mean) / (std + _EPS)
+                text = (f"{label} {_signed(actual)} = (R {reward:g}{pen} − mean {mean:.2f}) / "
+                        f"std {std:.2f} over {where}")
+            text += f": {counts}"
+        if not np.isclose(rebuilt, actual, rtol=1e-6, atol=1e-8):
+            return None
+        return actual, text
+
+    def episode_comparison(self, a: str, b: str, i: int) -> str:
+        """Where the two estimators' episode-level values at step ``i`` differ, and why; ""
+        when they do not both have one, or it is the same."""
+        found = []
+        for name in (a, b):
+            part = next((p for p in self.parts.get(name, {}) if p in EPISODE_PARTS), None)
+            value = self.episode_value(name, part, i)
+            if value is not None:
+                kind = EPISODE_PARTS[part] if part else EPISODE_ESTIMATORS[name]
+                found.append((name, kind, *value))
+        if len(found) < 2 or abs(found[0][2] - found[1][2]) < 0.005:
+            return ""
+        reasons = []
+        kinds = [kind for _, kind, *_ in found]
+        if len(set(kinds)) > 1:
+            reasons.append("they normalise over different sets (" + " vs ".join(
+                f"{n}: {k}" for n, k, *_ in found) + ")")
+        modes = [str(self.settings[n].get("mode", "mean_std_norm")) if k != "others"
+                 else "no normalisation" for n, k, *_ in found]
+        if len(set(modes)) > 1:
+            reasons.append("normalisation " + " vs ".join(modes))
+        invalid = int((~self.valid).sum())
+        penalties = [float(self.settings[n].get("penalty", 0.0)) if k == "step rows" else 0.0
+                     for n, k, *_ in found]
+        if invalid and len(set(penalties)) > 1:
+            here = "" if self.valid[i] else ", this one among them"
+            reasons.append("the invalid-action penalty: " + " vs ".join(
+                f"{n}'s {p:g}" if p else f"none in {n}'s"
+                for (n, *_), p in zip(found, penalties, strict=True))
+                + f", on {invalid} of the group's step rows{here}")
+        why = f" Why: {'; '.join(reasons)}." if reasons else ""
+        return f"Episode-level values differ: {found[0][3]}; {found[1][3]}.{why}"
+
+
+def explain_disagreements(result: Comparison, a: str, b: str,
+                          diff: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Why ``a`` and ``b`` disagree in sign at each step of ``diff`` (default:
+    :func:`sign_disagreements` of ``result``), rows as ``diff``'s: ``decided by`` — the
+    term deciding each side's sign (the part with the largest share in the direction of its
+    advantage, ``"g2po · A^EC"``; an estimator without parts decides by itself), as
+    ``"<a's> vs <b's>"``; ``why`` — each side in words and numbers ("g2po > 0 (+3.89): the
+    edge term A^EC +2.96 — this transition's TD error is in the group's top 5 % — outweighs
+    the episode term A^EP −0.85 of a truncated rollout …"); ``episode`` — where their
+    episode-level values (GRPO's, G2PO's A^EP …) differ, each rebuilt from the group's rewards
+    with its normalisation and penalty, and why ("" where they agree or are not both there).
+    ``result`` holds one group."""
+    if diff is None:
+        diff = sign_disagreements(result.table, a, b, result.parts)
+    position = {(str(tr), int(t)): i for i, (tr, t) in
+                enumerate(zip(result.table["traj_id"].astype(str), result.table["t"],
+                              strict=True))}
+    group = _Group(result, (a, b))
+    rows = []
+    for tr, t in zip(diff["traj_id"].astype(str), diff["t"], strict=True):
+        i = position[(tr, int(t))]
+        (term_a, why_a), (term_b, why_b) = (group.sign_sentence(n, i) for n in (a, b))
+        rows.append((f"{term_a} vs {term_b}", f"{why_a}. {why_b}.",
+                     group.episode_comparison(a, b, i)))
+    return pd.DataFrame(rows, columns=["decided by", "why", "episode"], index=diff.index)
+
+
+def disagreement_counts(explained: pd.DataFrame) -> pd.Series:
+    """How many disagreements each pair of deciding terms explains, most first (ties by
+    name): the summary above the list."""
+    counts = explained["decided by"].value_counts()
+    return counts.iloc[np.lexsort((counts.index.to_numpy(dtype=str), -counts.to_numpy()))]

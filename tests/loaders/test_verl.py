@@ -60,7 +60,13 @@ def test_agent_loop_dump_maps_uid_session_index(dump):
                                         "You are in room 0."
     assert traj["state_key"].iloc[1] == "You are in room 1."
     assert traj["action"].iloc[0] == "go to room 1"
-    assert traj["observation"].iloc[1].startswith("system\n" + SYSTEM)
+    # Observation: the text the state key came from, next to the response; the whole
+    # prompt (system message, history) kept as its own column.
+    assert traj["observation"].tolist() == traj["state_key"].tolist()
+    assert not traj["observation"].str.contains(SYSTEM, regex=False).any()
+    assert traj["prompt"].iloc[1].startswith("system\n" + SYSTEM)
+    assert traj["prompt"].iloc[1].endswith("assistant\n")
+    assert traj["response"].iloc[0].endswith("<action>go to room 1</action>")
     assert (steps["train_step"] == 1).all()
     assert set(steps["episode_reward"]) == {0.0, 10.0}
     assert steps["is_action_valid"].all()
@@ -110,6 +116,9 @@ def test_state_regex_replaces_the_default_rule(tmp_path):
     write_verl_dump(tmp_path / "d", 1, agent_loop_entries(1))
     steps = load_steps(tmp_path / "d", state_regex=r"You are in (?P<state>room \d+)")
     assert set(steps["state_key"]) <= {f"room {i}" for i in range(6)}
+    # the observation stays the default rule's current observation, the key's source text
+    assert steps["observation"].str.startswith(("You are in room", "Your task is to",
+                                                "Nothing happens")).all()
 
 
 def test_state_regex_matching_nothing_is_an_error(tmp_path):

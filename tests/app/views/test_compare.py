@@ -6,7 +6,8 @@ import pytest
 
 from g2po.analysis.compare import parameter_choices, zscore
 from loaders import RunWriter
-from tests.app.builders import app_test, group_steps, texts
+from tests.app.builders import app_test, group_steps, shown, texts
+from tests.loaders.builders import SYSTEM, agent_loop_entries, write_verl_dump
 
 #: Trajectory ids as long as a real run's: the same long prefix, a seed that tells them apart.
 LONG = "cooking-recipe3-take2-go9-open-cook-cut-train-seed"
@@ -178,7 +179,8 @@ def test_disagreements_show_node_outcome_parts_by_z_gap(runs_root):
     assert len(diff) > 0
     assert diff.columns.tolist() == [
         "rollout", "t", "node", "outcome", "g2po", "g2po · A^EP", "g2po · A^NC", "g2po · A^EC",
-        "gigpo", "gigpo · A^EP", "gigpo · A^S", "z gap", "action", "observation"]
+        "gigpo", "gigpo · A^EP", "gigpo · A^S", "z gap", "decided by", "action",
+        "observation"]
     assert diff["z gap"].is_monotonic_decreasing
     np.testing.assert_allclose(diff["g2po"], diff["g2po · A^EP"] + diff["g2po · A^NC"]
                                + diff["g2po · A^EC"])
@@ -204,3 +206,45 @@ def test_hgpo_follows_the_sidebars_gamma_and_takes_its_own_parameters(runs_root)
     assert not at.exception
     after = at.dataframe[0].value["hgpo"].to_numpy()
     assert not np.allclose(before, after)
+
+
+@pytest.fixture(scope="module")
+def verl_dump(tmp_path_factory):
+    path = tmp_path_factory.mktemp("verl") / "rollout_data"
+    write_verl_dump(path, 1, agent_loop_entries(1, prompts=2, sessions=4))
+    return path
+
+
+def test_a_verl_step_shows_its_observation_and_response_and_the_prompt_on_a_click(verl_dump):
+    at = app_test("compare", ["--log", str(verl_dump)])
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert table.columns.tolist()[-3:] == ["action", "observation", "response"]
+    assert not table["observation"].str.contains(SYSTEM, regex=False).any()
+    assert table["observation"].iloc[2] == "You are in room 2."
+    assert "whole prompt" in texts(at)
+    at.session_state["cmp_steps"] = {"selection": {"rows": [2], "columns": []}}
+    at.run()
+    assert not at.exception
+    shown = [c.value for c in at.code]
+    assert shown[:2] == ["You are in room 2.",
+                         "<think>Turn 2: try something.</think><action>go to room 3</action>"]
+    prompt = next(e for e in at.expander if e.label.startswith("The whole prompt"))
+    assert prompt.code[0].value.startswith("system\n" + SYSTEM)
+    assert prompt.code[0].value.rstrip().endswith("You are in room 2.\nassistant")
+
+
+def test_each_disagreement_is_explained_with_counts_by_deciding_term(runs_root):
+    at = app_test("compare", ["--log", str(runs_root)])
+    body = shown(texts(at))
+    diff = at.dataframe[1].value
+    assert len(diff) > 0 and "decided by" in diff.columns
+    assert "By deciding term" in body and "Why, step by step" in body
+    counts = diff["decided by"].value_counts()
+    for term, n in counts.items():
+        assert f"{term}: {n} step(s)" in body
+    first = diff.iloc[0]
+    a = at.selectbox(key="cmp_a").value
+    assert f"{first['rollout']} t={first['t']}" in body
+    assert f"{a} {'>' if first[a] > 0 else '<'} 0" in body
+    assert "Episode-level values" in body and "over the group's" in body

@@ -82,3 +82,42 @@ def test_a_disagreement_row_opens_its_step_in_the_group_explorer(browser, runs_r
         assert seen.console_errors == [] and seen.dialogs == []
         assert seen.external() == []
         page.close()
+
+
+def test_a_verl_dump_explains_disagreements_and_shows_a_steps_texts(browser, tmp_path):
+    """On a verl dump: the counts by deciding term and the reasons in words; a click on a step
+    of the per-step table shows its current observation beside the model's response, and the
+    whole prompt one click further."""
+    from tests.loaders.builders import SYSTEM, agent_loop_entries, write_verl_dump
+
+    dump = tmp_path / "rollout_data"
+    write_verl_dump(dump, 1, agent_loop_entries(1, prompts=2, sessions=4))
+    with serve_app(["--log", str(dump), "--refresh", "0"]) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        seen = watch(page)
+        page.goto(url)
+        page.get_by_role("link", name="Estimator comparison").first.wait_for(timeout=60_000)
+        open_comparison(page)
+        page.get_by_text("By deciding term").first.wait_for(timeout=30_000)
+        page.get_by_text("Why, step by step").first.wait_for(timeout=30_000)
+        page.get_by_text("Why, step by step").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "app-compare-why-verl-1280.png"))
+        grid = page.locator("[data-testid='stDataFrame']").first
+        grid.scroll_into_view_if_needed()
+        box = grid.bounding_box()
+        page.mouse.click(box["x"] + TICK_X, box["y"] + HEADER + ROW * 2 + ROW / 2)
+        prompt = page.get_by_text("The whole prompt (").first
+        prompt.wait_for(timeout=30_000)
+        observation = page.locator("[data-testid='stCode']:visible", has_text="room 2.")
+        assert observation.first.inner_text().strip() == "You are in room 2."
+        response = page.locator("[data-testid='stCode']:visible", has_text="<action>")
+        assert response.first.inner_text().strip().endswith("<action>go to room 3</action>")
+        assert not page.locator("[data-testid='stCode']:visible", has_text=SYSTEM).count()
+        prompt.click()
+        page.get_by_text(SYSTEM).first.wait_for(timeout=30_000)
+        wait_idle(page)
+        prompt.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "app-compare-step-texts-verl-1280.png"))
+        assert seen.console_errors == [] and seen.dialogs == []
+        assert seen.external() == []
+        page.close()

@@ -14,6 +14,7 @@ from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 from tests.app.builders import app_test, entry, shown, texts, write_run
+from tests.loaders.builders import SYSTEM, agent_loop_entries, write_verl_dump
 
 
 def drawn_graph(at) -> dict:
@@ -533,3 +534,22 @@ def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transiti
     ranked[1].click().run()
     assert at.session_state["g_sel_node"] == aliased.nodes[1]
     assert f"at node {aliased.nodes[1]}" in texts(at)
+
+
+def test_a_verl_step_shows_its_observation_the_response_and_the_whole_prompt(tmp_path):
+    """verl dumps: the observation is the text the state key came from, next to the model's
+    response; the whole prompt sits one click away in the Step text tab."""
+    write_verl_dump(tmp_path / "d", 1, agent_loop_entries(1, prompts=1, sessions=2))
+    at = app_test("group", ["--log", str(tmp_path / "d")])
+    assert not at.exception
+    table = steps_table(at)
+    assert list(table.columns[-2:]) == ["observation", "response"]
+    assert not table["observation"].str.contains(SYSTEM, regex=False).any()
+    at.session_state["g_tab"] = "Step text"
+    at.run()
+    assert not at.exception
+    codes = [c.value for c in at.code]
+    assert codes[0].startswith("Your task is to: put a clean mug 0 on the shelf.")
+    assert SYSTEM not in codes[0]
+    prompt = next(e for e in at.expander if e.label.startswith("The whole prompt"))
+    assert prompt.code[0].value.startswith("system\n" + SYSTEM)

@@ -4,10 +4,12 @@ import json
 import pandas as pd
 
 import loaders
+from app.export import table_bytes
 from app.views.export import export_table, file_stem
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 from tests.app.builders import XSS_IMG, app_test, write_cut_csv
+from tests.loaders.builders import SYSTEM, agent_loop_entries, write_verl_dump
 
 
 def test_export_page_offers_table_and_graph_downloads(runs_root):
@@ -99,3 +101,18 @@ def test_the_table_marks_trajectories_cut_by_the_runs_rule_as_the_graph_does(tmp
         not plain["truncated"].any()
     assert table["next_node"].tolist() == graph.steps["next_node"].tolist()
     pd.testing.assert_series_equal(table["adv"], plain["adv"])  # valued as failure all the same
+
+
+def test_a_verl_dumps_export_has_the_current_observation_beside_the_response(tmp_path):
+    """The observation column is the text the state key came from, next to the response; the
+    whole model input travels in its own column, nothing lost."""
+    write_verl_dump(tmp_path / "d", 1, agent_loop_entries(1))
+    steps = loaders.open_log(tmp_path / "d").load_step(1)
+    data = table_bytes(export_table(steps, G2POParams(), OutcomeRule(), []), "csv")
+    back = pd.read_csv(io.BytesIO(data), keep_default_na=False)
+    columns = back.columns.tolist()
+    assert columns.index("response") == columns.index("observation") + 1
+    assert (back["observation"] == back["state_key"]).all()
+    assert not back["observation"].str.contains(SYSTEM, regex=False).any()
+    assert back["prompt"].str.startswith("system\n" + SYSTEM).all()
+    assert sorted(back["prompt"]) == sorted(e["input"] for e in agent_loop_entries(1))

@@ -5,7 +5,11 @@ import pandas as pd
 import pytest
 
 from g2po.analysis.compare import (
+    TERM_WORDS,
     compare_estimators,
+    contributions,
+    disagreement_counts,
+    explain_disagreements,
     parameter_choices,
     part_label,
     rank_correlation,
@@ -180,3 +184,131 @@ def test_the_text_column_is_named_for_what_it_is():
     assert compare_estimators(steps, ["grpo"], rule=OutcomeRule()).text_column == "observation"
     result = compare_estimators(steps.drop(columns="observation"), ["grpo"], rule=OutcomeRule())
     assert result.text_column == "state_key" and "state_key" in result.table.columns
+
+
+def _signed(v: float) -> str:
+    return f"{v:+.2f}".replace("-", "\u2212")
+
+
+def test_contributions_are_the_weighted_parts_that_add_up_to_the_advantage():
+    result = compare_estimators(one_group(), ["g2po", "gigpo", "hgpo", "grpo"],
+                                {"g2po": {"w": 0.5}, "gigpo": {"omega": 0.7}},
+                                rule=OutcomeRule())
+    for name in ("g2po", "gigpo", "hgpo"):
+        shares = contributions(result, name)
+        np.testing.assert_allclose(shares.sum(axis=1), result.table[name], atol=1e-9)
+    g2po = contributions(result, "g2po")
+    np.testing.assert_allclose(g2po["A^NC"], 0.5 * result.parts["g2po"]["A^NC"])
+    np.testing.assert_allclose(g2po["A^EP"], result.parts["g2po"]["A^EP"])
+    np.testing.assert_allclose(contributions(result, "gigpo")["A^S"],
+                               0.7 * result.parts["gigpo"]["A^S"])
+    assert contributions(result, "grpo") is None  # no parts
+
+
+def test_a_users_parts_that_do_not_add_up_give_no_contributions():
+    from g2po.estimators import registry
+
+    @register_estimator("test_square_est", overwrite=True)
+    def test_square_est(ix):
+        x = ix.reward - ix.reward.mean()
+        return {"adv": x * np.abs(x), "adv_x": x}
+
+    try:
+        result = compare_estimators(one_group(), ["test_square_est", "grpo"],
+                                    rule=OutcomeRule())
+        assert contributions(result, "test_square_est") is None
+        why = explain_disagreements(result, "test_square_est", "grpo",
+                                    result.table[["traj_id", "t"]].head(3))
+        assert why["why"].str.contains("no parts to tell apart").all()
+    finally:
+        registry._REGISTRY.pop("test_square_est", None)
+
+
+def test_each_disagreement_names_the_term_that_sets_each_sign():
+    result = compare_estimators(one_group(), ["g2po", "grpo", "gigpo"], {"g2po": {"w": 0.5}},
+                                rule=OutcomeRule())
+    diff = sign_disagreements(result.table, "g2po", "grpo", result.parts)
+    why = explain_disagreements(result, "g2po", "grpo", diff)
+    assert len(why) == len(diff) > 0 and (why.index == diff.index).all()
+    shares = contributions(result, "g2po")
+    where = {(t, s): i for i, (t, s) in enumerate(zip(result.table["traj_id"],
+                                                        result.table["t"], strict=True))}
+    decided = set()
+    for row, (by, said) in zip(diff.itertuples(), zip(why["decided by"], why["why"],
+                                                         strict=True), strict=True):
+        mine, theirs = by.split(" vs ")
+        assert theirs == "grpo" and mine.startswith("g2po · ")
+        term = mine.removeprefix("g2po · ")
+        share = shares.iloc[where[(row.traj_id, row.t)]]
+        sign = np.sign(row.g2po)
+        # the deciding part pushes the way the advantage goes, more than any other part
+        assert sign * share[term] > 0 and sign * share[term] == (sign * share).max()
+        assert f"the {TERM_WORDS[term]} {term} {_signed(share[term])}" in said
+        assert said.startswith(f"g2po {'>' if sign > 0 else '<'} 0 ({_signed(row.g2po)})")
+        assert f"grpo {'<' if sign > 0 else '>'} 0" in said
+        decided.add(term)
+    assert decided & {"A^NC", "A^EC"}  # the step terms flip signs against GRPO here
+    counts = disagreement_counts(why)
+    assert counts.sum() == len(diff) and counts.is_monotonic_decreasing
+    assert set(counts.index) == set(why["decided by"])
+
+
+def test_the_edge_term_says_where_its_td_error_ranks_in_the_group():
+    steps = one_group()
+    result = compare_estimators(steps, ["g2po", "grpo"], rule=OutcomeRule())
+    why = explain_disagreements(result, "g2po", "grpo")
+    edge = why[why["decided by"] == "g2po · A^EC vs grpo"]
+    assert len(edge) > 0
+    diff = sign_disagreements(result.table, "g2po", "grpo", result.parts)
+    ordered = steps.sort_values(["traj_id", "t"], kind="stable")
+    td = compute_advantages(ordered, "g2po").set_index(["traj_id", "t"])["td_error"]
+    for i in edge.index:
+        step = diff.loc[i]
+        v = td.loc[(step["traj_id"], step["t"])]
+        if step["g2po"] > 0:
+            want = f"top {max(1, int(np.ceil(100 * np.mean(td >= v))))} %"
+        else:
+            want = f"bottom {max(1, int(np.ceil(100 * np.mean(td <= v))))} %"
+        assert f"TD error is in the group's {want}" in edge.loc[i, "why"]
+
+
+def test_episode_level_values_are_rebuilt_with_their_set_normalisation_and_penalty():
+    """THREE by hand: GRPO normalises R = 10, 0, 0 over the 3 rollouts (mean 3.33, std 5.77);
+    G2PO's A^EP normalises R − 0.1·invalid over the 8 step rows (mean 19.9 / 8 = 2.49), and
+    rollout c's first step pays the penalty; GiGPO's A^EP is the same in mean_norm."""
+    result = compare_estimators(trajectories(THREE), ["g2po", "grpo", "gigpo"],
+                                rule=OutcomeRule())
+    rows = result.table[["traj_id", "t"]]
+    episode = explain_disagreements(result, "g2po", "grpo", rows)["episode"]
+    c0 = rows.index[(rows["traj_id"] == "c") & (rows["t"] == 0)][0]
+    a0 = rows.index[(rows["traj_id"] == "a") & (rows["t"] == 0)][0]
+    text = episode[c0]
+    assert "grpo −0.58 = (R 0 − mean 3.33) / std 5.77 over the group's 3 rollouts" in text
+    assert "(R 0 − penalty 0.1 − mean 2.49) / std " in text
+    assert "over the group's 8 step rows" in text
+    assert "g2po: step rows vs grpo: rollouts" in text
+    assert "the invalid-action penalty: g2po's 0.1 vs none in grpo's, on 1 of the group's " \
+           "step rows, this one among them" in text
+    assert "this one among them" not in episode[a0] and "penalty 0.1 −" not in episode[a0]
+    modes = explain_disagreements(result, "g2po", "gigpo", rows)["episode"][c0]
+    assert "normalisation mean_std_norm vs mean_norm" in modes
+    assert "gigpo's A^EP −2.59 = R 0 − penalty 0.1 − mean 2.49 over" in modes
+    assert "normalise over different sets" not in modes
+    # values that agree are not explained
+    same = compare_estimators(trajectories(THREE), ["g2po", "grpo_steps"], rule=OutcomeRule())
+    assert (explain_disagreements(same, "g2po", "grpo_steps", rows)["episode"] == "").all()
+
+
+def test_the_comparison_keeps_the_response_and_the_whole_prompt():
+    steps = one_group()
+    steps = steps.assign(response="<action>" + steps["action"] + "</action>",
+                         prompt="system\nBe brief.\nuser\n" + steps["observation"])
+    result = compare_estimators(steps, ["grpo"], rule=OutcomeRule())
+    assert result.table.columns.tolist()[-3:] == ["action", "observation", "response"]
+    assert "prompt" not in result.table.columns
+    assert result.texts.columns.tolist() == ["observation", "response", "prompt"]
+    ordered = steps.set_index(["traj_id", "t"])
+    for i in (0, len(result.table) - 1):
+        key = (result.table["traj_id"].iloc[i], result.table["t"].iloc[i])
+        assert result.texts["prompt"].iloc[i] == ordered.loc[key, "prompt"]
+        assert result.texts["response"].iloc[i] == ordered.loc[key, "response"]
