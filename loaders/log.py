@@ -8,7 +8,7 @@ that are one table in memory (generic tables, trusted pickles).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -197,6 +197,14 @@ class Log:
         read them as Parquet dictionaries, never one string per row)."""
         steps = self.load_step(train_step)
         return steps[[c for c in columns if c in steps.columns]]
+
+    def columns_of_steps(self, train_steps: Sequence[int], columns: Sequence[str]
+                         ) -> Iterator[tuple[int, pd.DataFrame]]:
+        """(training step, :meth:`step_columns`) of each of ``train_steps``, in order: how an
+        analysis of a whole run reads it (:func:`g2po.analysis.triage.triage_log`); formats
+        that can read several steps at once override it."""
+        for step in train_steps:
+            yield step, self.step_columns(step, columns)
 
     def step_source(self, train_step: int) -> Path | None:
         """The file that holds one training step's rows and nothing else (a run's step file,
