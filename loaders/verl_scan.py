@@ -25,6 +25,7 @@ bounded by one file per worker, not by the run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -123,10 +124,11 @@ def _codes(keys: list[str]) -> tuple[np.ndarray, np.ndarray, list[str], list[str
     return traj_codes.astype(np.int64), turn, split[0], split[1]
 
 
-def _fast(data: bytes, source: str, train_step: int, report: LoadReport
+def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: bool
           ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(:func:`trajectory_table`, the rows :func:`loaders.log.state_nodes` counts) of a file
-    in the plain shape; :class:`_Unusual` otherwise."""
+    """(:func:`trajectory_table`, the rows :func:`loaders.log.state_nodes` counts, with
+    their ``state_key`` when ``keyed``) of a file in the plain shape; :class:`_Unusual`
+    otherwise."""
     if not data.endswith(b"\n"):
         raise _Unusual  # an unfinished last line (or an empty file): the reader says which
     if not data.isascii():
@@ -211,15 +213,17 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport
         task[firsts] = labels
         rows["task"] = task
     table = trajectory_table(rows, report.assumed)
-    inputs = [x.input for x in lines]
-    keys = [default_state(text) for text in inputs]
-    rows["state_key"] = [text.strip() if key is None else key
-                         for key, text in zip(keys, inputs, strict=True)]
+    if keyed:
+        inputs = [x.input for x in lines]
+        keys = [default_state(text) for text in inputs]
+        rows["state_key"] = [text.strip() if key is None else key
+                             for key, text in zip(keys, inputs, strict=True)]
     return table, rows
 
 
 def scan_file(path: str, train_step: int, fast: bool = True,
-              state_keys: Sequence[str] = (), state_regex: str | None = None) -> FileScan:
+              state_keys: Sequence[str] = (), state_regex: str | re.Pattern | None = None
+              ) -> FileScan:
     """Summarise one ``{train_step}.jsonl`` and count its state nodes under each of
     ``state_keys`` (state-key strategies, :func:`g2po.state_keys.resolve_state_key`; the
     keys extracted by ``state_regex`` where given): the fast path, else (or with ``fast``
@@ -230,7 +234,8 @@ def scan_file(path: str, train_step: int, fast: bool = True,
     if fast and state_regex is None:
         report = LoadReport(source, "verl")
         try:
-            table, rows = _fast(read_bytes(path), source, train_step, report)
+            table, rows = _fast(read_bytes(path), source, train_step, report,
+                                bool(state_keys))
             return FileScan(train_step, table, report.to_dict(), "fast",
                             {k: state_nodes(rows, k) for k in state_keys})
         except _Unusual:
