@@ -407,9 +407,9 @@ def graph_id(key: str, train_step: int, group_id: str, params: G2POParams,
 @st.cache_data(show_spinner=False, max_entries=64)
 def merge_rates(_log: loaders.Log, key: str, version: tuple[int, int],
                 state_key: str = "exact") -> pd.DataFrame:
-    """:meth:`loaders.Log.merge_rates`, kept per log version and state key: it reads every
-    training step's rows once (a run directory's under the exact key: two columns), so the
-    overview asks for it only when the run is small or the user asks."""
+    """:meth:`loaders.Log.merge_rates`, kept per log version and state key: a verl dump's
+    comes from its summary cache (counted with the summary, in its worker processes), a run
+    directory's under the exact key from two columns; other logs read every row once."""
     return _log.merge_rates(state_key)
 
 

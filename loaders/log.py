@@ -8,7 +8,7 @@ that are one table in memory (generic tables, trusted pickles).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ import pandas as pd
 
 from g2po.index import index_steps, merge_rate
 from g2po.outcomes import OutcomeRule, TruncationHint, rule_from_won
-from g2po.state_keys import resolve_state_key
+from g2po.state_keys import StateKeyFn, resolve_state_key
 from g2po.steps import coerce_steps
 from loaders.curves import read_curves
 from loaders.errors import LoaderError
@@ -30,10 +30,19 @@ from loaders.summary import (
     truncation_hint,
 )
 
-__all__ = ["Log", "TableLog", "manifest_rule", "MERGE_RATE_COLUMNS"]
+__all__ = ["Log", "TableLog", "manifest_rule", "state_nodes", "MERGE_RATE_COLUMNS"]
 
 #: The columns of :meth:`Log.merge_rates`.
 MERGE_RATE_COLUMNS = ["train_step", "merge_rate"]
+
+
+def state_nodes(steps: pd.DataFrame, state_key: str | StateKeyFn = "exact") -> int:
+    """The state nodes of one training step's rows (``steps``, with ``group_id``, ``traj_id``,
+    ``t``, ``state_key``, ``episode_reward``, ``is_action_valid``) under the state-key
+    strategy ``state_key`` (:func:`g2po.state_keys.resolve_state_key`), counted per group as
+    :func:`g2po.index.index_steps` counts them: with the rows' number, the step's
+    :func:`g2po.index.merge_rate` (:meth:`Log.merge_rates`, and a verl dump's summary pass)."""
+    return index_steps(coerce_steps(steps), resolve_state_key(state_key)).n_nodes
 
 
 def _rule_holders(manifest: dict) -> list[dict]:
@@ -173,8 +182,9 @@ class Log:
         strategy = resolve_state_key(state_key)
         rows = []
         for step in self.train_steps():
-            ix = index_steps(coerce_steps(self.load_step(step)), strategy)
-            rows.append({"train_step": step, "merge_rate": merge_rate(ix.n_nodes, ix.n_steps)})
+            steps = self.load_step(step)
+            rows.append({"train_step": step,
+                         "merge_rate": merge_rate(state_nodes(steps, strategy), len(steps))})
         return pd.DataFrame(rows, columns=MERGE_RATE_COLUMNS)
 
     def truncation_hint(self, rule: OutcomeRule | None = None) -> TruncationHint | None:
@@ -193,6 +203,14 @@ class Log:
         read them as Parquet dictionaries, never one string per row)."""
         steps = self.load_step(train_step)
         return steps[[c for c in columns if c in steps.columns]]
+
+    def columns_of_steps(self, train_steps: Sequence[int], columns: Sequence[str]
+                         ) -> Iterator[tuple[int, pd.DataFrame]]:
+        """(training step, :meth:`step_columns`) of each of ``train_steps``, in order: how an
+        analysis of a whole run reads it (:func:`g2po.analysis.triage.triage_log`); formats
+        that can read several steps at once override it."""
+        for step in train_steps:
+            yield step, self.step_columns(step, columns)
 
     def step_source(self, train_step: int) -> Path | None:
         """The file that holds one training step's rows and nothing else (a run's step file,

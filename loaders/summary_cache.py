@@ -6,7 +6,9 @@ and independent of the outcome rule, so it is kept: in the user cache (``$G2PO_C
 ``~/.cache/g2po``), ``summaries/<hash of the log's resolved path>.parquet``, one Parquet file
 holding every file's table (with a ``train_step`` column) and, in its key-value metadata
 (``g2po.summaries``, JSON), each file's name, size and modification time (ns), the report of
-its reading, and its number of trajectories. The log's own folder is never written to.
+its reading, its number of trajectories, and its state nodes under each state-key strategy
+counted so far (for the state-merge rate, read in the same pass). The log's own folder is
+never written to.
 
 A file whose size or modification time differs from its entry (or that has none: a run being
 written adds files) is read again; the others come from the cache. A cache that cannot be read,
@@ -33,7 +35,7 @@ from loaders.summary import TRAJECTORY_COLUMNS
 __all__ = ["CACHE_VERSION", "CacheEntry", "SummaryCache", "StepTables", "CacheProblem"]
 
 #: Bumped whenever what a cached table holds, or how it is computed, changes.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 META_KEY = b"g2po.summaries"
 _FLOATS = ("reward", "invalid", "won", "done")
 
@@ -57,6 +59,8 @@ class CacheEntry:
     name : the file's name in the log's folder. train_step : its training step. size,
     mtime_ns : the file's ``stat()`` when it was read. n_traj : rows of its table. task :
     whether its table has a ``task`` column. report : its :class:`LoadReport` as plain data.
+    nodes : its state nodes (:func:`loaders.log.state_nodes`) by state-key strategy and
+    read options (the key the log gives them).
     """
 
     name: str
@@ -66,6 +70,7 @@ class CacheEntry:
     n_traj: int
     task: bool
     report: dict
+    nodes: dict[str, int]
 
     def fresh(self, stat: os.stat_result) -> bool:
         """Whether the file is still the one that was read."""
@@ -82,7 +87,9 @@ def _entry(item: object) -> CacheEntry:
     whole = (entry.train_step, entry.size, entry.mtime_ns, entry.n_traj)
     if not isinstance(entry.name, str) or not isinstance(entry.report, dict) \
             or not isinstance(entry.task, bool) \
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in whole):
+            or not isinstance(entry.nodes, dict) \
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                       for v in (*whole, *entry.nodes.values())):
         raise CacheProblem(f"the entry of {entry.name!r} has fields of the wrong type")
     return entry
 

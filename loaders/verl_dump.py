@@ -7,20 +7,27 @@ without reading its text (:mod:`loaders.verl_scan`), and the summaries are kept 
 
 from __future__ import annotations
 
+import json
+import re
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule
+from g2po.state_keys import resolve_state_key
 from loaders.errors import LogFormatError, NoLogFoundError
 from loaders.files import file_key, part_stat
-from loaders.log import Log, TableLog
+from loaders.log import MERGE_RATE_COLUMNS, Log, TableLog
 from loaders.report import LoadReport, attach_report
 from loaders.summary import step_summaries
 from loaders.summary_cache import CacheEntry, CacheProblem, StepTables, SummaryCache
 from loaders.verl import load_verl_file, verl_step_files
 from loaders.verl_scan import scan_files
+from loaders.workers import map_ahead
 
 __all__ = ["VerlDump", "open_verl_dump"]
 
@@ -33,7 +40,9 @@ class VerlDump(Log):
     Summaries (:meth:`trajectories`, :meth:`summary`, :meth:`groups`) read only the fields
     they need, files in parallel (:mod:`loaders.verl_scan`), and are kept on disk
     (:mod:`loaders.summary_cache`, unless ``summary_cache`` is False): a later open reads
-    again only the files that changed or were added.
+    again only the files that changed or were added. The same pass counts each file's state
+    nodes under the exact state key, so :meth:`merge_rates` comes with the summary; another
+    strategy is counted (in the workers, kept on disk beside it) when first asked for.
     """
 
     format = "verl"
@@ -91,6 +100,32 @@ class VerlDump(Log):
             rows = self._tables.rows()
         return step_summaries(rows, rule)
 
+    def merge_rates(self, state_key: str = "exact") -> pd.DataFrame:
+        """:meth:`Log.merge_rates`, from the state nodes the summary pass counted (kept on
+        disk with the summaries): instant once :meth:`summary` ran under the exact key; a
+        strategy not counted yet reads the files again, in worker processes."""
+        if not isinstance(state_key, str):
+            return super().merge_rates(state_key)
+        resolve_state_key(state_key)  # an unknown strategy is an error before any reading
+        key = self._nodes_key(state_key)
+        steps = self.train_steps()
+        with self._lock:
+            self._fresh_tables(steps, (state_key,))
+            nodes = [self._tables.entries[s].nodes[key] for s in steps]
+            rows = self._tables.rows()
+        lengths = rows.groupby("train_step", sort=True)["length"].sum()
+        n_rows = lengths.reindex(steps, fill_value=0).to_numpy()
+        return pd.DataFrame({"train_step": steps, "merge_rate": merge_rate(
+            np.asarray(nodes, dtype=np.float64), n_rows)}, columns=MERGE_RATE_COLUMNS)
+
+    def _nodes_key(self, state_key: str) -> str:
+        """The name a file's node count under ``state_key`` is kept by: the strategy, and the
+        ``state_regex`` the keys were extracted with."""
+        regex = self.options["state_regex"]
+        if isinstance(regex, re.Pattern):
+            regex = f"{regex.pattern} (flags {regex.flags})"
+        return state_key if regex is None else json.dumps([state_key, str(regex)])
+
     def _trajectory_tables(self, steps: list[int]) -> dict[int, pd.DataFrame]:
         """The trajectory tables of ``steps``: from memory or the disk cache where the file
         is unchanged, else read (several files in worker processes)."""
@@ -98,23 +133,32 @@ class VerlDump(Log):
             self._fresh_tables(steps)
             return {s: self._tables.table(s) for s in steps}
 
-    def _fresh_tables(self, steps: list[int]) -> None:
-        """Bring the tables of ``steps`` up to date with their files (under the lock)."""
+    def _fresh_tables(self, steps: list[int], state_keys: tuple[str, ...] = ()) -> None:
+        """Bring the tables of ``steps``, and their node counts under the exact key and
+        ``state_keys``, up to date with their files (under the lock)."""
         self._read_store()
         for step in [s for s in self._tables.entries if s not in self._files]:
             self._tables.drop(step)  # a file gone since
             self._store_dirty = True
+        wanted = {self._nodes_key(k): k for k in ("exact", *state_keys)}
         stats = {step: part_stat(self._files[step], "dump file") for step in steps}
         entries = self._tables.entries
         stale = [s for s in steps if s not in entries or not entries[s].fresh(stats[s])
-                 or entries[s].name != self._files[s].name]
+                 or entries[s].name != self._files[s].name
+                 or not wanted.keys() <= entries[s].nodes.keys()]
+        # a file unchanged keeps the counts it has (other strategies, other regexes)
+        kept = {s: entries[s].nodes for s in stale if s in entries
+                and entries[s].fresh(stats[s]) and entries[s].name == self._files[s].name}
         try:
-            jobs = [(str(self._files[s]), s) for s in stale]
+            jobs = [(str(self._files[s]), s, True, sorted(set(wanted.values())),
+                     self.options["state_regex"]) for s in stale]
             for step, scan in zip(stale, scan_files(jobs)):
                 st = stats[step]
+                nodes = {**kept.get(step, {}),
+                         **{self._nodes_key(k): n for k, n in scan.nodes.items()}}
                 entry = CacheEntry(self._files[step].name, step, st.st_size, st.st_mtime_ns,
                                    len(scan.trajectories), "task" in scan.trajectories.columns,
-                                   scan.report)
+                                   scan.report, nodes)
                 self._tables.put(entry, scan.trajectories)
                 self._record(str(self._files[step]), LoadReport.from_dict(scan.report))
                 self._store_dirty = True
@@ -153,6 +197,21 @@ class VerlDump(Log):
             self._base_report.note(f"summary cache not written ({err.strerror or err}): the "
                                    "dump is read again on every open")
 
+    def columns_of_steps(self, train_steps: Sequence[int], columns: Sequence[str]
+                         ) -> Iterator[tuple[int, pd.DataFrame]]:
+        """:meth:`Log.columns_of_steps`, the files read by the full reader in worker
+        processes a few steps ahead (memory: a few steps' columns, never the prompts)."""
+        steps = list(train_steps)
+        for step in steps:
+            self._check_step(step)
+        jobs = [(str(self._files[s]), s, tuple(columns), self.options) for s in steps]
+        for step, (frame, report) in zip(steps, map_ahead(_step_columns, jobs, [__name__])):
+            read = LoadReport.from_dict(report)
+            self._record(str(self._files[step]), read)
+            read.warn()
+            attach_report(frame, self.report)
+            yield step, frame
+
     def step_source(self, train_step: int) -> Path:
         self._check_step(train_step)
         return self._files[train_step]
@@ -177,6 +236,15 @@ class VerlDump(Log):
         while len(self._cache) > 2:
             self._cache.pop(next(iter(self._cache)))
         return steps.copy(deep=False)
+
+
+def _step_columns(path: str, train_step: int, columns: tuple[str, ...], options: dict
+                  ) -> tuple[pd.DataFrame, dict]:
+    """A worker's job: ``columns`` of one dump file read in full (those it has), and the
+    report of its reading as plain data."""
+    report = LoadReport(path, "verl")
+    steps = load_verl_file(path, report, train_step=train_step, **options)
+    return steps[[c for c in columns if c in steps.columns]], report.to_dict()
 
 
 def open_verl_dump(path: str | Path, **options) -> Log:

@@ -13,12 +13,19 @@ bad UTF-8, an unfinished last line, a repeated step, a field with an unexpected 
 reader's. The report of a scan holds what the scan read (skips, the score and step notes,
 the assumed validity); notes about state keys come when the rows are read.
 
+The same pass counts each file's state nodes (:func:`loaders.log.state_nodes`, for the
+state-merge rate) under the state-key strategies asked for: the fast path decodes each line's
+``input`` and takes its default state key (:func:`loaders.verl.default_state`, the whole input
+where it finds none, as the full reader does); a ``state_regex`` sends the file to the full
+reader, whose rows carry the keys it extracts.
+
 :func:`scan_files` scans many files in worker processes, each file in one worker: memory is
 bounded by one file per worker, not by the run.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -29,12 +36,14 @@ import numpy as np
 import pandas as pd
 
 from loaders.files import read_bytes
+from loaders.log import state_nodes
 from loaders.report import LoadReport
 from loaders.summary import trajectory_table
 from loaders.verl import (
     MAX_TASK_CHARS,
     VALIDITY_ASSUMED,
     check_global_step,
+    default_state,
     load_verl_file,
     split_keys,
     step_disagrees,
@@ -51,7 +60,7 @@ _OTHER_COLUMNS = ("won", "done", "task")  # fields a trajectory table would read
 class _Line(msgspec.Struct):
     """The fields of a dump line a summary reads; other fields are checked as JSON, skipped."""
 
-    input: msgspec.Raw
+    input: str
     output: msgspec.Raw
     score: float
     uid: str | msgspec.UnsetType = _UNSET
@@ -74,13 +83,15 @@ class _Unusual(Exception):
 @dataclass
 class FileScan:
     """One dump file summarised: its training step, :func:`trajectory_table` (with
-    ``task`` where its lines carry labels), its report as plain data, and ``how``: ``fast``
-    (the fields a summary needs) or ``full`` (the whole reader)."""
+    ``task`` where its lines carry labels), its report as plain data, ``how``: ``fast``
+    (the fields a summary needs) or ``full`` (the whole reader), and ``nodes``: its state
+    nodes under each state-key strategy asked for (:func:`loaders.log.state_nodes`)."""
 
     train_step: int
     trajectories: pd.DataFrame
     report: dict
     how: str
+    nodes: dict[str, int]
 
 
 _QUOTE = b'"'
@@ -113,7 +124,11 @@ def _codes(keys: list[str]) -> tuple[np.ndarray, np.ndarray, list[str], list[str
     return traj_codes.astype(np.int64), turn, split[0], split[1]
 
 
-def _fast(data: bytes, source: str, train_step: int, report: LoadReport) -> pd.DataFrame:
+def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: bool
+          ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(:func:`trajectory_table`, the rows :func:`loaders.log.state_nodes` counts, with
+    their ``state_key`` when ``keyed``) of a file in the plain shape; :class:`_Unusual`
+    otherwise."""
     if not data.endswith(b"\n"):
         raise _Unusual  # an unfinished last line (or an empty file): the reader says which
     if not data.isascii():
@@ -126,9 +141,8 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport) -> pd.D
     except (msgspec.DecodeError, msgspec.ValidationError):
         raise _Unusual from None
     view = memoryview
-    if not lines or not all(view(x.input)[:1] == _QUOTE and view(x.output)[:1] == _QUOTE
-                            and x.won is _UNSET and x.done is _UNSET and x.task is _UNSET
-                            for x in lines):
+    if not lines or not all(view(x.output)[:1] == _QUOTE and x.won is _UNSET
+                            and x.done is _UNSET and x.task is _UNSET for x in lines):
         raise _Unusual
     keys = [x.uid for x in lines]
     if _UNSET in keys:
@@ -198,34 +212,47 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport) -> pd.D
         task = np.full(len(lines), None, dtype=object)
         task[firsts] = labels
         rows["task"] = task
-    return trajectory_table(rows, report.assumed)
+    table = trajectory_table(rows, report.assumed)
+    if keyed:
+        inputs = [x.input for x in lines]
+        keys = [default_state(text) for text in inputs]
+        rows["state_key"] = [text.strip() if key is None else key
+                             for key, text in zip(keys, inputs, strict=True)]
+    return table, rows
 
 
-def scan_file(path: str, train_step: int, fast: bool = True) -> FileScan:
-    """Summarise one ``{train_step}.jsonl``: the fast path, else (or with ``fast`` False) the
-    full reader. Raises what the full reader raises for a broken file."""
+def scan_file(path: str, train_step: int, fast: bool = True,
+              state_keys: Sequence[str] = (), state_regex: str | re.Pattern | None = None
+              ) -> FileScan:
+    """Summarise one ``{train_step}.jsonl`` and count its state nodes under each of
+    ``state_keys`` (state-key strategies, :func:`g2po.state_keys.resolve_state_key`; the
+    keys extracted by ``state_regex`` where given): the fast path, else (or with ``fast``
+    False, or a ``state_regex``) the full reader. Raises what the full reader raises for a
+    broken file."""
     source = str(path)
     check_global_step(source, train_step)
-    if fast:
+    if fast and state_regex is None:
         report = LoadReport(source, "verl")
         try:
-            table = _fast(read_bytes(path), source, train_step, report)
-            return FileScan(train_step, table, report.to_dict(), "fast")
+            table, rows = _fast(read_bytes(path), source, train_step, report,
+                                bool(state_keys))
+            return FileScan(train_step, table, report.to_dict(), "fast",
+                            {k: state_nodes(rows, k) for k in state_keys})
         except _Unusual:
             pass
     report = LoadReport(source, "verl")
-    steps = load_verl_file(path, report, train_step=train_step)
+    steps = load_verl_file(path, report, train_step=train_step, state_regex=state_regex)
     return FileScan(train_step, trajectory_table(steps, report.assumed), report.to_dict(),
-                    "full")
+                    "full", {k: state_nodes(steps, k) for k in state_keys})
 
 
-def _scan_job(job: tuple[str, int]) -> FileScan:
+def _scan_job(job: tuple) -> FileScan:
     return scan_file(*job)
 
 
-def scan_files(jobs: Sequence[tuple[str, int]], workers: int | None = None
-               ) -> Iterator[FileScan]:
-    """:func:`scan_file` of each (path, train_step), in order, spread over worker processes
+def scan_files(jobs: Sequence[tuple], workers: int | None = None) -> Iterator[FileScan]:
+    """:func:`scan_file` of each job (its arguments: path, train_step and optionally fast,
+    state_keys, state_regex), in order, spread over worker processes
     (``workers``: default one per CPU, at most :data:`loaders.workers.MAX_WORKERS`; one job
     or one worker runs here; where no worker can be had, the rest runs here too). The first
     broken file's error is raised."""

@@ -1,15 +1,20 @@
 """Worker processes for reading a log's many files at once (a verl dump's or a run
-directory's step files): how many, and how they start. Used by the dump scan
-(:mod:`loaders.verl_scan`) and by ``g2po validate`` (:mod:`loaders.validate`)."""
+directory's step files): how many, how they start, and an ordered map that reads only a few
+files ahead. Used by the dump scan (:mod:`loaders.verl_scan`), a dump's rows for a whole-run
+analysis (:mod:`loaders.verl_dump`) and ``g2po validate`` (:mod:`loaders.validate`)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import threading
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
-__all__ = ["MAX_WORKERS", "worker_count", "worker_context"]
+__all__ = ["MAX_WORKERS", "worker_count", "worker_context", "map_ahead"]
 
 #: The most worker processes one read starts.
 MAX_WORKERS = 8
@@ -34,3 +39,30 @@ def worker_context(preload: Sequence[str] = ()):
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(list(preload))
     return ctx
+
+
+def map_ahead(fn: Callable[..., Any], jobs: Sequence[tuple], preload: Sequence[str] = (),
+              ahead: int = 2) -> Iterator[Any]:
+    """``fn(*job)`` of each job, in order, computed by worker processes (:func:`worker_count`)
+    at most ``ahead`` jobs per worker before the caller takes them, so that memory holds a
+    few results, not all. One job or one CPU runs here; where no worker can be had, the rest
+    runs here. ``fn`` must be a module-level function of a module in ``preload``. A job's
+    error is raised when its turn comes."""
+    n = worker_count(len(jobs))
+    done = 0
+    if n > 1:
+        try:
+            with ProcessPoolExecutor(n, mp_context=worker_context(preload)) as pool:
+                pending: deque[Future] = deque()
+                for job in jobs:
+                    pending.append(pool.submit(fn, *job))
+                    if len(pending) >= n * ahead:
+                        yield pending.popleft().result()
+                        done += 1
+                while pending:
+                    yield pending.popleft().result()
+                    done += 1
+        except (BrokenProcessPool, OSError):
+            pass  # no workers to be had (a worker killed, no fork): the rest is read here
+    for job in jobs[done:]:
+        yield fn(*job)

@@ -22,10 +22,8 @@ from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
 from loaders.summary import UNKNOWN_WITHOUT
 
-__all__ = ["render", "AUTO_MERGE_RATE_ROWS", "AUTO_SHARES_ROWS", "merge_rate_column"]
+__all__ = ["render", "AUTO_SHARES_ROWS", "merge_rate_column"]
 
-#: Runs with at most this many step rows get their merge rate computed without asking.
-AUTO_MERGE_RATE_ROWS = 300_000
 #: Runs with at most this many step rows get their alarm shares computed without asking.
 AUTO_SHARES_ROWS = 300_000
 
@@ -38,26 +36,21 @@ def merge_rate_column(metrics: pd.DataFrame) -> str | None:
     return next((c for c in metrics.columns if c.endswith("merge_rate")), None)
 
 
-def _summary_of(opened: OpenLog, version: tuple[int, int], compute_merge: bool,
-                state_key: str, rule: OutcomeRule) -> tuple[pd.DataFrame, list[str]]:
+def _summary_of(opened: OpenLog, version: tuple[int, int], state_key: str,
+                rule: OutcomeRule) -> pd.DataFrame:
+    """The run's summary with its state-merge rate: the one its trainer logged, else the
+    log's count (a verl dump's comes with its summary, from its cache; a run directory's
+    is counted from two columns)."""
     summary = data.run_summary(opened.log, opened.key, version, rule).copy()
-    notes = []
     metrics = data.run_metrics(opened.log, opened.key, version)
     logged = merge_rate_column(metrics) if not metrics.empty else None
     if logged:
-        summary = summary.merge(metrics[["train_step", logged]].rename(
-            columns={logged: "merge_rate"}), on="train_step", how="left")
+        rates = metrics[["train_step", logged]].rename(columns={logged: "merge_rate"})
     else:
-        large = summary["n_steps"].sum() > AUTO_MERGE_RATE_ROWS
-        if large:  # computed on request only; the box that asks stays while it is ticked
-            notes.append(opened.name)
-        if compute_merge or not large:
-            rates = data.merge_rates(opened.log, opened.key, version, state_key)
-            summary = summary.merge(rates, on="train_step", how="left")
-        else:
-            summary["merge_rate"] = float("nan")
+        rates = data.merge_rates(opened.log, opened.key, version, state_key)
+    summary = summary.merge(rates, on="train_step", how="left")
     summary.insert(0, "run", opened.name)
-    return summary, notes
+    return summary
 
 
 def _unknown(logs: list[OpenLog], summary: pd.DataFrame, metric: str) -> dict[str, str]:
@@ -78,22 +71,19 @@ def render(ctx: AppContext) -> None:
     if not ctx.logs:
         no_run_message()
         return
-    compute = st.session_state.get("ov_compute_merge", False)
-    parts, pending, hints = [], [], []
+    parts, hints = [], []
     with st.spinner("Reading run summaries…"):
         for opened in ctx.logs:
             rule = ctx.rule_of(opened)  # each run's one rule, as every page counts success
             try:
                 version = data.log_version(opened.log)
-                summary, notes = _summary_of(opened, version, compute, ctx.params.state_key,
-                                             rule)
+                summary = _summary_of(opened, version, ctx.params.state_key, rule)
                 hints.append((opened, data.run_truncation(opened.log, opened.key, version,
                                                           rule)))
             except data.LOADER_ERRORS + (G2POError,) as err:
                 show_error(f"Cannot summarise {opened.name}", err)
                 continue
             parts.append(summary)
-            pending.extend(notes)
     if not parts:
         return
     summary = pd.concat(parts, ignore_index=True)
@@ -108,9 +98,6 @@ def render(ctx: AppContext) -> None:
         f"{o.name}: {ctx.rule_of(o).describe()}" for o in ctx.logs))
     for opened, hint in hints:
         truncation_offer(opened, hint, "overview")
-    if pending:
-        st.checkbox(fmt("Compute the state-merge rate (reads every step row of: {})",
-                        ", ".join(pending)), key="ov_compute_merge")
 
     clicked = None
     colors = run_colors(ctx.logs)

@@ -568,7 +568,8 @@ class _Log(Protocol):  # what triage_log needs of a loaders.Log
     format: str
 
     def train_steps(self) -> list[int]: ...
-    def step_columns(self, train_step: int, columns: Sequence[str]) -> pd.DataFrame: ...
+    def columns_of_steps(self, train_steps: Sequence[int], columns: Sequence[str]
+                         ) -> Iterable[tuple[int, pd.DataFrame]]: ...
     def step_source(self, train_step: int) -> Path | None: ...
     def rule(self) -> OutcomeRule: ...
 
@@ -684,8 +685,8 @@ def triage_log(
         if progress is not None:
             progress(count, total)
 
-    for s in todo:
-        frame = log.step_columns(s, READ_COLUMNS).assign(train_step=np.int64(s))
+    for s, frame in log.columns_of_steps(todo, READ_COLUMNS):
+        frame = frame.assign(train_step=np.int64(s))
         batch_text.append({"state_key": frame["state_key"], "action": frame["action"]})
         frame, applied = _coded(frame, params.state_key)
         batch.append(frame)

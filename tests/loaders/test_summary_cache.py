@@ -3,6 +3,7 @@ stale or damaged."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pandas as pd
@@ -84,7 +85,7 @@ def test_a_removed_file_leaves_the_cache(dump):
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "other version", "rows lost",
-                                    "other log", "wrong column type"])
+                                    "other log", "wrong column type", "node count"])
 def test_a_damaged_cache_is_rebuilt_and_said_so(dump, tmp_path, damage):
     expected = open_log(dump).summary()
     cache = SummaryCache(dump)
@@ -99,6 +100,8 @@ def test_a_damaged_cache_is_rebuilt_and_said_so(dump, tmp_path, damage):
             rows = rows[rows["train_step"] != 2].reset_index(drop=True)
         elif damage == "wrong column type":
             rows = rows.assign(length=rows["length"] + 0.5)
+        elif damage == "node count":
+            entries[2] = dataclasses.replace(entries[2], nodes={"exact": -3})
         other = SummaryCache(tmp_path / "elsewhere") if damage == "other log" else cache
         if damage == "other version":
             import loaders.summary_cache as sc
@@ -116,6 +119,7 @@ def test_a_damaged_cache_is_rebuilt_and_said_so(dump, tmp_path, damage):
     log = open_log(dump)
     pd.testing.assert_frame_equal(log.summary(), expected)
     assert any("summary cache" in n and "rebuilt" in n for n in log.report.notes)
+    assert log.merge_rates()["merge_rate"].between(0, 1).all()
     assert sorted(cache.read()[0]) == [1, 2, 3]  # written anew, readable
 
 

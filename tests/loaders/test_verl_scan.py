@@ -227,3 +227,33 @@ def test_a_single_threaded_process_forks():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "fork"
+
+
+def test_a_dumps_columns_for_a_whole_run_are_its_rows_read_in_workers(tmp_path):
+    """What a whole-run analysis reads (the Groups page, ``g2po triage``): each step's
+    columns, read ahead by worker processes, equal to the rows read here; the reports are
+    the log's; a broken file's error comes at its turn, with its file."""
+    from loaders import open_log
+
+    d = tmp_path / "d"
+    for step in range(1, 6):
+        write_verl_dump(d, step, agent_loop_entries(step, prompts=3))
+    write_verl_dump(d, 6, legacy_entries(6))
+    columns = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward", "task"]
+    log = open_log(d)
+    read = list(log.columns_of_steps(log.train_steps(), columns))
+    assert [s for s, _ in read] == [1, 2, 3, 4, 5, 6]
+    notes = log.report.notes
+    assert any(n.startswith("no uid field") for n in notes)  # the legacy file's report
+    here = open_log(d)
+    for step, frame in read:
+        pd.testing.assert_frame_equal(frame, here.step_columns(step, columns))
+    entries = agent_loop_entries(7)
+    entries[3]["score"] = "high"
+    write_verl_dump(d, 7, entries)
+    log.refresh()
+    got = []
+    with pytest.raises(LogFormatError, match=r"7.jsonl:4: field 'score'"):
+        for step, _ in log.columns_of_steps([5, 6, 7], columns):
+            got.append(step)
+    assert got == [5, 6]

@@ -1,6 +1,6 @@
 import pandas as pd
 
-from app.views.overview import AUTO_MERGE_RATE_ROWS, merge_rate_column
+from app.views.overview import merge_rate_column
 from tests.app.builders import app_test, shown, texts
 
 
@@ -38,31 +38,46 @@ def test_only_one_run_shown_when_one_is_chosen(runs_root):
     assert set(table["run"]) == {"run_a"}
 
 
-def test_logged_merge_rate_wins_and_big_runs_ask_first():
+def test_logged_merge_rate_wins():
     metrics = pd.DataFrame({"train_step": [1], "g2po/merge_rate": [0.3]})
     assert merge_rate_column(metrics) == "g2po/merge_rate"
     assert merge_rate_column(pd.DataFrame({"train_step": [1]})) is None
-    assert AUTO_MERGE_RATE_ROWS >= 100_000
 
 
-def test_a_big_run_computes_its_merge_rate_on_request_and_keeps_it(runs_root, monkeypatch):
-    """Over the threshold the rate is asked for; the box that asked stays, ticked, so the rate
-    stays on the next rerun (it used to vanish with its state once ticked)."""
-    import app.views.overview
+def test_a_dumps_merge_rate_is_shown_at_once_and_after_a_restart_from_its_cache(tmp_path):
+    """No box to tick, whatever the run's size: a verl dump's merge rate comes with its
+    summary; after a restart it is the summary cache's (shown by swapping in other content
+    of the same size, time put back: the page still shows the counted rates)."""
+    import os
+    import re
 
-    monkeypatch.setattr(app.views.overview, "AUTO_MERGE_RATE_ROWS", 10)
-    at = app_test("overview", ["--log", str(runs_root)])
-    assert len(charts(at)) == 4  # no merge rate yet
-    table = next(d.value for d in at.dataframe if "merge_rate" in d.value.columns)
-    assert table["merge_rate"].isna().all()
-    at.checkbox(key="ov_compute_merge").check().run()
-    for _ in range(2):  # after ticking, and on a later rerun
+    import streamlit as st
+
+    import loaders
+    from tests.loaders.builders import agent_loop_entries, write_verl_dump
+
+    dump = tmp_path / "rollout_data"
+    for step in (1, 2):
+        write_verl_dump(dump, step, agent_loop_entries(step, prompts=3, sessions=3, turns=4))
+    expected = loaders.Log.merge_rates(loaders.open_log(dump))  # the rows read in full
+
+    def shown_rates(at):
         assert not at.exception
-        assert at.checkbox(key="ov_compute_merge").value
-        assert len(charts(at)) == 5
+        assert "ov_compute_merge" not in [c.key for c in at.checkbox]  # nothing to ask
+        assert "ov_merge_rate" in [c.key for c in charts(at)]
         table = next(d.value for d in at.dataframe if "merge_rate" in d.value.columns)
-        assert table["merge_rate"].between(0, 1).all()
-        at.run()
+        return table["merge_rate"].tolist()
+
+    assert shown_rates(app_test("overview", ["--log", str(dump)])) \
+        == expected["merge_rate"].tolist()
+    path = dump / "1.jsonl"
+    stat = path.stat()
+    path.write_text(re.sub(r"You are in room \d\.", "You are in room 0.", path.read_text()))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    st.cache_data.clear()
+    st.cache_resource.clear()  # a new server: only the caches on disk remain
+    assert shown_rates(app_test("overview", ["--log", str(dump)])) \
+        == expected["merge_rate"].tolist()
 
 
 def test_a_run_keeps_its_colour_when_another_is_added(runs_root):
