@@ -448,7 +448,8 @@ def build_network(
         if highlight.node == node_id:
             border, width = HIGHLIGHT_COLOR, 6
         if kind == "state":
-            label = str(node_id) if large else _wrap(f"{node_id}: {row['label']}")
+            words = str(row["label"]).strip()
+            label = str(node_id) if large or not words else _wrap(f"{node_id}: {words}")
         else:
             label = kind
         net.add_node(

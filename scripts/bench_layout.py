@@ -25,30 +25,12 @@ import pandas as pd  # noqa: E402
 
 from app.graph_html import network_data, render_html  # noqa: E402
 from g2po.analysis.geometry import check_drawing  # noqa: E402
-from g2po.analysis.state_graph import StateGraph, state_graph  # noqa: E402
-from g2po.outcomes import OutcomeRule  # noqa: E402
-from g2po.synthetic import synthetic_steps  # noqa: E402
+from g2po.analysis.state_graph import StateGraph  # noqa: E402
+from tests.app.layout_groups import layout_graph  # noqa: E402
 
 #: The graph's canvas (width, height in px) in the group explorer, per window (width, height).
-CANVAS = {(1280, 800): (1196, 480), (1920, 1080): (1836, 560)}
+CANVAS = {(1280, 800): (820, 420), (1920, 1080): (1460, 420)}
 SIZES = (10, 30, 100, 250)
-
-
-def bench_group(n_states: int, seed: int = 0) -> pd.DataFrame:
-    """One generated group visiting about ``n_states`` states: 8 rollouts of up to 40 steps
-    for the small ones (the shape of an ALFWorld group early in training), longer and more
-    rollouts for the large ones."""
-    rollouts = 8 if n_states <= 30 else 16
-    max_len = max(40, int(n_states * 0.8))
-    steps = synthetic_steps(int(rollouts * (1 + max_len) / 2), rollouts=rollouts,
-                            max_len=max_len, states_per_task=n_states, key_chars=80,
-                            seed=seed)
-    first = steps["group_id"] == steps["group_id"].iloc[0]
-    return steps[first].assign(observation=lambda f: f["state_key"])
-
-
-def bench_graph(n_states: int, seed: int = 0) -> StateGraph:
-    return state_graph(bench_group(n_states, seed), rule=OutcomeRule(success_reward=10.0))
 
 
 def measure(browser, graph: StateGraph, canvas: tuple[int, int], shot: Path | None = None
@@ -90,13 +72,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     window = next(w for w in CANVAS if w[0] == args.screen)
     canvas = CANVAS[window]
-    from tests.app.browser import chromium
+    from tests.app.browser import chromium  # Playwright: imported only to run
 
     print(f"window {window[0]}x{window[1]}, graph canvas {canvas[0]}x{canvas[1]} px")
     rows = []
     with chromium() as browser:
         for n in args.sizes:
-            graph = bench_graph(n)
+            graph = layout_graph(n)
             shot = None
             if args.shots is not None:
                 args.shots.mkdir(parents=True, exist_ok=True)

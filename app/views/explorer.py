@@ -70,7 +70,7 @@ __all__ = ["render", "node_from_click", "edge_from_click", "filter_from_url", "f
            "VALUE_SCALE_CHOICES"]
 
 #: Graph height: at 1280×800 the graph (the page's width) stays above the fold.
-GRAPH_HEIGHT = 480
+GRAPH_HEIGHT = 420
 #: Steps per page of the step table.
 PAGE_ROWS = 50
 #: Above this many rollouts the per-rollout tab shows the first ones only.
