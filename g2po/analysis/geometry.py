@@ -26,6 +26,9 @@ STRAIGHT, CW, CCW = 0, 1, 2
 #: The roundness values tried, gentlest first, when an edge must bend around a node (past 1,
 #: vis-network's curve swings wide: a long edge then arcs over a band of nodes).
 ROUNDNESS_STEPS = (0.15, 0.25, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.6, 2.0)
+#: Points per curve when routing (the checks of a drawing use more): enough to follow a curve
+#: of roundness up to 2 within a few canvas units.
+ROUTE_SAMPLES = 14
 #: Room (canvas units) kept between an edge and a node it does not touch.
 CLEARANCE = 4.0
 
@@ -166,7 +169,7 @@ def route_edges(xy: np.ndarray, radius: np.ndarray, src: np.ndarray, dst: np.nda
     if len(src) == 0:
         return kind, roundness
     start, end = xy[src], xy[dst]
-    paths = edge_paths(start, end, kind, roundness)
+    paths = edge_paths(start, end, kind, roundness, samples=ROUTE_SAMPLES)
     bad = np.flatnonzero(edges_through_nodes(paths, xy, radius, src, dst))
     if not len(bad):
         return kind, roundness

@@ -326,3 +326,26 @@ def test_coin_collectors_critical_transitions_cross_no_node():
         assert not through[critical].any(), layout["aspect"]
         assert not (through & shown).any(), layout["aspect"]
     assert straight_through  # drawn straight, a critical transition would cross a node
+
+
+def test_at_most_sixty_edges_at_full_strength_the_rest_quiet_until_all_edges():
+    from app.graph_html import FULL_EDGES, QUIET_EDGE
+    from tests.app.layout_groups import layout_graph
+
+    graph = layout_graph(30)
+    assert len(graph.edges) > FULL_EDGES
+    data = network_data(graph, success_reward=10.0)
+    quiet = [e for e in data["edges"] if e.get("quiet")]
+    strong = [e for e in data["edges"] if not e.get("quiet")]
+    assert len(strong) == FULL_EDGES and data["legend"]["quiet"] == len(quiet)
+    assert all(e["color"] == QUIET_EDGE and e["fullColor"] != QUIET_EDGE for e in quiet)
+    # the critical transitions and the most travelled edges are the strong ones
+    assert set(data["legible"]["edges"]) <= {e["id"] for e in strong}
+    counts = graph.edges["count"].to_numpy()
+    quiet_rows = [int(e["id"][1:]) for e in quiet]
+    strong_rows = [int(e["id"][1:]) for e in strong if e["id"] not in data["legible"]["edges"]]
+    assert counts[quiet_rows].max() <= counts[strong_rows].min()
+    # a highlighted trajectory: its own edges full, the rest faded (none quiet)
+    path = trajectory_highlight(graph, [str(graph.steps["traj_id"].iloc[0])])
+    lit = network_data(graph, path, success_reward=10.0)
+    assert not any(e.get("quiet") for e in lit["edges"])
