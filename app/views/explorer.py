@@ -121,7 +121,7 @@ def render(ctx: AppContext) -> None:
     assumed = assumptions(opened.log.report.assumed, ctx.params.penalty)
 
     # the pickers in one row above the graph; the graph takes the page's width
-    pick_outcome, pick_traj, pick_edge, pick_scale = st.columns([2, 3, 1, 1])
+    pick_outcome, pick_traj, pick_edge, pick_scale = st.columns([2.2, 3, 1.5, 1.5])
     outcomes = pick_outcome.pills("Outcome", OUTCOMES, selection_mode="multi", key="g_outcome",
                                   help="Show the trajectories with these outcomes only")
     shown_ids = [t for t, o in zip(summary["traj_id"], summary["outcome"], strict=True)
