@@ -169,7 +169,7 @@
 
   /* The box around some nodes, and the scale (at most ``most``) that shows it in the canvas
    * with room for labels at its edges. */
-  function frameOf(network, ids, most) {
+  function frameOf(network, ids, most, state) {
     var pos = network.getPositions(ids);
     var keys = Object.keys(pos);
     if (!keys.length) { return null; }
@@ -178,10 +178,31 @@
       x0 = Math.min(x0, pos[k].x); x1 = Math.max(x1, pos[k].x);
       y0 = Math.min(y0, pos[k].y); y1 = Math.max(y1, pos[k].y);
     });
+    (state ? curveApexes(state) : []).forEach(function (p) {
+      x0 = Math.min(x0, p.x); x1 = Math.max(x1, p.x);
+      y0 = Math.min(y0, p.y); y1 = Math.max(y1, p.y);
+    });
     var box = network.body.container.getBoundingClientRect();
     var sx = Math.max(box.width - 2 * PAD_X, 40) / Math.max(x1 - x0, 1);
     var sy = Math.max(box.height - 2 * PAD_Y, 40) / Math.max(y1 - y0, 1);
     return {x: (x0 + x1) / 2, y: (y0 + y1) / 2, scale: Math.min(sx, sy, most)};
+  }
+
+  /* The farthest point of each curved edge drawn at full strength (a curve bent around the
+   * nodes may swing past them): a view of the whole graph shows these too. */
+  function curveApexes(state) {
+    var network = state.network, out = [];
+    state.edges.get({filter: function (e) {
+      return e.from !== e.to && !e.hidden && (!e.quiet || state.allEdges) && e.smooth &&
+        e.smooth.enabled;
+    }}).forEach(function (e) {
+      var body = network.body.edges[e.id];
+      if (body && body.edgeType && body.edgeType.getPoint) {
+        out.push(body.edgeType.getPoint(0.5, body.edgeType.getViaNode ?
+          body.edgeType.getViaNode() : undefined));
+      }
+    });
+    return out;
   }
 
   function moveToFrame(network, frame) {
@@ -253,7 +274,7 @@
   function initialView(state) {
     var network = state.network;
     chooseLayout(state);
-    var all = frameOf(network, state.nodes.getIds(), 1.0);
+    var all = frameOf(network, state.nodes.getIds(), 1.0, state);
     if (all === null) { return; }
     var focus = focusIds(state);
     if (all.scale >= READABLE_SCALE || all.scale * ROW_GAP >= WHOLE_ROOM) {
@@ -275,7 +296,7 @@
 
   function fitAll(state) {
     chooseLayout(state);
-    var all = frameOf(state.network, state.nodes.getIds(), 1.0);
+    var all = frameOf(state.network, state.nodes.getIds(), 1.0, state);
     if (all !== null) { moveToFrame(state.network, all); }
     keepLegible(state);
   }
