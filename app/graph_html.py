@@ -90,10 +90,10 @@ VALUE_SCALES = {"group": "fitted to the group", "reward": "0 to the success rewa
 #: Every edge is at least this wide, so that its colour stays visible.
 MIN_EDGE_WIDTH = 2.0
 #: Width / height the layout's bands aim at, one drawing each (the page draws the one
-#: closest to its canvas: the app's graph, the page's width, is about 1.95 at 1280 px wide,
-#: 3.5 at 1920 px; 1.35 for a narrow window), so that "Fit all" fills the canvas; the first
+#: closest to its canvas: the app's graph, the page's width, is about 2.05 at 1280 px wide,
+#: 3.65 at 1920 px; 1.35 for a narrow window), so that "Fit all" fills the canvas; the first
 #: is the drawing's own node positions.
-LAYOUT_ASPECTS = (1.95, 3.5, 1.35)
+LAYOUT_ASPECTS = (2.05, 3.65, 1.35)
 LAYOUT_ASPECT = LAYOUT_ASPECTS[0]
 #: Self-loops: the radius of a loop, and how far a selected one reaches past its node's border
 #: (past the selection ring, so that it shows).

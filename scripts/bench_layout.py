@@ -29,7 +29,7 @@ from g2po.analysis.state_graph import StateGraph  # noqa: E402
 from tests.app.layout_groups import layout_graph  # noqa: E402
 
 #: The graph's canvas (width, height in px) in the group explorer, per window (width, height).
-CANVAS = {(1280, 800): (820, 420), (1920, 1080): (1460, 420)}
+CANVAS = {(1280, 800): (820, 400), (1920, 1080): (1460, 400)}
 SIZES = (10, 30, 100, 250)
 
 

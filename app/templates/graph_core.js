@@ -14,7 +14,7 @@
   var NODE_FONT = 14, EDGE_FONT = 12, STROKE = 3;
   /* A state's number, when its label is too long for the zoom: 11 px on screen, shown while
    * the drawing's rows (ROW_GAP canvas units apart, the layout's dy) are SHORT_ROOM px apart. */
-  var SHORT_FONT = 11, ROW_GAP = 95, SHORT_ROOM = 16;
+  var SHORT_FONT = 11, ROW_GAP = 95, SHORT_ROOM = 24;
   /* The first view shows the whole graph while its rows stay this far apart on screen (px):
    * every state then shows at least its number. */
   var WHOLE_ROOM = 40;
@@ -146,8 +146,7 @@
     }
     span(box, "", "dashed = invalid action");
     if (lg.quiet) {
-      span(box, "", " · pale thin lines: the " + lg.quiet + " least travelled of " + lg.edges +
-           " edges (All edges draws them fully)");
+      span(box, "", " · pale: " + lg.quiet + " least travelled edges");
     }
     (lg.assumed || []).forEach(function (note) {
       span(box, "g2po-assumed", " · * assumed: " + note + " (invalid counts, A)");
@@ -169,7 +168,7 @@
 
   /* The box around some nodes, and the scale (at most ``most``) that shows it in the canvas
    * with room for labels at its edges. */
-  function frameOf(network, ids, most, state) {
+  function frameOf(network, ids, most) {
     var pos = network.getPositions(ids);
     var keys = Object.keys(pos);
     if (!keys.length) { return null; }
@@ -178,31 +177,10 @@
       x0 = Math.min(x0, pos[k].x); x1 = Math.max(x1, pos[k].x);
       y0 = Math.min(y0, pos[k].y); y1 = Math.max(y1, pos[k].y);
     });
-    (state ? curveApexes(state) : []).forEach(function (p) {
-      x0 = Math.min(x0, p.x); x1 = Math.max(x1, p.x);
-      y0 = Math.min(y0, p.y); y1 = Math.max(y1, p.y);
-    });
     var box = network.body.container.getBoundingClientRect();
     var sx = Math.max(box.width - 2 * PAD_X, 40) / Math.max(x1 - x0, 1);
     var sy = Math.max(box.height - 2 * PAD_Y, 40) / Math.max(y1 - y0, 1);
     return {x: (x0 + x1) / 2, y: (y0 + y1) / 2, scale: Math.min(sx, sy, most)};
-  }
-
-  /* The farthest point of each curved edge drawn at full strength (a curve bent around the
-   * nodes may swing past them): a view of the whole graph shows these too. */
-  function curveApexes(state) {
-    var network = state.network, out = [];
-    state.edges.get({filter: function (e) {
-      return e.from !== e.to && !e.hidden && (!e.quiet || state.allEdges) && e.smooth &&
-        e.smooth.enabled;
-    }}).forEach(function (e) {
-      var body = network.body.edges[e.id];
-      if (body && body.edgeType && body.edgeType.getPoint) {
-        out.push(body.edgeType.getPoint(0.5, body.edgeType.getViaNode ?
-          body.edgeType.getViaNode() : undefined));
-      }
-    });
-    return out;
   }
 
   function moveToFrame(network, frame) {
@@ -274,7 +252,7 @@
   function initialView(state) {
     var network = state.network;
     chooseLayout(state);
-    var all = frameOf(network, state.nodes.getIds(), 1.0, state);
+    var all = frameOf(network, state.nodes.getIds(), 1.0);
     if (all === null) { return; }
     var focus = focusIds(state);
     if (all.scale >= READABLE_SCALE || all.scale * ROW_GAP >= WHOLE_ROOM) {
@@ -296,7 +274,7 @@
 
   function fitAll(state) {
     chooseLayout(state);
-    var all = frameOf(state.network, state.nodes.getIds(), 1.0, state);
+    var all = frameOf(state.network, state.nodes.getIds(), 1.0);
     if (all !== null) { moveToFrame(state.network, all); }
     keepLegible(state);
   }

@@ -69,8 +69,8 @@ __all__ = ["render", "node_from_click", "edge_from_click", "filter_from_url", "f
            "GRAPH_HEIGHT", "MAX_ROLLOUT_TABLES", "TABS", "EDGE_COLOR_CHOICES",
            "VALUE_SCALE_CHOICES"]
 
-#: Graph height: at 1280×800 the graph (the page's width) stays above the fold.
-GRAPH_HEIGHT = 420
+#: Graph height: at 1280×720 the graph (the page's width) and its legend stay above the fold.
+GRAPH_HEIGHT = 400
 #: Steps per page of the step table.
 PAGE_ROWS = 50
 #: Above this many rollouts the per-rollout tab shows the first ones only.
@@ -120,40 +120,48 @@ def render(ctx: AppContext) -> None:
     labels = tables["labels"]
     assumed = assumptions(opened.log.report.assumed, ctx.params.penalty)
 
-    # the pickers in one row above the graph; the graph takes the page's width
-    pick_outcome, pick_traj, pick_edge, pick_scale = st.columns([2.2, 3, 1.5, 1.5])
-    outcomes = pick_outcome.pills("Outcome", OUTCOMES, selection_mode="multi", key="g_outcome",
-                                  help="Show the trajectories with these outcomes only")
-    shown_ids = [t for t, o in zip(summary["traj_id"], summary["outcome"], strict=True)
-                 if not outcomes or o in outcomes]
-    st.session_state["g_traj"] = [t for t in st.session_state.get("g_traj") or []
-                                  if t in traj_ids]
-    chosen = pick_traj.multiselect("Highlight trajectories", traj_ids, key="g_traj",
-                                   format_func=lambda t: labels[t], placeholder="none")
-    edge_color = pick_edge.selectbox(
-        "Edge colour", list(EDGE_COLOR_MODES), key="g_edge_color",
-        format_func=EDGE_COLOR_CHOICES.get,
-        help="TD error; the mean combined advantage A of the steps along each edge (on a "
-             "highlighted trajectory's own edges, its own steps' A); or the share of "
-             "successful trajectories through it.")
-    value_scale = pick_scale.selectbox(
-        "V scale", list(VALUE_SCALES), key="g_value_scale",
-        format_func=VALUE_SCALE_CHOICES.get,
-        help="Node colour V: from the group's lowest to its highest value, or from 0 to "
-             "the success reward.")
-    style = DrawStyle(edge_color=edge_color, value_scale=value_scale)
-    node, edge = st.session_state.get(SEL_NODE), st.session_state.get(SEL_EDGE)
+    # the graph first, the page's width; its pickers in one row below it (drawn there, read
+    # here: the graph needs their choices)
     view = _view_choice(graph)
-    if view == "Matrix":
-        _matrix(graph, edge_color)
-    else:
-        paths = chosen or (shown_ids if outcomes else [])
-        highlight = _highlight(graph, paths, node, edge)
-        drawn = _drawn(graph, current, highlight, style, ctx.rule.success_reward,
-                       f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}",
-                       tuple(a.note for a in reached(assumed, ("invalid", "adv"))))
-        st.session_state[GRAPH_ID] = current
-        graph_component(drawn, height=GRAPH_HEIGHT, key=GRAPH_KEY, on_change=_graph_clicked)
+    graph_area, picker_row = st.container(), st.container()
+    with picker_row:
+        pick_outcome, pick_traj, pick_edge, pick_scale = st.columns([2.2, 3, 1.5, 1.5])
+        outcomes = pick_outcome.pills("Outcome", OUTCOMES, selection_mode="multi",
+                                      key="g_outcome",
+                                      help="Show the trajectories with these outcomes only")
+        shown_ids = [t for t, o in zip(summary["traj_id"], summary["outcome"], strict=True)
+                     if not outcomes or o in outcomes]
+        st.session_state["g_traj"] = [t for t in st.session_state.get("g_traj") or []
+                                      if t in traj_ids]
+        chosen = pick_traj.multiselect("Highlight trajectories", traj_ids, key="g_traj",
+                                       format_func=lambda t: labels[t], placeholder="none")
+        edge_color = pick_edge.selectbox(
+            "Edge colour", list(EDGE_COLOR_MODES), key="g_edge_color",
+            format_func=EDGE_COLOR_CHOICES.get,
+            help="TD error; the mean combined advantage A of the steps along each edge (on a "
+                 "highlighted trajectory's own edges, its own steps' A); or the share of "
+                 "successful trajectories through it.")
+        value_scale = pick_scale.selectbox(
+            "V scale", list(VALUE_SCALES), key="g_value_scale",
+            format_func=VALUE_SCALE_CHOICES.get,
+            help="Node colour V: from the group's lowest to its highest value, or from 0 to "
+                 "the success reward.")
+        style = DrawStyle(edge_color=edge_color, value_scale=value_scale)
+        node, edge = st.session_state.get(SEL_NODE), st.session_state.get(SEL_EDGE)
+    with graph_area:
+        if view == "Matrix":
+            _matrix(graph, edge_color)
+        else:
+            paths = chosen or (shown_ids if outcomes else [])
+            highlight = _highlight(graph, paths, node, edge)
+            drawn = _drawn(graph, current, highlight, style, ctx.rule.success_reward,
+                           f"G2PO state graph: group {ctx.group_id}, training step "
+                           f"{ctx.train_step}",
+                           tuple(a.note for a in reached(assumed, ("invalid", "adv"))))
+            st.session_state[GRAPH_ID] = current
+            graph_component(drawn, height=GRAPH_HEIGHT, key=GRAPH_KEY,
+                            on_change=_graph_clicked)
+    if view != "Matrix":
         st.caption(fmt("{} nodes ({} states + terminals) · {} edges · {:.0%} merged · hover "
                        "for details, click a node or an edge to list its steps, click a step "
                        "row to find it in the graph · columns by step depth, wrapped into bands "

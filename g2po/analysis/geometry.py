@@ -147,7 +147,8 @@ def route_edges(xy: np.ndarray, radius: np.ndarray, src: np.ndarray, dst: np.nda
                 kind: np.ndarray, roundness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bend the edges that pass through a node they do not touch: each such edge takes the
     gentlest curve (either side, roundness from :data:`ROUNDNESS_STEPS`) that clears every
-    node and keeps apart from the other edges between the same two nodes; where none clears,
+    node, keeps apart from the other edges between the same two nodes and stays within the
+    drawing (a curve swinging past it comes after those that do not); where none clears,
     the one through the fewest nodes. Returns the new ``(kind, roundness)``; edges that were
     clear keep theirs.
 
@@ -183,8 +184,13 @@ def route_edges(xy: np.ndarray, radius: np.ndarray, src: np.ndarray, dst: np.nda
                                   paths.shape[1], shared[bad])
     c_kind = np.tile([CW, CCW], len(ROUNDNESS_STEPS))
     c_round = np.repeat(ROUNDNESS_STEPS, 2)
+    # a curve swinging past the drawing (beyond its nodes, plus a margin) leaves the view
+    # that shows the whole graph: among the curves that clear every node, one inside wins
+    margin = 2.0 * float(radius.max()) + 40.0
+    box_lo, box_hi = xy.min(axis=0) - margin, xy.max(axis=0) + margin
+    outside = ((c_mid < box_lo) | (c_mid > box_hi)).any(axis=-1)  # (n_bad, n_candidates)
     for row, e in enumerate(bad):
-        cost = hits[row].astype(np.float64)
+        cost = hits[row].astype(np.float64) + 0.5 * outside[row]
         siblings = np.flatnonzero((lo == lo[e]) & (hi == hi[e]) & (np.arange(len(src)) != e))
         if len(siblings):  # two edges of one pair must not share a curve
             apart = np.hypot(*(c_mid[row][:, None, :] - middles[None, siblings, :])
