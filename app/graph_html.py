@@ -329,8 +329,8 @@ def edge_routes(graph: StateGraph, pos: pd.DataFrame, aspect: float | None = Non
     xy = pos[["x", "y"]].to_numpy(dtype=np.float64)
     radius = _node_sizes(nodes)
     kind, roundness = route_edges(xy, radius, src, dst, kind, roundness)
-    blocked = edges_through_nodes(edge_paths(xy[src], xy[dst], kind, roundness), xy, radius,
-                                  src, dst)
+    blocked = edges_through_nodes(edge_paths(xy[src], xy[dst], kind, roundness, samples=48),
+                                  xy, radius, src, dst)
     out = ([{} if s == d else _smooth(int(k), float(r))
             for s, d, k, r in zip(src, dst, kind, roundness, strict=True)],
            [bool(b) for b in blocked])

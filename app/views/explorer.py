@@ -122,10 +122,12 @@ def render(ctx: AppContext) -> None:
 
     # the graph first, the page's width; its pickers in one row below it (drawn there, read
     # here: the graph needs their choices)
-    view = _view_choice(graph)
     graph_area, picker_row = st.container(), st.container()
     with picker_row:
-        pick_outcome, pick_traj, pick_edge, pick_scale = st.columns([2.2, 3, 1.5, 1.5])
+        dense = is_dense(graph)
+        pick_outcome, pick_traj, pick_edge, pick_scale, *pick_view = st.columns(
+            [2.2, 3, 1.5, 1.5] + ([1.6] if dense else []))
+        view = _view_choice(pick_view[0]) if dense else "Graph"
         outcomes = pick_outcome.pills("Outcome", OUTCOMES, selection_mode="multi",
                                       key="g_outcome",
                                       help="Show the trajectories with these outcomes only")
@@ -213,11 +215,9 @@ def render(ctx: AppContext) -> None:
 
 # -- the compact view ------------------------------------------------------------------------
 
-def _view_choice(graph: StateGraph) -> str:
-    """The drawing, or (for a dense group, one click away) the state × state matrix."""
-    if not is_dense(graph):
-        return "Graph"
-    view = st.segmented_control(
+def _view_choice(column) -> str:
+    """The drawing, or (a dense group's, one click away) the state × state matrix."""
+    view = column.segmented_control(
         "View", ["Graph", "Matrix"], default="Graph", key="g_view",
         help=fmt("Above {} transitions or {} states the matrix reads better for which "
                  "transition carries the credit: every pair of states is one cell, none hidden "

@@ -31,6 +31,9 @@ ROUNDNESS_STEPS = (0.15, 0.25, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.6, 2.0)
 ROUTE_SAMPLES = 14
 #: Room (canvas units) kept between an edge and a node it does not touch.
 CLEARANCE = 4.0
+#: The room routing asks for, more than the checks do: a curve followed at
+#: :data:`ROUTE_SAMPLES` points may come a few units closer between them.
+ROUTE_CLEARANCE = 10.0
 
 
 def control_points(start: np.ndarray, end: np.ndarray, kind: np.ndarray,
@@ -171,7 +174,7 @@ def route_edges(xy: np.ndarray, radius: np.ndarray, src: np.ndarray, dst: np.nda
         return kind, roundness
     start, end = xy[src], xy[dst]
     paths = edge_paths(start, end, kind, roundness, samples=ROUTE_SAMPLES)
-    bad = np.flatnonzero(edges_through_nodes(paths, xy, radius, src, dst))
+    bad = np.flatnonzero(edges_through_nodes(paths, xy, radius, src, dst, ROUTE_CLEARANCE))
     if not len(bad):
         return kind, roundness
     lo, hi = np.minimum(src, dst), np.maximum(src, dst)
@@ -223,7 +226,7 @@ def _candidate_hits(start: np.ndarray, end: np.ndarray, src: np.ndarray, dst: np
         paths = edge_paths(np.repeat(start[todo], k, 0), np.repeat(end[todo], k, 0),
                            np.tile(c_kind[stage], len(todo)), np.tile(c_round[stage], len(todo)),
                            samples=samples)
-        near = _segment_distance(paths, xy) < (radius + CLEARANCE)[None, :]
+        near = _segment_distance(paths, xy) < (radius + ROUTE_CLEARANCE)[None, :]
         rows = np.arange(len(near))
         near[rows, np.repeat(src[todo], k)] = False
         near[rows, np.repeat(dst[todo], k)] = False
