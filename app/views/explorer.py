@@ -126,7 +126,7 @@ def render(ctx: AppContext) -> None:
     with picker_row:
         dense = is_dense(graph)
         pick_outcome, pick_traj, pick_edge, pick_scale, *pick_view = st.columns(
-            [2.2, 3, 1.5, 1.5] + ([1.6] if dense else []))
+            [1.9, 2.3, 1.7, 1.7] + ([1.4] if dense else []))
         view = _view_choice(pick_view[0]) if dense else "Graph"
         outcomes = pick_outcome.pills("Outcome", OUTCOMES, selection_mode="multi",
                                       key="g_outcome",
