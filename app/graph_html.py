@@ -38,6 +38,7 @@ from pyvis.network import Network
 
 from app.colors import EDGE_SCALE, diverging_colors, symmetric_limit, value_colors
 from app.safe import truncate
+from g2po.analysis.geometry import CW, STRAIGHT, edge_paths, edges_through_nodes, route_edges
 from g2po.analysis.layout import layered_layout, wrap_bands
 from g2po.analysis.state_graph import StateGraph
 
@@ -49,6 +50,10 @@ __all__ = [
     "layout_positions",
     "LAYOUT_ASPECTS",
     "critical_edges",
+    "full_strength",
+    "edge_routes",
+    "QUIET_EDGE",
+    "FULL_EDGES",
     "build_network",
     "network_data",
     "render_html",
@@ -65,6 +70,16 @@ TRUNCATED_COLOR = "#8c8c8c"
 HIGHLIGHT_COLOR = "#ff7f0e"
 FADED_NODE = "rgba(200, 200, 200, 0.35)"
 FADED_EDGE = "rgba(180, 180, 180, 0.25)"
+#: An edge beyond the :data:`FULL_EDGES` drawn at full strength: thin and pale until the
+#: page's "All edges" button brings every edge to full strength.
+QUIET_EDGE = "rgba(150, 150, 150, 0.3)"
+QUIET_WIDTH = 1.0
+#: The smallest label drawn, in screen pixels: vis-network skips a label whose size on screen
+#: is under its ``drawThreshold`` − 1; the start, terminal and critical labels grow instead.
+LABEL_MIN_PX = 10
+#: At most this many edges are drawn at full strength at first (the critical transitions, then
+#: the most travelled): beyond ~60 strong lines a drawing stops being read.
+FULL_EDGES = 60
 #: Above this many nodes labels shrink to node ids and edges hide while dragging or zooming.
 LARGE_GRAPH = 300
 #: Edge colour choices: name → what the legend calls it.
@@ -75,9 +90,10 @@ VALUE_SCALES = {"group": "fitted to the group", "reward": "0 to the success rewa
 #: Every edge is at least this wide, so that its colour stays visible.
 MIN_EDGE_WIDTH = 2.0
 #: Width / height the layout's bands aim at, one drawing each (the page draws the one
-#: closest to its canvas: the app's graph is about 1.35 at 1280 px wide, 2.4 at 1920 px),
-#: so that "Fit all" fills the canvas; the first is the drawing's own node positions.
-LAYOUT_ASPECTS = (2.4, 1.35, 3.4)
+#: closest to its canvas: the app's graph, the page's width, is about 2.05 at 1280 px wide,
+#: 3.65 at 1920 px; 1.35 for a narrow window), so that "Fit all" fills the canvas; the first
+#: is the drawing's own node positions.
+LAYOUT_ASPECTS = (2.05, 3.65, 1.35)
 LAYOUT_ASPECT = LAYOUT_ASPECTS[0]
 #: Self-loops: the radius of a loop, and how far a selected one reaches past its node's border
 #: (past the selection ring, so that it shows).
@@ -148,13 +164,7 @@ def layout_positions(graph: StateGraph, aspect: float | None = LAYOUT_ASPECT) ->
     a parameter that changes only the numbers (γ, w, the penalty) reuses the layout, and
     every aspect reuses one crossing reduction."""
     nodes, edges = graph.nodes, graph.edges
-    structure = hashlib.sha256()
-    for array in (nodes.index.to_numpy(dtype=np.int64), nodes["depth"].to_numpy(np.int64),
-                  edges["source"].to_numpy(np.int64), edges["target"].to_numpy(np.int64),
-                  edges["count"].to_numpy(np.int64)):
-        structure.update(np.ascontiguousarray(array).tobytes())
-        structure.update(b"|")
-    digest = structure.hexdigest()
+    digest = _structure_digest(graph)
     hit = _LAYOUTS.get((digest, aspect))
     if hit is None:
         base = _LAYOUTS.get((digest, None))
@@ -166,6 +176,20 @@ def layout_positions(graph: StateGraph, aspect: float | None = LAYOUT_ASPECT) ->
 
 
 _LAYOUTS: dict[tuple[str, float | None], pd.DataFrame] = {}
+
+
+def _structure_digest(graph: StateGraph) -> str:
+    """A hash of what the drawing's geometry rests on: node ids, depths and visits, edges and
+    their counts (not the values γ, w or the penalty change)."""
+    nodes, edges = graph.nodes, graph.edges
+    structure = hashlib.sha256()
+    for array in (nodes.index.to_numpy(dtype=np.int64), nodes["depth"].to_numpy(np.int64),
+                  nodes["visits"].to_numpy(np.int64),
+                  edges["source"].to_numpy(np.int64), edges["target"].to_numpy(np.int64),
+                  edges["count"].to_numpy(np.int64)):
+        structure.update(np.ascontiguousarray(array).tobytes())
+        structure.update(b"|")
+    return structure.hexdigest()
 
 
 def _remember(key: tuple[str, float | None], layout: pd.DataFrame) -> pd.DataFrame:
@@ -186,6 +210,26 @@ def critical_edges(graph: StateGraph, k: int = 5) -> pd.DataFrame:
     order = np.lexsort((np.arange(len(edges)), -edges["count"].to_numpy(), -mag))
     order = [i for i in order if mag[i] > 1e-12][:k]
     return edges.iloc[order].assign(rank=np.arange(1, len(order) + 1))
+
+
+def full_strength(graph: StateGraph, critical: pd.Index, highlight: Highlight,
+                  limit: int = FULL_EDGES) -> np.ndarray:
+    """(n_edges,) bool: the edges drawn at full strength at first. With a highlight, its own
+    edges (the rest fade); else the critical transitions (``critical``: their rows in
+    ``graph.edges``), then the most travelled (ties: the larger |TD error|), ``limit`` in
+    all."""
+    edges = graph.edges
+    if highlight.active:
+        keys = zip(edges["source"].astype(int), edges["action"].astype(str),
+                   edges["target"].astype(int), strict=True)
+        return np.fromiter((k in highlight.edges for k in keys), dtype=bool, count=len(edges))
+    strong = edges.index.isin(critical)
+    order = np.lexsort((np.arange(len(edges)), -edges["td_error"].abs().to_numpy(),
+                        -edges["count"].to_numpy()))
+    room = max(limit - int(strong.sum()), 0)
+    rest = order[~strong[order]][:room]
+    strong[rest] = True
+    return strong
 
 
 def node_tooltip(node_id: int, row: dict, text_limit: int = 800) -> str:
@@ -230,27 +274,73 @@ def edge_tooltip(row: dict) -> str:
     return "\n".join(lines)
 
 
-def _edge_shapes(edges: pd.DataFrame) -> list[dict]:
-    """Per edge, the vis options that keep parallel edges, opposite edges and a node's
-    self-loops apart: curvature for all but lone edges; self-loops (one per action) of one
-    size, fanned out over the top of their node (its label is below it), one angle each."""
+def _edge_shapes(edges: pd.DataFrame) -> tuple[list[dict], np.ndarray, np.ndarray]:
+    """Per edge, the shape that keeps parallel edges, opposite edges and a node's self-loops
+    apart: self-loops (one per action) of one size, fanned out over the top of their node (its
+    label is below it), one angle each; and, for the other edges, the curve before routing
+    (:func:`g2po.analysis.geometry.route_edges`): ``kind`` and ``roundness`` (n_edges,),
+    straight for a lone edge, clockwise curves for parallel and opposite ones."""
     src = edges["source"].to_numpy(dtype=np.int64)
     dst = edges["target"].to_numpy(dtype=np.int64)
     lo, hi = np.minimum(src, dst), np.maximum(src, dst)
     pair = pd.DataFrame({"lo": lo, "hi": hi, "src": src})
     pair_size = pair.groupby(["lo", "hi"])["src"].transform("size").to_numpy()
     rank = pair.groupby(["lo", "hi", "src"]).cumcount().to_numpy()
-    shapes = []
-    for s, d, size, k in zip(src, dst, pair_size, rank, strict=True):
-        if s == d:
-            shapes.append({"selfReference": {"size": LOOP_SIZE, "angle": _loop_angle(
-                int(k), int(size)), "renderBehindTheNode": True}})
-        elif size > 1:
-            shapes.append({"smooth": {"enabled": True, "type": "curvedCW",
-                                      "roundness": round(0.15 * (int(k) + 1), 3)}})
-        else:
-            shapes.append({})
-    return shapes
+    loops = [{} for _ in range(len(edges))]
+    kind = np.where((pair_size > 1) & (src != dst), CW, STRAIGHT)
+    roundness = np.where(kind == CW, np.round(0.15 * (rank + 1), 3), 0.0)
+    for i in np.flatnonzero(src == dst):
+        loops[i] = {"selfReference": {"size": LOOP_SIZE, "angle": _loop_angle(
+            int(rank[i]), int(pair_size[i])), "renderBehindTheNode": True}}
+    return loops, kind, roundness
+
+
+def _smooth(kind: int, roundness: float) -> dict:
+    """vis-network's ``smooth`` option for one edge of the given kind and roundness."""
+    if kind == STRAIGHT:
+        return {"enabled": False}
+    return {"enabled": True, "type": "curvedCW" if kind == CW else "curvedCCW",
+            "roundness": round(float(roundness), 3)}
+
+
+def _node_sizes(nodes: pd.DataFrame) -> np.ndarray:
+    """(n_nodes,) a node's drawn radius: grows with the square root of its visits."""
+    visits = nodes["visits"].to_numpy(dtype=np.float64)
+    vmax = max(float(visits.max()) if len(visits) else 1.0, 1.0)
+    return np.round(8.0 + 22.0 * np.sqrt(visits / vmax), 2)
+
+
+def edge_routes(graph: StateGraph, pos: pd.DataFrame, aspect: float | None = None
+                ) -> tuple[list[dict], list[bool]]:
+    """Per edge of ``graph.edges``, vis-network's ``smooth`` option at the node positions
+    ``pos`` (:func:`layout_positions`): edges bent around every node they would cross
+    (:func:`g2po.analysis.geometry.route_edges`), self-loops ``{}`` (drawn by their own
+    options); and whether each edge still crosses a node (no curve cleared it). Cached by
+    the graph's structure and ``aspect`` (the drawing ``pos`` is)."""
+    nodes, edges = graph.nodes, graph.edges
+    key = (_structure_digest(graph) + "|routes", aspect)
+    hit = _ROUTES.get(key)
+    if hit is not None and len(hit[0]) == len(edges):
+        return hit
+    index = pd.Series(np.arange(len(nodes)), index=nodes.index)
+    src = index.reindex(edges["source"].to_numpy()).to_numpy(dtype=np.int64)
+    dst = index.reindex(edges["target"].to_numpy()).to_numpy(dtype=np.int64)
+    _, kind, roundness = _edge_shapes(edges)
+    xy = pos[["x", "y"]].to_numpy(dtype=np.float64)
+    radius = _node_sizes(nodes)
+    kind, roundness = route_edges(xy, radius, src, dst, kind, roundness)
+    blocked = edges_through_nodes(edge_paths(xy[src], xy[dst], kind, roundness, samples=48),
+                                  xy, radius, src, dst)
+    out = ([{} if s == d else _smooth(int(k), float(r))
+            for s, d, k, r in zip(src, dst, kind, roundness, strict=True)],
+           [bool(b) for b in blocked])
+    if len(_ROUTES) >= 256:
+        _ROUTES.pop(next(iter(_ROUTES)))
+    _ROUTES[key] = out
+    return out
+
+
+_ROUTES: dict[tuple[str, float | None], tuple[list[dict], list[bool]]] = {}
 
 
 def _loop_angle(k: int, n: int) -> float:
@@ -339,9 +429,7 @@ def build_network(
     values = nodes["value"].to_numpy(dtype=np.float64)
     v_lo, v_hi = _value_range(values[states], style, success_reward)
     colors = value_colors(values, v_lo, v_hi)
-    visits = nodes["visits"].to_numpy(dtype=np.float64)
-    vmax = max(float(visits.max()) if len(visits) else 1.0, 1.0)
-    sizes = 8.0 + 22.0 * np.sqrt(visits / vmax)
+    sizes = _node_sizes(nodes)
 
     net = Network(width="100%", directed=True, cdn_resources="in_line")
     node_ids = nodes.index.to_numpy(dtype=np.int64)
@@ -361,7 +449,8 @@ def build_network(
         if highlight.node == node_id:
             border, width = HIGHLIGHT_COLOR, 6
         if kind == "state":
-            label = str(node_id) if large else _wrap(f"{node_id}: {row['label']}")
+            words = str(row["label"]).strip()
+            label = str(node_id) if large or not words else _wrap(f"{node_id}: {words}")
         else:
             label = kind
         net.add_node(
@@ -409,8 +498,10 @@ def build_network(
     counts = edges["count"].to_numpy(dtype=np.float64)
     cmax = max(float(counts.max()) if len(counts) else 1.0, 1.0)
     widths = MIN_EDGE_WIDTH + 5.0 * np.sqrt(counts / cmax)
-    shapes = _edge_shapes(edges)
+    loops, _, _ = _edge_shapes(edges)
+    routes, blocked = edge_routes(graph, pos, LAYOUT_ASPECT)
     critical = critical_edges(graph, style.critical)
+    strong = full_strength(graph, critical.index, highlight)
     crit_rank = dict(zip(critical.index.tolist(), critical["rank"].tolist(), strict=True))
     src = edges["source"].to_numpy(dtype=np.int64)
     dst = edges["target"].to_numpy(dtype=np.int64)
@@ -432,7 +523,13 @@ def build_network(
             extra["font"] = {"size": 12, "align": "top", "strokeWidth": 3}
         width = float(widths[i]) + (3.0 if on_path else 0.0) + (4.0 if rank else 0.0)
         color = FADED_EDGE if faded else edge_colors[i]
-        shape = shapes[i]
+        if not strong[i] and not faded and highlight.edge != i:
+            # quiet (pale, thin; hidden where it would cross a node) until "All edges"
+            extra.update(quiet=True, fullColor=color, fullWidth=round(width, 2),
+                         quietColor=QUIET_EDGE, quietWidth=QUIET_WIDTH,
+                         hidden=blocked[i])
+            color, width = QUIET_EDGE, QUIET_WIDTH
+        shape = loops[i] or ({"smooth": routes[i]} if routes[i]["enabled"] else {})
         if highlight.edge == i:  # the selected edge stands out, a self-loop past the ring
             color, width = HIGHLIGHT_COLOR, width + 2.0
             if src[i] == dst[i]:
@@ -467,12 +564,14 @@ def build_network(
         "nodes": {"font": {"size": 14, "face": "sans-serif", "multi": False, "vadjust": -2},
                   "physics": False,
                   "color": {"highlight": {"border": HIGHLIGHT_COLOR}},
-                  "scaling": {"label": {"drawThreshold": 5}}},
+                  # a label under 10 px on screen is not drawn (hover shows it)
+                  "scaling": {"label": {"drawThreshold": LABEL_MIN_PX + 1}}},
         "edges": {
             "arrows": {"to": {"enabled": True, "scaleFactor": 0.5}},
             "smooth": False,
             "selfReference": {"renderBehindTheNode": True},
             "font": {"size": 0},
+            "scaling": {"label": {"drawThreshold": LABEL_MIN_PX + 1}},
             "color": {"highlight": HIGHLIGHT_COLOR, "hover": HIGHLIGHT_COLOR, "inherit": False},
         },
     }
@@ -481,6 +580,8 @@ def build_network(
         "edge": {"lo": e_lo, "hi": e_hi, "name": edge_name},
         "critical": len(critical),
         "truncated": bool((nodes["kind"] == "truncated").any()),
+        "quiet": int(len(edges) - strong.sum()) if not highlight.active else 0,
+        "edges": len(edges),
     }
     key_nodes = nodes.index[(nodes["kind"] != "state").to_numpy() |
                             nodes["is_start"].to_numpy(dtype=bool)]
@@ -522,7 +623,9 @@ def network_data(
         key = (tuple(xs), tuple(ys))
         if key not in seen:
             seen.add(key)
-            layouts.append({"aspect": aspect, "x": xs, "y": ys})
+            smooth, blocked = edge_routes(graph, pos, aspect)
+            layouts.append({"aspect": aspect, "x": xs, "y": ys, "smooth": smooth,
+                            "blocked": blocked})
     return {"nodes": nodes, "edges": edges, "options": options, "title": title,
             "graph_id": graph_id, "legend": {**net.legend, "assumed": list(assumed)},
             "selected": selected, "legible": net.legible, "layouts": layouts}

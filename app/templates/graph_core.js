@@ -12,6 +12,12 @@
   /* The labels that stay this size on screen at any zoom (data.legible): the critical
    * transitions' numbers, the start and terminal nodes' labels. */
   var NODE_FONT = 14, EDGE_FONT = 12, STROKE = 3;
+  /* A state's number, when its label is too long for the zoom: 11 px on screen, shown while
+   * the drawing's rows (ROW_GAP canvas units apart, the layout's dy) are SHORT_ROOM px apart. */
+  var SHORT_FONT = 11, ROW_GAP = 95, SHORT_ROOM = 24;
+  /* The first view shows the whole graph while its rows stay this far apart on screen (px):
+   * every state then shows at least its number. */
+  var WHOLE_ROOM = 40;
 
   function textTip(text) {
     var div = document.createElement("div");
@@ -45,7 +51,61 @@
                    graphId: data.graph_id || "", drawn: false, drawnAt: null,
                    dark: state.dark, selected: data.selected || {nodes: [], edges: []},
                    legible: data.legible || {nodes: [], edges: []},
-                   legibleGrow: state.legibleGrow, layoutAspect: state.layoutAspect};
+                   legibleGrow: state.legibleGrow, layoutAspect: state.layoutAspect,
+                   allEdges: state.allEdges,
+                   geometry: function () { return geometry(state); }};
+  }
+
+  /* What is drawn, in canvas units, for checks from outside (the browser tests, the layout
+   * benchmark): each node's centre, radius and label size on screen (0 when not drawn), each
+   * edge's path (sampled as vis-network draws it) and whether it is at full strength. */
+  function geometry(state) {
+    var network = state.network, scale = network.getScale();
+    var nodes = state.nodes.get().map(function (n) {
+      var body = network.body.nodes[n.id], pos = network.getPositions([n.id])[n.id];
+      var label = body.labelModule, px = label.fontOptions.size * scale;
+      var drawn = !!n.label && px >= body.options.scaling.label.drawThreshold - 1;
+      return {id: n.id, x: pos.x, y: pos.y, r: body.options.size, shape: n.shape,
+              labelPx: drawn ? px : 0, hasLabel: !!n.label};
+    });
+    var edges = state.edges.get().map(function (e) {
+      var body = network.body.edges[e.id], points = [];
+      if (e.from !== e.to && body && body.edgeType && !e.hidden) {
+        var via = body.edgeType.getViaNode ? body.edgeType.getViaNode() : undefined;
+        for (var k = 0; k <= 23; k++) {
+          var p = body.edgeType.getPoint(k / 23, via);
+          points.push([p.x, p.y]);
+        }
+      }
+      var px = body ? body.labelModule.fontOptions.size * scale : 0;
+      var drawn = !!e.label && body && px >= body.options.scaling.label.drawThreshold - 1;
+      return {id: e.id, from: e.from, to: e.to, points: points, strong: !e.quiet || state.allEdges,
+              labelPx: drawn ? px : 0, hidden: !!e.hidden};
+    });
+    var box = network.body.container.getBoundingClientRect();
+    return {scale: scale, width: box.width, height: box.height, nodes: nodes, edges: edges,
+            view: network.getViewPosition()};
+  }
+
+  /* "All edges": the quiet edges (beyond the first FULL_EDGES) at full strength, or quiet
+   * again. */
+  function showAllEdges(state, all) {
+    state.allEdges = !!all;
+    var quiet = state.edges.get({filter: function (e) { return !!e.quiet; }});
+    var blocked = state.blocked || {};
+    state.edges.update(quiet.map(function (e) {
+      // a quiet edge no curve could lead around the nodes waits for "All edges"
+      return all ? {id: e.id, color: e.fullColor, width: e.fullWidth, hidden: false}
+        : {id: e.id, color: e.quietColor, width: e.quietWidth, hidden: !!blocked[e.id]};
+    }));
+    var button = document.getElementById("g2po-all");
+    if (button) {
+      button.style.display = quiet.length ? "" : "none";
+      button.textContent = all ? "Fewer edges" : "All " + state.edges.length + " edges";
+      button.title = all ? "draw the rarely travelled edges pale again"
+        : quiet.length + " rarely travelled edges are drawn pale: draw every edge at full strength";
+    }
+    if (window.g2po) { window.g2po.allEdges = state.allEdges; }
   }
 
   function fmt(x) {
@@ -85,6 +145,9 @@
       span(box, "", " truncated (valued as failure) · ");
     }
     span(box, "", "dashed = invalid action");
+    if (lg.quiet) {
+      span(box, "", " · pale: " + lg.quiet + " least travelled edges");
+    }
     (lg.assumed || []).forEach(function (note) {
       span(box, "g2po-assumed", " · * assumed: " + note + " (invalid counts, A)");
     });
@@ -124,6 +187,28 @@
     network.moveTo({position: {x: frame.x, y: frame.y}, scale: frame.scale, animation: false});
   }
 
+  /* The edges as routed for ``layout`` (one of data.layouts): bent around the nodes of that
+   * drawing; a quiet edge no curve clears waits for "All edges". */
+  function applyRoutes(state, layout) {
+    state.blocked = {};
+    if (!layout || !layout.smooth) { return; }
+    var routed = [];
+    state.edgeOrder.forEach(function (id, i) {
+      if (layout.blocked && layout.blocked[i]) { state.blocked[id] = true; }
+      if (layout.smooth[i] && layout.smooth[i].enabled !== undefined) {
+        routed.push({id: id, smooth: layout.smooth[i]});
+      }
+    });
+    state.edges.update(routed);
+    showAllEdges(state, state.allEdges);
+  }
+
+  function currentLayout(state) {
+    return (state.layouts || []).filter(function (l) {
+      return l.aspect === state.layoutAspect;
+    })[0];
+  }
+
   /* Of the drawings the data offers (data.layouts: the columns wrapped into bands for
    * several widths / heights), the one closest to the canvas's shape. */
   function chooseLayout(state) {
@@ -142,6 +227,7 @@
     state.nodes.update(state.nodeOrder.map(function (id, i) {
       return {id: id, x: best.x[i], y: best.y[i]};
     }));
+    applyRoutes(state, best);
     if (window.g2po) { window.g2po.layoutAspect = best.aspect; }
   }
 
@@ -159,7 +245,8 @@
     return {ids: ids, critical: lg.edges.length > 0};
   }
 
-  /* The first view: the whole graph when its labels stay legible; else a frame around the
+  /* The first view: the whole graph when its labels stay legible, or its states' numbers
+   * (rows WHOLE_ROOM px apart); else a frame around the
    * start and the critical transitions (their labels kept legible); with no critical
    * transition, the start of the graph (its start nodes at the left) at a legible scale. */
   function initialView(state) {
@@ -168,7 +255,7 @@
     var all = frameOf(network, state.nodes.getIds(), 1.0);
     if (all === null) { return; }
     var focus = focusIds(state);
-    if (all.scale >= READABLE_SCALE) {
+    if (all.scale >= READABLE_SCALE || all.scale * ROW_GAP >= WHOLE_ROOM) {
       moveToFrame(network, all);
     } else if (focus.critical) {
       moveToFrame(network, frameOf(network, focus.ids, 1.0));
@@ -208,7 +295,37 @@
       .map(function (id) {
         return {id: id, font: {size: EDGE_FONT * grow, strokeWidth: stroke, align: "top"}};
       }));
+    shortLabels(state, grow);
     if (window.g2po) { window.g2po.legibleGrow = grow; }
+  }
+
+  /* Too far out for the states' labels (they would be under 10 px): each state shows its
+   * number instead, at a legible size, while the rows of the drawing leave room for it;
+   * further out, none (hover shows them). Zooming in brings the labels back. */
+  function shortLabels(state, grow) {
+    var scale = state.network.getScale();
+    var mode = grow * READABLE_SCALE <= 1.0001 ? "full" :
+      (ROW_GAP * scale >= SHORT_ROOM ? "short" : "none");
+    if (mode === state.labelMode && mode !== "short") { return; }
+    state.labelMode = mode;
+    var keep = {};
+    (state.legible || {nodes: []}).nodes.forEach(function (id) { keep[id] = true; });
+    var updates = (state.stateLabels || []).filter(function (n) {
+      return !keep[n.id] && state.nodes.get(n.id) !== null;
+    }).map(function (n) {
+      return mode === "short" ?
+        {id: n.id, label: String(n.id),
+         font: {size: SHORT_FONT / scale, strokeWidth: STROKE * grow}} :
+        {id: n.id, label: n.label, font: {size: NODE_FONT, strokeWidth: STROKE}};
+    });
+    if (updates.length) { state.nodes.update(updates); }
+    if (window.g2po) { window.g2po.labelMode = mode; }
+  }
+
+  /* The states' own labels, kept to come back to when the view zooms in. */
+  function stateLabels(data) {
+    return data.nodes.filter(function (n) { return n.shape === "dot" || n.shape === "diamond"; })
+      .map(function (n) { return {id: n.id, label: n.label}; });
   }
 
   /* vis-network hides a tooltip only on a later mouse move over the canvas: when the mouse
@@ -252,6 +369,10 @@
         fitAll(state);
       });
     }
+    var all = document.getElementById("g2po-all");
+    if (all) {
+      all.addEventListener("click", function () { showAllEdges(state, !state.allEdges); });
+    }
   }
 
   /* Select what the app selected (a step row's node and edge) and bring it into view. */
@@ -283,14 +404,20 @@
                  edges: new vis.DataSet(withTips(data.edges)), graphId: data.graph_id,
                  userMoved: false, lastSelection: "", legible: data.legible,
                  legibleGrow: 1, layouts: data.layouts, layoutAspect: null,
-                 nodeOrder: data.nodes.map(function (n) { return n.id; })};
+                 nodeOrder: data.nodes.map(function (n) { return n.id; }),
+                 edgeOrder: data.edges.map(function (e) { return e.id; }), allEdges: false,
+                 stateLabels: stateLabels(data), labelMode: null};
     if (data.layouts && data.layouts.length) { state.layoutAspect = data.layouts[0].aspect; }
+    state.blocked = {};
+    (data.layouts && data.layouts.length ? data.layouts[0].blocked || [] : [])
+      .forEach(function (b, i) { if (b) { state.blocked[state.edgeOrder[i]] = true; } });
     state.network = new vis.Network(container, {nodes: state.nodes, edges: state.edges},
                                     data.options);
     expose(state, data, container);
     applyTheme(state, dark === undefined ? prefersDark() : dark);
     legend(data);
     markDrawn(state, container);
+    showAllEdges(state, false);
     initialView(state);
     select(state, data);
     followSize(state, container);
@@ -310,7 +437,9 @@
         return n;
       }));
       state.edges.update(withTips(data.edges));
-      state.legibleGrow = 1;  // the update brought the base fonts back
+      applyRoutes(state, currentLayout(state));
+      state.legibleGrow = 1;  // the update brought the base fonts and labels back
+      state.labelMode = null;
       keepLegible(state);
       expose(state, data, container);
       legend(data);
@@ -328,13 +457,21 @@
     state.legibleGrow = 1;
     state.layouts = data.layouts;
     state.nodeOrder = data.nodes.map(function (n) { return n.id; });
+    state.edgeOrder = data.edges.map(function (e) { return e.id; });
+    state.allEdges = false;
+    state.stateLabels = stateLabels(data);
+    state.labelMode = null;
     state.layoutAspect = data.layouts && data.layouts.length ? data.layouts[0].aspect : null;
+    state.blocked = {};
+    (data.layouts && data.layouts.length ? data.layouts[0].blocked || [] : [])
+      .forEach(function (b, i) { if (b) { state.blocked[state.edgeOrder[i]] = true; } });
     state.network.setOptions(data.options);
     applyTheme(state, state.dark);
     state.network.setData({nodes: state.nodes, edges: state.edges});
     expose(state, data, container);
     legend(data);
     markDrawn(state, container);
+    showAllEdges(state, false);
     initialView(state);
     select(state, data);
     return state;

@@ -17,6 +17,7 @@ import hashlib
 
 import numpy as np
 import pandas as pd
+import plotly.express as px
 import streamlit as st
 
 from app import data
@@ -53,6 +54,13 @@ from g2po.analysis.alarms import SHOWN, Alarm, credit_alarms
 from g2po.analysis.assumptions import Assumption, assumptions, reached
 from g2po.analysis.diagnostics import merge_stats
 from g2po.analysis.labels import format_number, key_diff, lead_with_difference
+from g2po.analysis.matrix import (
+    DENSE_EDGES,
+    DENSE_STATES,
+    MATRIX_VALUES,
+    is_dense,
+    transition_matrix,
+)
 from g2po.analysis.state_graph import StateGraph
 from g2po.outcomes import OutcomeCheck, OutcomeRule, success_rule
 from g2po.params import G2POParams
@@ -61,7 +69,7 @@ __all__ = ["render", "node_from_click", "edge_from_click", "filter_from_url", "f
            "GRAPH_HEIGHT", "MAX_ROLLOUT_TABLES", "TABS", "EDGE_COLOR_CHOICES",
            "VALUE_SCALE_CHOICES"]
 
-#: Graph height: at 1280×720 the graph stays above the fold.
+#: Graph height: at 1280×720 the graph (the page's width) and its legend stay above the fold.
 GRAPH_HEIGHT = 400
 #: Steps per page of the step table.
 PAGE_ROWS = 50
@@ -112,17 +120,23 @@ def render(ctx: AppContext) -> None:
     labels = tables["labels"]
     assumed = assumptions(opened.log.report.assumed, ctx.params.penalty)
 
-    left, right = st.columns([2, 1])
-    with right:
-        outcomes = st.pills("Outcome", OUTCOMES, selection_mode="multi", key="g_outcome",
-                            help="Show the trajectories with these outcomes only")
+    # the graph first, the page's width; its pickers in one row below it (drawn there, read
+    # here: the graph needs their choices)
+    graph_area, picker_row = st.container(), st.container()
+    with picker_row:
+        dense = is_dense(graph)
+        pick_outcome, pick_traj, pick_edge, pick_scale, *pick_view = st.columns(
+            [1.9, 2.3, 1.7, 1.7] + ([1.4] if dense else []))
+        view = _view_choice(pick_view[0]) if dense else "Graph"
+        outcomes = pick_outcome.pills("Outcome", OUTCOMES, selection_mode="multi",
+                                      key="g_outcome",
+                                      help="Show the trajectories with these outcomes only")
         shown_ids = [t for t, o in zip(summary["traj_id"], summary["outcome"], strict=True)
                      if not outcomes or o in outcomes]
         st.session_state["g_traj"] = [t for t in st.session_state.get("g_traj") or []
                                       if t in traj_ids]
-        chosen = st.multiselect("Highlight trajectories", traj_ids, key="g_traj",
-                                format_func=lambda t: labels[t], placeholder="none")
-        pick_edge, pick_scale = st.columns(2)
+        chosen = pick_traj.multiselect("Highlight trajectories", traj_ids, key="g_traj",
+                                       format_func=lambda t: labels[t], placeholder="none")
         edge_color = pick_edge.selectbox(
             "Edge colour", list(EDGE_COLOR_MODES), key="g_edge_color",
             format_func=EDGE_COLOR_CHOICES.get,
@@ -134,25 +148,34 @@ def render(ctx: AppContext) -> None:
             format_func=VALUE_SCALE_CHOICES.get,
             help="Node colour V: from the group's lowest to its highest value, or from 0 to "
                  "the success reward.")
-    style = DrawStyle(edge_color=edge_color, value_scale=value_scale)
-    node, edge = st.session_state.get(SEL_NODE), st.session_state.get(SEL_EDGE)
-    with left:
-        paths = chosen or (shown_ids if outcomes else [])
-        highlight = _highlight(graph, paths, node, edge)
-        drawn = _drawn(graph, current, highlight, style, ctx.rule.success_reward,
-                       f"G2PO state graph: group {ctx.group_id}, training step {ctx.train_step}",
-                       tuple(a.note for a in reached(assumed, ("invalid", "adv"))))
-        st.session_state[GRAPH_ID] = current
-        graph_component(drawn, height=GRAPH_HEIGHT, key=GRAPH_KEY, on_change=_graph_clicked)
+        style = DrawStyle(edge_color=edge_color, value_scale=value_scale)
+        node, edge = st.session_state.get(SEL_NODE), st.session_state.get(SEL_EDGE)
+    with graph_area:
+        if view == "Matrix":
+            _matrix(graph, edge_color)
+        else:
+            paths = chosen or (shown_ids if outcomes else [])
+            highlight = _highlight(graph, paths, node, edge)
+            drawn = _drawn(graph, current, highlight, style, ctx.rule.success_reward,
+                           f"G2PO state graph: group {ctx.group_id}, training step "
+                           f"{ctx.train_step}",
+                           tuple(a.note for a in reached(assumed, ("invalid", "adv"))))
+            st.session_state[GRAPH_ID] = current
+            graph_component(drawn, height=GRAPH_HEIGHT, key=GRAPH_KEY,
+                            on_change=_graph_clicked)
+    if view != "Matrix":
+        st.caption(fmt("{} nodes ({} states + terminals) · {} edges · {:.0%} merged · hover "
+                       "for details, click a node or an edge to list its steps, click a step "
+                       "row to find it in the graph · columns by step depth, wrapped into bands "
+                       "read left to right (Fit all shows the whole graph; All edges draws "
+                       "the pale ones fully)", len(graph.nodes), graph.n_states,
+                       len(graph.edges), stats["merge_rate"]))
     limits = tables["limits"]
-    with right:
+    crit_col, alarm_col = st.columns([3, 2])
+    with crit_col:
         _critical(graph, style, limits, assumed)
+    with alarm_col:
         _alarm_list(ctx, alarms, graph, style, assumed)
-    st.caption(fmt("{} nodes ({} states + terminals) · {} edges · {:.0%} merged · hover for "
-                   "details, click a node or an edge to list its steps, click a step row to "
-                   "find it in the graph · columns by step depth, wrapped into bands read left "
-                   "to right (Fit all shows the whole graph)", len(graph.nodes), graph.n_states,
-                   len(graph.edges), stats["merge_rate"]))
 
     write_url(traj=list(chosen), node=node, edge=edge, outcome=list(outcomes or []),
               filter=filter_to_url(st.session_state.get(FILTER)),
@@ -188,6 +211,34 @@ def render(ctx: AppContext) -> None:
     with tab["Step text"]:
         if tab["Step text"].open:
             _step_text(graph, chosen[0] if chosen else (shown_ids or traj_ids)[0], labels)
+
+
+# -- the compact view ------------------------------------------------------------------------
+
+def _view_choice(column) -> str:
+    """The drawing, or (a dense group's, one click away) the state × state matrix."""
+    view = column.segmented_control(
+        "View", ["Graph", "Matrix"], default="Graph", key="g_view",
+        help=fmt("Above {} transitions or {} states the matrix reads better for which "
+                 "transition carries the credit: every pair of states is one cell, none hidden "
+                 "behind another. The graph shows the paths.", DENSE_EDGES, DENSE_STATES))
+    return view or "Graph"
+
+
+def _matrix(graph: StateGraph, edge_color: str) -> None:
+    """The state × state matrix of the edge colour's quantity (TD error, else mean A)."""
+    value = "adv" if edge_color == "adv" and "adv" in graph.edges.columns else "td_error"
+    matrix = transition_matrix(graph, value)
+    limit = float(np.nanmax(np.abs(matrix.to_numpy()))) if matrix.notna().any().any() else 1.0
+    fig = px.imshow(matrix, color_continuous_scale="RdBu", zmin=-limit, zmax=limit,
+                    aspect="auto", labels={"x": "to", "y": "from",
+                                           "color": MATRIX_VALUES[value]})
+    fig.update_layout(height=GRAPH_HEIGHT + 80, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    st.plotly_chart(fig, key="g_matrix")
+    st.caption(fmt("{} of each transition from a state (row) to a state or terminal (column), "
+                   "count-weighted over its actions; blank: no transition. States in the "
+                   "order of their first step depth, named as in the graph.",
+                   MATRIX_VALUES[value]))
 
 
 # -- clicks and selections ----------------------------------------------------------------

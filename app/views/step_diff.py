@@ -22,7 +22,7 @@ from g2po.errors import G2POError
 
 __all__ = ["render", "changed_highlight", "GRAPH_HEIGHT"]
 
-GRAPH_HEIGHT = 460
+GRAPH_HEIGHT = 420
 
 
 def changed_highlight(transitions: pd.DataFrame, states: pd.DataFrame, side: str) -> Highlight:
@@ -98,37 +98,61 @@ def render(ctx: AppContext) -> None:
     diff = step_diff(graphs["a"], graphs["b"])
     n = diff.counts()
     cols = st.columns(5)
-    cols[0].metric(fmt("Success rate at {}", step_b), fmt("{:.0%}", diff.success_b),
-                   fmt("{:+.0%} vs {}", diff.success_change, step_a))
+    change = diff.success_change
+    if round(change * 100) == 0:  # no arrow for no change
+        cols[0].metric(fmt("Success rate at {}", step_b), fmt("{:.0%}", diff.success_b),
+                       fmt("no change vs {}", step_a), delta_color="off", delta_arrow="off")
+    else:
+        cols[0].metric(fmt("Success rate at {}", step_b), fmt("{:.0%}", diff.success_b),
+                       fmt("{:+.0%} vs {}", change, step_a))
     cols[1].metric("States appeared", fmt("{}", n["states_appeared"]))
     cols[2].metric("States vanished", fmt("{}", n["states_vanished"]))
     cols[3].metric("Transitions appeared", fmt("{}", n["transitions_appeared"]))
     cols[4].metric("Transitions vanished", fmt("{}", n["transitions_vanished"]))
 
-    left, right = st.columns(2)
-    for column, side, step, what in ((left, "a", step_a, "vanished by"),
-                                     (right, "b", step_b, "new at")):
-        with column:
-            md("**Training step {}** · group {}", step, group_of[step])
-            st.caption(fmt("Emphasised: states and transitions {} training step {}.", what,
-                           step_b if side == "a" else step))
-            gid = data.graph_id(opened.key, int(step), group_of[step], ctx.params, ctx.rule)
-            _draw(graphs[side], changed_highlight(diff.transitions, diff.states, side),
-                  f"Training step {step}, group {group_of[step]}", f"sd_graph_{side}", gid,
-                  ctx.rule.success_reward)
+    # each graph the page's width, one above the other, as readable as the explorer's
+    for side, step, what in (("a", step_a, "vanished by"), ("b", step_b, "new at")):
+        md("**Training step {}** · group {}", step, group_of[step])
+        st.caption(fmt("Emphasised: states and transitions {} training step {}.", what,
+                       step_b if side == "a" else step))
+        gid = data.graph_id(opened.key, int(step), group_of[step], ctx.params, ctx.rule)
+        _draw(graphs[side], changed_highlight(diff.transitions, diff.states, side),
+              f"Training step {step}, group {group_of[step]}", f"sd_graph_{side}", gid,
+              ctx.rule.success_reward)
 
     st.subheader("States")
     status = st.multiselect("Show", [APPEARED, VANISHED, KEPT], default=[APPEARED, VANISHED, KEPT],
                             key="sd_status")
     shown = snap_frame(diff.states[diff.states["status"].isin(status)]).assign(
-        state=lambda f: f["label"].map(lambda s: truncate(s, 80))).drop(columns=["label", "key"])
+        state=lambda f: f["label"].map(lambda s: truncate(s, 80)),
+        node_a=lambda f: _node_text(f["node_a"]),
+        node_b=lambda f: _node_text(f["node_b"])).drop(columns=["label", "key"])
     shown = shown[["state", *[c for c in shown.columns if c != "state"]]]
-    st.dataframe(style_diverging(shown, ["value_change"]), hide_index=True, height=300)
+    st.dataframe(style_diverging(shown, ["value_change"]), hide_index=True, height=300,
+                 column_config={"node_a": st.column_config.TextColumn(
+                     fmt("node at {}", step_a), help="— : not seen at this step"),
+                     "node_b": st.column_config.TextColumn(
+                         fmt("node at {}", step_b), help="— : not seen at this step")})
+    st.caption("Blank value: the state was not seen at that training step.")
     st.subheader("Transitions")
     edges = snap_frame(diff.transitions[diff.transitions["status"].isin(status)])
-    edges = edges.assign(source=edges["source"].map(lambda s: truncate(s, 50)),
+    edges = edges.assign(source=edges["source"].map(_key_text),
                          action=edges["action"].map(lambda s: truncate(s, 50)),
-                         target=edges["target"].map(lambda s: truncate(s, 50)))
-    st.dataframe(edges.drop(columns=[c for c in edges.columns if c.endswith(("_node_a",
-                                                                             "_node_b"))]),
-                 hide_index=True, height=300)
+                         target=edges["target"].map(_key_text))
+    edges = edges.drop(columns=[c for c in edges.columns if c.endswith(("_node_a", "_node_b"))])
+    st.dataframe(style_diverging(edges, ["td_error_a", "td_error_b"]), hide_index=True,
+                 height=300)
+    st.caption("Count 0 and a blank TD error: the transition was not taken at that step.")
+
+
+def _node_text(nodes: pd.Series) -> pd.Series:
+    """Node ids as the graph names them, "—" where the state was not seen (no ``-1``)."""
+    return nodes.map(lambda n: "—" if int(n) < 0 else str(int(n)))
+
+
+def _key_text(key: str) -> str:
+    """A transition's end: a state's key (shortened), or a terminal's kind."""
+    text = str(key)
+    if text in ("<success>", "<failure>", "<truncated>"):
+        return text[1:-1]
+    return truncate(text, 50)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["distinguishing_labels", "headline", "key_diff",
+__all__ = ["node_names", "distinguishing_labels", "headline", "key_diff",
            "lead_with_difference", "natural_key", "STOPWORDS", "snap_to_zero", "snap_frame",
            "format_number", "ZERO_REL"]
 
@@ -342,3 +342,20 @@ def format_number(value: float, digits: int = 3) -> str:
         return "–"
     snapped = float(snap_to_zero(np.array([value]), scale=1.0)[0]) + 0.0  # + 0.0: no -0
     return f"{snapped:.{digits}g}"
+
+
+def node_names(nodes: pd.DataFrame) -> pd.Series:
+    """Node id → the name the drawn graph gives it, for every table that names nodes: a
+    state's number, a terminal's kind (``success``, ``failure``, ``truncated``).
+
+    ``nodes``: a state graph's node table (indexed by node id, with a ``kind`` column).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> node_names(pd.DataFrame({"kind": ["state", "truncated"]}, index=[0, 12])).tolist()
+    ['0', 'truncated']
+    """
+    kind = nodes["kind"].astype(str).to_numpy()
+    return pd.Series(np.where(kind == "state", nodes.index.astype(str), kind),
+                     index=nodes.index, dtype=object)

@@ -161,7 +161,9 @@ def wrap_bands(layout: pd.DataFrame, aspect: float | None, *, dx: float = 210.0,
     """The positions of a layered layout (its ``column`` and ``rank``, as
     :func:`layered_layout` returns them) with its columns wrapped into bands towards
     ``aspect`` (None: one band); the node order is kept, so one crossing reduction serves
-    every canvas. Returns a new frame with ``x``, ``y`` and ``band`` set."""
+    every canvas. Where the bands are still narrower than ``aspect``, the columns are drawn
+    further apart (up to :data:`MAX_STRETCH` × ``dx``). Returns a new frame with ``x``, ``y``
+    and ``band`` set."""
     out = layout.copy()
     if out.empty:
         return out
@@ -177,7 +179,13 @@ def wrap_bands(layout: pd.DataFrame, aspect: float | None, *, dx: float = 210.0,
     extent = (rows - 1 + BAND_GAP) * dy
     middle = np.concatenate([[0.0], np.cumsum((extent[:-1] + extent[1:]) / 2.0)])
     band = band_of[column]
-    out["x"] = (column % per_band).astype(np.float64) * dx
+    stretch = 1.0
+    if aspect is not None and np.isfinite(aspect) and aspect > 0:
+        # a canvas wider than the bands: columns further apart (room for labels and curves)
+        width = min(per_band, n_cols) * dx
+        height = (rows.sum() + BAND_GAP * (len(rows) - 1)) * dy
+        stretch = float(np.clip(aspect / (width / height), 1.0, MAX_STRETCH))
+    out["x"] = (column % per_band).astype(np.float64) * dx * stretch
     out["y"] = middle[band] + (rank - (sizes[column] - 1) / 2.0) * dy
     out["band"] = band.astype(np.int64)
     return out
@@ -185,6 +193,8 @@ def wrap_bands(layout: pd.DataFrame, aspect: float | None, *, dx: float = 210.0,
 
 #: Empty rows between two bands of a wrapped drawing (so that bands read apart).
 BAND_GAP = 1.5
+#: How much wider than ``dx`` columns may be drawn apart to fill a canvas wider than the bands.
+MAX_STRETCH = 1.6
 
 
 def columns_per_band(sizes: np.ndarray, aspect: float, dx: float = 210.0,

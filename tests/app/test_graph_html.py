@@ -279,3 +279,73 @@ def test_self_loops_sit_above_their_node_and_a_selected_one_reaches_past_the_rin
     drawn = next(n for n in picked.nodes if n["id"] == node)
     assert drawn["color"]["highlight"] == {"background": drawn["color"]["background"],
                                            "border": HIGHLIGHT_COLOR}
+
+
+def _drawn_paths(data: dict, layout: dict):
+    """Node centres, radii, edge ends and sampled paths of one of the data's drawings, as
+    vis-network draws them (the routed curves of that drawing)."""
+    from g2po.analysis.geometry import CCW, CW, STRAIGHT, edge_paths
+
+    ids = [n["id"] for n in data["nodes"]]
+    where = {i: k for k, i in enumerate(ids)}
+    xy = np.column_stack([layout["x"], layout["y"]])
+    radius = np.array([n["size"] for n in data["nodes"]], dtype=float)
+    src = np.array([where[e["from"]] for e in data["edges"]])
+    dst = np.array([where[e["to"]] for e in data["edges"]])
+    kinds = {"curvedCW": CW, "curvedCCW": CCW}
+    kind = np.array([kinds.get(s.get("type"), STRAIGHT) if s.get("enabled") else STRAIGHT
+                     for s in layout["smooth"]])
+    roundness = np.array([s.get("roundness", 0.0) for s in layout["smooth"]])
+    return xy, radius, src, dst, edge_paths(xy[src], xy[dst], kind, roundness)
+
+
+def test_coin_collectors_critical_transitions_cross_no_node():
+    """The bundled coin_collector, training step 1, group s1: transition "Basement →
+    truncated" was drawn through the success star and the failure square (read "Basement →
+    success → failure → truncated"). In every drawing the page may choose, no critical
+    transition (and no edge drawn at all) crosses a node it does not touch."""
+    import loaders
+    from app.options import SAMPLE_DIR
+    from g2po.analysis.geometry import edges_through_nodes
+
+    log = loaders.open_log(SAMPLE_DIR / "coin_collector")
+    graph = state_graph(log.load_group(1, "coin_collector-level10-s1"), rule=OutcomeRule())
+    data = network_data(graph, success_reward=10.0)
+    critical = [i for i, e in enumerate(data["edges"]) if e["id"] in data["legible"]["edges"]]
+    kinds = graph.nodes["kind"]
+    into_terminal = [i for i in critical if kinds.loc[data["edges"][i]["to"]] != "state"]
+    assert into_terminal  # the case of the issue: a critical transition into a terminal
+    straight_through = 0
+    for layout in data["layouts"]:
+        xy, radius, src, dst, paths = _drawn_paths(data, layout)
+        straight = edges_through_nodes(paths[:, [0, -1]], xy, radius, src, dst)
+        straight_through += int(straight[critical].sum())
+        through = edges_through_nodes(paths, xy, radius, src, dst)
+        shown = ~np.array(layout["blocked"]) | np.array([not e.get("quiet")
+                                                         for e in data["edges"]])
+        assert not through[critical].any(), layout["aspect"]
+        assert not (through & shown).any(), layout["aspect"]
+    assert straight_through  # drawn straight, a critical transition would cross a node
+
+
+def test_at_most_sixty_edges_at_full_strength_the_rest_quiet_until_all_edges():
+    from app.graph_html import FULL_EDGES, QUIET_EDGE
+    from tests.app.layout_groups import layout_graph
+
+    graph = layout_graph(30)
+    assert len(graph.edges) > FULL_EDGES
+    data = network_data(graph, success_reward=10.0)
+    quiet = [e for e in data["edges"] if e.get("quiet")]
+    strong = [e for e in data["edges"] if not e.get("quiet")]
+    assert len(strong) == FULL_EDGES and data["legend"]["quiet"] == len(quiet)
+    assert all(e["color"] == QUIET_EDGE and e["fullColor"] != QUIET_EDGE for e in quiet)
+    # the critical transitions and the most travelled edges are the strong ones
+    assert set(data["legible"]["edges"]) <= {e["id"] for e in strong}
+    counts = graph.edges["count"].to_numpy()
+    quiet_rows = [int(e["id"][1:]) for e in quiet]
+    strong_rows = [int(e["id"][1:]) for e in strong if e["id"] not in data["legible"]["edges"]]
+    assert counts[quiet_rows].max() <= counts[strong_rows].min()
+    # a highlighted trajectory: its own edges full, the rest faded (none quiet)
+    path = trajectory_highlight(graph, [str(graph.steps["traj_id"].iloc[0])])
+    lit = network_data(graph, path, success_reward=10.0)
+    assert not any(e.get("quiet") for e in lit["edges"])

@@ -129,7 +129,13 @@ def test_critical_table_puts_its_numbers_before_the_action():
     table = critical_table(graph, critical_edges(graph))
     assert list(table.columns) == ["#", "from", "to", "TD error", "mean A", "count", "action"]
     first = graph.edges.loc[table.index[0]]
-    assert (table["from"].iloc[0], table["to"].iloc[0]) == (first["source"], first["target"])
+    # named as the graph names them: a state's number, a terminal's kind
+    names = {i: (str(i) if k == "state" else k) for i, k in graph.nodes["kind"].items()}
+    assert (table["from"].iloc[0], table["to"].iloc[0]) == (names[first["source"]],
+                                                            names[first["target"]])
+    into_terminal = table["to"][graph.edges.loc[table.index, "target"].map(
+        graph.nodes["kind"]).to_numpy() != "state"]
+    assert set(into_terminal) <= {"success", "failure", "truncated"}
 
 
 def test_rollouts_are_named_by_what_tells_them_apart():

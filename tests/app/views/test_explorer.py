@@ -553,3 +553,27 @@ def test_a_verl_step_shows_its_observation_the_response_and_the_whole_prompt(tmp
     assert SYSTEM not in codes[0]
     prompt = next(e for e in at.expander if e.label.startswith("The whole prompt"))
     assert prompt.code[0].value.startswith("system\n" + SYSTEM)
+
+
+def test_a_dense_group_offers_the_state_matrix_one_click_away(tmp_path):
+    """Past the density where a drawing hides transitions behind others, the graph stays the
+    first view and the state × state matrix is one click away; a sparse group has no switch."""
+    from loaders import RunWriter
+    from tests.app.layout_groups import layout_group
+
+    run = tmp_path / "rooms"
+    writer = RunWriter(run, {"env": "synthetic", "model": "test",
+                             "config": {"success_reward": 10.0}})
+    writer.write_step(1, pd.concat([layout_group(100), layout_group(10)]))
+    at = app_test("explorer", ["--log", str(run)])
+    assert not [w for w in at.get("button_group") if w.label == "View"]  # 10 states: none
+    at.selectbox(key=f"group:auto:{run.resolve()}:1").select("rooms-100").run()
+    assert not at.exception
+    (view,) = [w for w in at.get("button_group") if w.label == "View"]
+    assert view.value == "Graph" and drawn_graph(at)["nodes"]
+    view.set_value("Matrix").run()
+    assert not at.exception
+    (chart,) = at.get("plotly_chart")
+    figure = json.loads(chart.proto.spec)
+    assert figure["data"][0]["type"] == "heatmap"
+    assert "success" in figure["data"][0]["x"] or "failure" in figure["data"][0]["x"]
