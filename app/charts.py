@@ -105,8 +105,9 @@ def _fill(color: str | None, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-#: The legend of a chart in the grid: one row under the plot, so the plot keeps the width.
-_LEGEND = {"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "xanchor": "left",
+#: The legend of a chart in the grid: one row under the plot and its axis title, so the plot
+#: keeps the width (below the axis with automargin: never over the tick labels).
+_LEGEND = {"orientation": "h", "yanchor": "top", "y": -0.32, "x": 0, "xanchor": "left",
            "font": {"size": 11}}
 
 
@@ -152,11 +153,11 @@ def metric_figure(series: pd.DataFrame, metric: str, colors: Mapping[str, str],
                           "<extra>%{fullData.name}</extra>"))
         trace_runs.append(run)
     fig.update_layout(
-        title=escape_html(metric), height=300, margin={"l": 40, "r": 10, "t": 40, "b": 40},
+        title=escape_html(metric), height=320, margin={"l": 40, "r": 10, "t": 40, "b": 20},
         xaxis_title=x_title, hovermode="x unified", clickmode="event+select",
         showlegend=True, legend=_LEGEND,
     )
-    fig.update_xaxes(title_standoff=4)
+    fig.update_xaxes(automargin=True, title={"standoff": 8, "font": {"size": 12}})
     return fig, trace_runs
 
 
