@@ -128,13 +128,16 @@ def test_a_link_followed_early_keeps_the_sidebars_choices_and_a_history_click_op
 
 
 def test_the_curves_own_path_a_legend_a_band_wall_time_and_a_regex(browser, app_url):
-    """/curves opens the page itself; each chart names its runs in a legend; smoothing draws a
+    """/group and /curves open their pages; each chart names its runs in a legend; smoothing draws a
     band behind each curve; the x-axis turns to wall time; a regex picks the charts and a bad
     one says why."""
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     seen = watch(page)
     missing = []
     page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+    page.goto(f"{app_url}/group")  # the start page's own path (it was "Page not found")
+    page.get_by_role("heading", name="Group explorer").first.wait_for(timeout=60_000)
+    assert page.get_by_text("Page not found").count() == 0
     page.goto(f"{app_url}/curves")
     page.get_by_role("heading", name="Training curves").first.wait_for(timeout=60_000)
     assert page.get_by_text("Page not found").count() == 0
@@ -175,7 +178,8 @@ def test_the_curves_own_path_a_legend_a_band_wall_time_and_a_regex(browser, app_
     wait_idle(page)
     page.get_by_text("invalid regular expression").first.wait_for(timeout=30_000)
     # a deep link's first requests go to /curves/_stcore/… (404) before the app routes
-    assert all(u.startswith(f"{app_url}/curves/") for u in missing), missing
+    assert all(u.startswith((f"{app_url}/curves/", f"{app_url}/group/")) for u in missing), \
+        missing
     assert all("404" in e for e in seen.console_errors), seen.console_errors
     assert len(seen.console_errors) == len(missing) and seen.dialogs == []
     assert seen.external() == []
