@@ -172,6 +172,8 @@ def test_the_curves_own_path_a_legend_a_band_wall_time_and_a_regex(browser, app_
     box.press("Enter")
     wait_idle(page)
     page.get_by_text("2 metric(s) match").first.wait_for(timeout=30_000)
+    page.locator(".js-plotly-plot").nth(1).wait_for(timeout=30_000)  # drawn after the caption
+    wait_idle(page)
     assert page.locator(".js-plotly-plot").count() == 2
     box.fill("(unclosed")
     box.press("Enter")
