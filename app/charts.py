@@ -97,38 +97,67 @@ def overview_figure(summary: pd.DataFrame, metric: str, title: str | None = None
     return fig
 
 
+def _fill(color: str | None, alpha: float) -> str:
+    """A ``#rrggbb`` colour as ``rgba(…, alpha)`` (grey for none): the band's fill."""
+    if not color or not color.startswith("#") or len(color) != 7:
+        return f"rgba(128,128,128,{alpha})"
+    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+#: The legend of a chart in the grid: one row under the plot and its axis title, so the plot
+#: keeps the width (below the axis with automargin: never over the tick labels).
+_LEGEND = {"orientation": "h", "yanchor": "top", "y": -0.32, "x": 0, "xanchor": "left",
+           "font": {"size": 11}}
+
+
 def metric_figure(series: pd.DataFrame, metric: str, colors: Mapping[str, str],
-                  smoothed: bool = False) -> tuple[go.Figure, list[str]]:
+                  smoothed: bool = False, x: str = "train_step",
+                  x_title: str = "training step") -> tuple[go.Figure, list[str]]:
     """One training metric, one line per run (``series`` from
-    :func:`g2po.analysis.history.metric_series`:
-    run, metric, train_step, value, smoothed). With ``smoothed``, the smoothed line is drawn
-    over the raw values (faded, same colour). Returns the figure and the run of each trace, in
-    trace order, so that a clicked point names its run and training step."""
-    data = series[series["metric"] == metric]
+    :func:`g2po.analysis.history.metric_series`: run, metric, train_step, value, smoothed,
+    low, high; plus the column ``x`` when it is not ``train_step``, e.g. wall time), against
+    ``x`` (axis title ``x_title``). With ``smoothed``, each run's smoothed line is drawn over
+    a band from the smallest to the largest raw value the smoothing spans and over the raw
+    values (faded, same colour). The legend always names the runs (one entry per run; a click
+    on it hides all of that run's traces). Every trace carries each point's training step as
+    ``customdata``, so a click on any x-axis names its step. Returns the figure and the run of
+    each trace, in trace order."""
+    data = series[series["metric"] == metric].dropna(subset=[x])
     fig = go.Figure()
     trace_runs: list[str] = []
     for run in sorted(data["run"].unique().tolist()):
         part = data[data["run"] == run]
         name = escape_html(run)
         color = colors.get(run)
+        steps = part["train_step"].to_numpy()
+        hover = "training step %{customdata}<br>%{y:.4g}"
         if smoothed:
             fig.add_trace(go.Scatter(
-                x=part["train_step"], y=part["value"], mode="lines", name=name,
-                line={"color": color, "width": 1}, opacity=0.3, showlegend=False,
-                hovertemplate="%{y:.4g} (raw)<extra>%{fullData.name}</extra>"))
+                x=np.concatenate([part[x].to_numpy(), part[x].to_numpy()[::-1]]),
+                y=np.concatenate([part["high"].to_numpy(), part["low"].to_numpy()[::-1]]),
+                customdata=np.concatenate([steps, steps[::-1]]), mode="lines", name=name,
+                fill="toself", fillcolor=_fill(color, 0.15), line={"width": 0},
+                legendgroup=name, showlegend=False, hoverinfo="skip"))
+            trace_runs.append(run)
+            fig.add_trace(go.Scatter(
+                x=part[x], y=part["value"], customdata=steps, mode="lines", name=name,
+                line={"color": color, "width": 1}, opacity=0.3, legendgroup=name,
+                showlegend=False, hovertemplate=hover + " (raw)<extra>%{fullData.name}</extra>"))
             trace_runs.append(run)
         fig.add_trace(go.Scatter(
-            x=part["train_step"], y=part["smoothed" if smoothed else "value"],
-            mode="lines+markers", name=name, marker={"size": 4},
-            line={"color": color, "width": 2},
-            hovertemplate="%{y:.4g}" + (" (smoothed)" if smoothed else "") +
+            x=part[x], y=part["smoothed" if smoothed else "value"], customdata=steps,
+            mode="lines+markers", name=name, marker={"size": 4}, legendgroup=name,
+            line={"color": color, "width": 2}, showlegend=True,
+            hovertemplate=hover + (" (smoothed)" if smoothed else "") +
                           "<extra>%{fullData.name}</extra>"))
         trace_runs.append(run)
     fig.update_layout(
-        title=escape_html(metric), height=280, margin={"l": 40, "r": 10, "t": 40, "b": 30},
-        xaxis_title="training step", hovermode="x unified", clickmode="event+select",
-        showlegend=len(trace_runs) > (2 if smoothed else 1),
+        title=escape_html(metric), height=320, margin={"l": 40, "r": 10, "t": 40, "b": 20},
+        xaxis_title=x_title, hovermode="x unified", clickmode="event+select",
+        showlegend=True, legend=_LEGEND,
     )
+    fig.update_xaxes(automargin=True, title={"standoff": 8, "font": {"size": 12}})
     return fig, trace_runs
 
 

@@ -16,8 +16,10 @@ a run chose:
   belong to one dump.
 
 Both give the frame of :meth:`loaders.Log.metrics`: one row per training step, ``train_step``
-and one column per metric, the report of the reading attached (:func:`loaders.report_of`).
-:func:`find_curves` looks for them beside a dump.
+and one column per metric, the report of the reading attached (:func:`loaders.report_of`);
+TensorBoard's events carry the time each was written, kept as :data:`TIMESTAMP`.
+:func:`find_curves` looks for them beside a dump; :func:`elapsed_seconds` puts the steps on a
+wall clock (the logger's times, else verl's ``timing_s/step`` summed).
 """
 
 from __future__ import annotations
@@ -35,13 +37,20 @@ from loaders.lines import read_jsonl
 from loaders.report import LoadReport, attach_report, step_ranges
 
 __all__ = ["read_curves", "read_file_logger", "read_tensorboard", "tensorboard_runs",
-           "curves_kind", "find_curves", "is_file_logger_line", "RESUMED"]
+           "curves_kind", "find_curves", "is_file_logger_line", "elapsed_seconds", "RESUMED",
+           "TIMESTAMP", "STEP_SECONDS"]
 
 _EVENTS = "tfevents"
 #: Folders searched for curves beside a dump, and how deep for TensorBoard runs.
 _TB_FOLDER = "tensorboard_log"
 _TB_DEPTH = 3
 #: The report's note when a file logger's file does not start at the first step.
+#: The column of a metrics frame holding when a step was logged (Unix seconds), where the
+#: logger recorded it: TensorBoard events, a run directory's ``metrics.jsonl``. Named as W&B
+#: names its own; a leading ``_`` keeps it out of the metrics charted.
+TIMESTAMP = "_timestamp"
+#: verl's duration of a whole training step (seconds), logged at every step.
+STEP_SECONDS = "timing_s/step"
 RESUMED = ("verl's file logger opens its file with mode 'wb', so a resumed run starts it "
            "again at its resume step: the steps before are not in it")
 
@@ -185,6 +194,7 @@ def read_tensorboard(path: str | Path, report: LoadReport | None = None) -> pd.D
     written: dict[tuple[int, str], int] = {}
     redone: set[int] = set()
     skipped: list[str] = []
+    stamps: dict[int, float] = {}
     for number, file in enumerate(files):
         try:
             events = list(loader_class(str(file)).Load())
@@ -208,8 +218,11 @@ def read_tensorboard(path: str | Path, report: LoadReport | None = None) -> pd.D
                 key = (int(event.step), value.tag)
                 if written.get(key, number) < number:
                     redone.add(int(event.step))
+                    stamps.pop(int(event.step), None)  # the redone step's time is its own
                 written[key] = number
                 by_step.setdefault(int(event.step), {})[value.tag] = number_
+                stamps[int(event.step)] = max(stamps.get(int(event.step), 0.0),
+                                              float(event.wall_time))
     if redone:
         report.note(f"{path}: steps {step_ranges(sorted(redone))} are logged again by a later "
                     "event file (a resumed run); the later values are kept")
@@ -218,7 +231,36 @@ def read_tensorboard(path: str | Path, report: LoadReport | None = None) -> pd.D
                     f"histograms, text) left out, e.g. {sorted(set(skipped))[0]!r}")
     if not by_step:
         raise LogFormatError(f"{path}: no scalars in its TensorBoard event files")
+    for step, stamp in stamps.items():
+        if stamp > 0:  # an event with no time (0) says nothing about when
+            by_step[step][TIMESTAMP] = stamp
     return _frame(by_step, report)
+
+
+def elapsed_seconds(metrics: pd.DataFrame) -> tuple[np.ndarray | None, str]:
+    """Where each step of a metrics frame (one row per step, sorted by ``train_step``) lies on
+    the wall clock: seconds since the first step was logged, (n_rows,) float64, NaN where
+    unknown; with the source in words. The logger's own times (:data:`TIMESTAMP`) where it
+    wrote them, else verl's ``timing_s/step`` summed (the first step at 0, each later
+    step at the end of its own; a step without it is NaN and adds nothing to the sum). None
+    and "" when the frame has neither.
+
+    >>> frame = pd.DataFrame({"train_step": [1, 2, 3], "timing_s/step": [10.0, 20.0, 30.0]})
+    >>> elapsed_seconds(frame)
+    (array([ 0., 20., 50.]), "verl's timing_s/step, summed")
+    """
+    if TIMESTAMP in metrics.columns:
+        stamps = pd.to_numeric(metrics[TIMESTAMP], errors="coerce").to_numpy(np.float64)
+        if np.isfinite(stamps).any():
+            return stamps - np.nanmin(stamps), "the times the logger wrote"
+    if STEP_SECONDS in metrics.columns:
+        seconds = pd.to_numeric(metrics[STEP_SECONDS], errors="coerce").to_numpy(np.float64)
+        known = np.isfinite(seconds)
+        if known.any():
+            total = np.cumsum(np.where(known, seconds, 0.0))
+            out = total - total[np.flatnonzero(known)[0]]
+            return np.where(known, out, np.nan), "verl's timing_s/step, summed"
+    return None, ""
 
 
 def find_curves(dump: str | Path) -> tuple[Path | None, list[str]]:

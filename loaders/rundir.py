@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +38,7 @@ from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule
 from g2po.steps import check_steps
 from loaders.checks import finish_steps
+from loaders.curves import TIMESTAMP
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
 from loaders.files import file_key, read_bytes
 from loaders.lines import read_jsonl
@@ -183,7 +185,8 @@ class RunWriter:
 
         ``steps`` is a step table (see :mod:`g2po.steps`); a ``train_step`` column is added, or
         must already equal ``train_step``. ``metrics`` are scalars merged over the rollout
-        summary (``rollout/mean_reward``, ``rollout/success_rate``, …) in ``metrics.jsonl``.
+        summary (``rollout/mean_reward``, ``rollout/success_rate``, …) in ``metrics.jsonl``,
+        with the time it was written (``_timestamp``, Unix seconds: the curves' wall clock).
         Returns the step file's path. Raises :class:`g2po.errors.StepTableError` for a table
         that breaks the schema and :class:`LoaderError` for a step already written (unless
         ``overwrite``).
@@ -236,7 +239,7 @@ class RunWriter:
             tmp.unlink(missing_ok=True)
         _fsync_dir(target.parent)
 
-        line = {"train_step": train_step,
+        line = {"train_step": train_step, TIMESTAMP: round(time.time(), 3),
                 **{f"rollout/{k}": v for k, v in summary.items()},
                 **(metrics or {})}
         with open(self.path / METRICS, "a", encoding="utf-8") as f:

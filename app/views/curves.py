@@ -1,13 +1,18 @@
 """Training curves: every scalar the trainer logged (a run directory's ``metrics.jsonl``, or
 verl's file logger or TensorBoard events beside a dump: losses, KL, grad norm, advantage
-statistics, |TD|, validation scores, timings …), grouped by namespace, for every chosen run on
-one chart per metric, each run in its own colour; optional smoothing; click a point to open
-that training step in the group explorer. What reading the curves noted (a resumed verl run's
-file logger lacks the steps before the resume) is said above the charts."""
+statistics, |TD|, validation scores, timings …), picked by name, by namespace or by a regular
+expression, one chart per metric in a grid that fills the width, every chosen run on each
+chart in its own colour and named in the legend. The x-axis is the training step or the wall
+time (the logger's times, else verl's ``timing_s/step`` summed); smoothing draws a band of the
+raw values it averaged behind each curve; click a point to open that training step in the group
+explorer. What reading the curves noted (a resumed verl run's file logger lacks the steps
+before the resume) is said above the charts."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import regex
 import streamlit as st
 
 from app import data
@@ -18,15 +23,51 @@ from app.run_colors import run_colors
 from app.safe import fmt
 from app.ui import no_run_message, show_error
 from g2po.analysis.history import metric_namespaces, metric_series, namespace_of
-from g2po.errors import G2POError
+from g2po.errors import G2POError, UserPatternError
+from g2po.user_regex import UserPattern
 from loaders import report_of
+from loaders.curves import elapsed_seconds
 
-__all__ = ["render", "DEFAULT_METRICS", "default_metrics"]
+__all__ = ["render", "DEFAULT_METRICS", "default_metrics", "matching_metrics", "time_unit",
+           "X_STEP", "X_TIME", "MAX_MATCHED"]
 
 #: Shown first when a run logged them (in this order); else the first metric of each namespace.
 DEFAULT_METRICS = ("rollout/success_rate", "critic/score/mean", "actor/pg_loss", "actor/kl_loss",
                    "actor/grad_norm", "adv/std", "g2po/td_error_abs_mean", "g2po/merge_rate")
 _MAX_DEFAULT = 4
+#: At most this many charts from a regular expression (the rest are counted, not drawn).
+MAX_MATCHED = 24
+#: The x-axis choices.
+X_STEP, X_TIME = "training step", "wall time"
+#: Charts per row offered, and the default (W&B's panel grid holds three).
+_PER_ROW = (1, 2, 3, 4)
+_DEFAULT_PER_ROW = 3
+
+
+def matching_metrics(names: list[str], pattern: str) -> list[str]:
+    """The metrics whose name contains a match of ``pattern`` (a regular expression, case
+    ignored), in the order of ``names``. :class:`UserPatternError` saying what is wrong with
+    a pattern that does not compile, or that backtracks without end.
+
+    >>> matching_metrics(["actor/pg_loss", "actor/kl_loss", "critic/vf_loss", "lr"], "kl|vf")
+    ['actor/kl_loss', 'critic/vf_loss']
+    """
+    rx = UserPattern(pattern, "metric filter", flags=regex.IGNORECASE)
+    return [name for name in names if rx.search(name) is not None]
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """The unit the wall-time axis reads in for a span of ``seconds``, and its size in
+    seconds: hours past two hours, minutes past two minutes, else seconds.
+
+    >>> time_unit(90.0), time_unit(600.0), time_unit(3 * 3600.0)
+    (('s', 1.0), ('min', 60.0), ('h', 3600.0))
+    """
+    if seconds > 7200:
+        return "h", 3600.0
+    if seconds > 120:
+        return "min", 60.0
+    return "s", 1.0
 
 
 def default_metrics(names: list[str]) -> list[str]:
@@ -90,38 +131,112 @@ def render(ctx: AppContext) -> None:
                                           if m in options]
         default = None
     pick_col, ns_col = st.columns([3, 1])
-    chosen = pick_col.multiselect("Metrics (type to search, e.g. actor/ or kl)", options,
-                                  default=default, key="cv_metrics")
+    by_regex = _regex_choice(options)
+    picked = pick_col.multiselect("Metrics (type to search, e.g. actor/ or kl)", options,
+                                  default=default, key="cv_metrics",
+                                  disabled=by_regex is not None,
+                                  help="Unused while the regular expression below picks.")
     ns_col.selectbox("Add a whole namespace", [None, *groups], key="cv_namespace",
                      format_func=lambda ns: "—" if ns is None else f"{ns} ({len(groups[ns])})",
-                     on_change=_add_namespace, args=(groups,))
-    smoothing = st.slider("Smoothing (exponential moving average weight; 0 = raw)", 0.0, 0.99,
-                          0.0, 0.01, key="cv_smooth")
+                     on_change=_add_namespace, args=(groups,), disabled=by_regex is not None)
+    chosen = picked if by_regex is None else by_regex
+    x_col, smooth_col, row_col = st.columns([2, 3, 1])
+    axis = x_col.radio(
+        "x-axis", [X_STEP, X_TIME], key="cv_x", horizontal=True,
+        help="Wall time: since each run's first logged step, from the times its logger "
+             "wrote, else from verl's timing_s/step summed.")
+    smoothing = smooth_col.slider("Smoothing (exponential moving average weight; 0 = raw)",
+                                  0.0, 0.99, 0.0, 0.01, key="cv_smooth")
+    per_row = row_col.selectbox("Charts per row", _PER_ROW,
+                                index=_PER_ROW.index(_DEFAULT_PER_ROW), key="cv_per_row")
     if not chosen:
-        st.info("Choose at least one metric.")
+        st.info("Choose at least one metric." if by_regex is None else
+                "No metric matches the regular expression.")
         return
     colors = run_colors([o for o in ctx.logs if o.name in frames])
     series = metric_series(frames, chosen, smoothing)
-    by_ns: dict[str, list[str]] = {}
-    for name in chosen:
-        by_ns.setdefault(namespace_of(name), []).append(name)
+    x, x_title = "train_step", X_STEP
+    if axis == X_TIME:
+        times = _wall_times(frames)
+        if times.empty:
+            st.info("None of the chosen runs logged times (no timestamps, no verl "
+                    "timing_s/step): the x-axis stays the training step.")
+        else:
+            x, x_title, series = _on_wall_time(series, times)
+    order = {ns: i for i, ns in enumerate(groups)}  # a namespace's charts side by side
+    names = sorted(chosen, key=lambda n: order.get(namespace_of(n), len(order)))
     clicked = None
-    for ns, names in by_ns.items():
-        st.subheader(fmt("{}", ns))
-        cols = st.columns(2)
-        for i, name in enumerate(names):
-            fig, trace_runs = metric_figure(series, name, colors, smoothed=smoothing > 0)
-            with cols[i % 2]:
+    for start in range(0, len(names), per_row):
+        cols = st.columns(per_row)
+        for col, name in zip(cols, names[start:start + per_row], strict=False):
+            fig, trace_runs = metric_figure(series, name, colors, smoothed=smoothing > 0,
+                                            x=x, x_title=x_title)
+            with col:
                 event = st.plotly_chart(fig, key=f"cv_chart:{name}", on_select="rerun",
                                         selection_mode="points")
             points = (event.selection or {}).get("points", []) if event else []
             if points:
                 curve = int(points[0].get("curve_number", 0))
-                if curve < len(trace_runs):
-                    clicked = (trace_runs[curve], int(points[0]["x"]))
+                index = int(points[0].get("point_index", 0))
+                if curve < len(trace_runs) and index < len(fig.data[curve].customdata):
+                    clicked = (trace_runs[curve], int(fig.data[curve].customdata[index]))
     if clicked is not None:
         target = next((o for o in ctx.logs if o.name == clicked[0]), None)
         if target is not None and clicked[1] in target.log.train_steps():
             goto_step(ctx, target, clicked[1])
     with st.expander("The values"):
         st.dataframe(series, hide_index=True)
+
+
+def _regex_choice(options: list[str]) -> list[str] | None:
+    """The metrics the regular expression typed picks (at most :data:`MAX_MATCHED`), or None
+    when none is typed or it is invalid (then the error is shown and the picks stand)."""
+    pattern = st.text_input("Or chart every metric matching a regular expression (case "
+                            "ignored), e.g. loss$ or ^actor/.*(kl|entropy)", key="cv_regex")
+    if not pattern:
+        return None
+    try:
+        matched = matching_metrics(options, pattern)
+    except UserPatternError as err:
+        st.error(fmt("{} The metrics picked above are shown instead.", err))
+        return None
+    if len(matched) > MAX_MATCHED:
+        st.caption(fmt("{} metrics match; the first {} are charted (narrow the expression to "
+                       "see the others).", len(matched), MAX_MATCHED))
+    else:
+        st.caption(fmt("{} metric(s) match.", len(matched)))
+    return matched[:MAX_MATCHED]
+
+
+def _wall_times(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """run, train_step, seconds (since the run's first logged step) of every run whose logger
+    recorded times; the runs without any are named in a caption."""
+    parts, missing, sources = [], [], set()
+    for run, frame in frames.items():
+        ordered = frame.sort_values("train_step", kind="stable")
+        seconds, source = elapsed_seconds(ordered)
+        if seconds is None:
+            missing.append(run)
+            continue
+        sources.add(source)
+        parts.append(pd.DataFrame({"run": run, "train_step": ordered["train_step"].to_numpy(
+            dtype=np.int64), "seconds": seconds}))
+    if missing:
+        st.caption(fmt("No wall time for {} (its logger wrote no times and no timing_s/step): "
+                       "on the wall-time axis it is left out.", ", ".join(missing)))
+    if parts:
+        st.caption(fmt("Wall time from {}.", " and ".join(sorted(sources))))
+    if not parts:
+        return pd.DataFrame({"run": [], "train_step": pd.Series(dtype=np.int64),
+                             "seconds": []})
+    return pd.concat(parts, ignore_index=True).dropna(subset=["seconds"])
+
+
+def _on_wall_time(series: pd.DataFrame, times: pd.DataFrame) -> tuple[str, str, pd.DataFrame]:
+    """``series`` with the wall time of each row (column ``wall_time``, in the unit that
+    suits the longest run), the column's name and the axis title; rows without a time go."""
+    series = series.merge(times, on=["run", "train_step"], how="inner")
+    span = float(series["seconds"].max()) if not series.empty else 0.0
+    unit, size = time_unit(span)
+    series["wall_time"] = series.pop("seconds") / size
+    return "wall_time", f"wall time ({unit} since the run's first logged step)", series

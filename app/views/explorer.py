@@ -531,7 +531,8 @@ def _alarm_list(ctx: AppContext, alarms: list[Alarm], graph: StateGraph,
             for row in alarm.ranking.head(SHOWN).itertuples():
                 label = fmt("node {}: from {} states, {:.0%} after invalid actions", row.node,
                             row.in_sources, row.invalid_arrival_share) if alarm.kind == "hub" \
-                    else fmt("node {}: moves {:.3g} of credit", row.node, row.credit_moved)
+                    else fmt("node {}: the merge moves {:.3g} reward units of value "
+                             "(Σ |v − V|)", row.node, row.credit_moved)
                 st.button(label, key=f"g_alrank_{alarm.kind}_{row.node}",
                           type="tertiary", on_click=_select_node, args=(int(row.node),))
             if len(alarm.ranking) > SHOWN:

@@ -53,7 +53,7 @@ from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 
 __all__ = ["Alarm", "GroupSignals", "group_signals", "alarm_counts", "credit_alarms",
            "ALARM_KINDS", "ALARM_TITLES", "SIGNAL_ESTIMATORS", "SHOWN", "STOCHASTIC_NOTE",
-           "split_evidence", "split_phrase", "short_text"]
+           "split_evidence", "split_phrase", "short_text", "ADV_UNITS", "REWARD_UNITS"]
 
 ALARM_KINDS = ("no_signal", "collapsed", "penalty_amplification", "all_success", "aliased",
                "hub", "truncation", "no_merging")
@@ -431,6 +431,13 @@ def split_evidence(splits: pd.DataFrame, key: pd.Series, action: pd.Series,
                         pair["count"].tolist(), limit)
 
 
+#: The unit G2PO's advantages read in, by normalisation mode (alarms say it after each figure).
+ADV_UNITS = {"mean_std_norm": "in standard deviations (mode mean_std_norm)",
+             "mean_norm": "in reward units (mode mean_norm)"}
+#: Values, TD errors and the credit a merge moves are discounted rewards.
+REWARD_UNITS = "reward units"
+
+
 def credit_alarms(
     graph: StateGraph,
     *,
@@ -472,6 +479,7 @@ def credit_alarms(
     rewards = steps["episode_reward"].to_numpy(dtype=np.float64)
     invalid = ~steps["is_action_valid"].to_numpy(dtype=bool)
     n_traj = ix.n_traj
+    adv_unit = ADV_UNITS.get(params.mode, f"(mode {params.mode})")
     alarms: list[Alarm] = []
 
     # no training signal, per estimator
@@ -491,7 +499,7 @@ def credit_alarms(
                        f"{np.abs(adv).mean():.3g}: A^EC from the TD errors "
                        f"{np.abs(cols['adv_ec']).mean():.3g}, A^NC within merged states "
                        f"{np.abs(cols['adv_nc']).mean():.3g}, A^EP "
-                       f"{np.abs(cols['adv_ep']).mean():.3g}).")
+                       f"{np.abs(cols['adv_ep']).mean():.3g}; {adv_unit}).")
         alarms.append(Alarm("no_signal", f"No training signal: {_names(none)}", detail,
                             len(steps), _pairs(steps)))
 
@@ -511,7 +519,8 @@ def credit_alarms(
                  "is nothing to compare, so whatever advantage an estimator gives here is an " \
                  "artifact"
         if np.abs(adv).max() > ZERO_ADV:
-            detail += f" (G2PO's A from {adv.min():+.2f} to {adv.max():+.2f} comes from the " \
+            detail += f" (G2PO's A from {adv.min():+.2f} to {adv.max():+.2f}, {adv_unit}, " \
+                      "comes from the " \
                       "discount in the edge term: identical steps ranked by depth alone)"
         alarms.append(Alarm("collapsed", f"Collapsed: {n_traj} identical rollouts",
                             detail + ". The policy has collapsed on this task.", n_traj,
@@ -520,7 +529,8 @@ def credit_alarms(
         alarms.append(Alarm(
             "all_success", f"All {n_traj} rollouts succeeded",
             "No outcome to compare: GRPO gives every step 0; G2PO's edge term still ranks the "
-            f"steps (A from {adv.min():+.2f} to {adv.max():+.2f}), by how soon each reaches "
+            f"steps (A from {adv.min():+.2f} to {adv.max():+.2f}, {adv_unit}), by how soon "
+            "each reaches "
             "the goal (γ).", n_traj, _pairs(steps)))
 
     # aliased states: the same action led on to different next states
@@ -528,12 +538,13 @@ def credit_alarms(
         evidence = split_evidence(sig.splits, steps["state_key"], steps["action"])
         ranked("aliased", sig.aliased, ["credit_moved"],
                lambda r: f"node {r.node} ({r.visits} visits, moves "
-                         f"{r.credit_moved:.3g}{', a hub' if r.hub else ''})",
+                         f"{r.credit_moved:.3g} {REWARD_UNITS}{', a hub' if r.hub else ''})",
                lambda top: f"The same action led on to different next states: {evidence}. "
                            "In a deterministic environment the state key merges states the "
                            "environment tells apart (declare it stochastic if it is not). "
-                           f"Ranked by the credit the merge moves (Σ |v − V| over the node's "
-                           f"steps): {top}.")
+                           "Ranked by the credit the merge moves: Σ |v − V| over the node's "
+                           "steps, each step's own discounted outcome v against the node's "
+                           f"value V, in {REWARD_UNITS}: {top}.")
 
     # hubs: reached from many states, or mostly through invalid actions
     if count["hub"]:
@@ -557,11 +568,12 @@ def credit_alarms(
             "penalty_amplification",
             f"Penalty-only signal: {int(invalid.sum())} invalid step(s)",
             f"All rollouts {outcome_word} (reward {rewards[0]:g}): the only spread left is the "
-            f"invalid-action penalty p = {params.penalty:g}"
+            f"invalid-action penalty p = {params.penalty:g} {REWARD_UNITS}"
             + (", and mean_std_norm scales it to unit size. " if params.mode == "mean_std_norm"
                else ". ") +
             f"Invalid steps get A^EP ≈ {adv_ep[invalid].mean():.2f}, every valid step "
-            f"≈ {adv_ep[~invalid].mean():+.2f}, whatever it did. Consider mode = mean_norm or "
+            f"≈ {adv_ep[~invalid].mean():+.2f} ({adv_unit}), whatever it did. Consider "
+            "mode = mean_norm or "
             "a smaller penalty.",
             int(invalid.sum()), _pairs(steps[invalid])))
 
@@ -581,7 +593,8 @@ def credit_alarms(
             where = "the largest of the group" if rank == 1 else \
                 f"number {rank} of the group's {len(td)} transitions"
             detail += (f" The largest |TD error| of their last transitions is "
-                       f"{float(top['td_error']):+.4g} (node {int(top['source'])} → "
+                       f"{float(top['td_error']):+.4g} {REWARD_UNITS} (node "
+                       f"{int(top['source'])} → "
                        f"{int(top['target'])}), {where} by |TD error|: where it shows among "
                        "the critical transitions, it says the episode ran out of steps, not "
                        "that the step was bad.")

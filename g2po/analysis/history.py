@@ -26,6 +26,7 @@ __all__ = [
     "namespace_of",
     "metric_namespaces",
     "smooth",
+    "band_window",
     "metric_series",
     "state_table",
     "history_of",
@@ -52,8 +53,9 @@ def namespace_of(name: str) -> str:
 
 def metric_namespaces(metrics: pd.DataFrame) -> dict[str, list[str]]:
     """Namespace → the scalar metric columns in it (sorted), namespaces sorted with the top
-    level last. A column counts when it has at least one finite number; ``train_step`` and
-    text or nested values (lists, dicts) do not.
+    level last. A column counts when it has at least one finite number; ``train_step``, a
+    logger's own columns (a name starting with ``_``, as W&B's ``_timestamp``) and text or
+    nested values (lists, dicts) do not.
 
     >>> frame = pd.DataFrame({"train_step": [1], "actor/kl": [0.1], "adv/ec/std": [1.0],
     ...                       "lr": [1e-6], "note": ["x"]})
@@ -62,7 +64,7 @@ def metric_namespaces(metrics: pd.DataFrame) -> dict[str, list[str]]:
     """
     groups: dict[str, list[str]] = {}
     for name in metrics.columns:
-        if name == "train_step":
+        if name == "train_step" or str(name).startswith("_"):
             continue
         column = metrics[name]
         if pd.api.types.is_bool_dtype(column):
@@ -102,14 +104,26 @@ def smooth(values: np.ndarray, weight: float) -> np.ndarray:
     return out
 
 
+def band_window(weight: float) -> int:
+    """How many points the band around a smoothed curve spans: the moving average's own reach,
+    1 / (1 − ``weight``) points (0.9 → 10), at least 1.
+
+    >>> band_window(0.0), band_window(0.6), band_window(0.9)
+    (1, 2, 10)
+    """
+    return max(1, int(round(1.0 / (1.0 - weight))))
+
+
 def metric_series(metrics: Mapping[str, pd.DataFrame], names: Sequence[str],
                   smoothing: float = 0.0) -> pd.DataFrame:
     """The chosen metrics of several runs as one long table.
 
     ``metrics``: run name → its ``metrics.jsonl`` frame (``train_step`` and metric columns);
     ``names``: the metric columns wanted (a run that lacks one contributes no rows for it).
-    Returns columns run, metric, train_step, value, smoothed; rows without a finite value are
-    left out, sorted by metric, run and training step.
+    Returns columns run, metric, train_step, value, smoothed, low, high; low and high are the
+    smallest and largest raw value over the last :func:`band_window` points (the band drawn
+    behind a smoothed curve: what the smoothing averaged over). Rows without a finite value
+    are left out, sorted by metric, run and training step.
     """
     parts = []
     for run, frame in metrics.items():
@@ -124,12 +138,14 @@ def metric_series(metrics: Mapping[str, pd.DataFrame], names: Sequence[str],
             }).sort_values("train_step", kind="stable")
             part = part[np.isfinite(part["value"].to_numpy())]
             part["smoothed"] = smooth(part["value"].to_numpy(), smoothing)
+            window = part["value"].rolling(band_window(smoothing), min_periods=1)
+            part["low"], part["high"] = window.min(), window.max()
             part.insert(0, "metric", name)
             part.insert(0, "run", run)
             parts.append(part)
     if not parts:
         return pd.DataFrame({"run": [], "metric": [], "train_step": pd.Series(dtype=np.int64),
-                             "value": [], "smoothed": []})
+                             "value": [], "smoothed": [], "low": [], "high": []})
     return pd.concat(parts, ignore_index=True).sort_values(
         ["metric", "run", "train_step"], kind="stable").reset_index(drop=True)
 

@@ -401,7 +401,7 @@ def assess(table: pd.DataFrame, estimator: str = "g2po",
     def why_zero(i: int) -> str:
         if table["reward_std"].iat[i] > 0:
             return "no step's score differs from its reference"
-        return f"all {rollouts[i]} rollouts got {table['reward_mean'].iat[i]:g}" + \
+        return f"all {rollouts[i]} rollouts got reward {table['reward_mean'].iat[i]:g}" + \
             (", no invalid action" if table["invalid_rate"].iat[i] == 0 else "")
 
     candidates = [  # (severity per row, reason of row i), worst kind first on equal severity

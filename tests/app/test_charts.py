@@ -80,10 +80,24 @@ def test_metric_figure_names_each_traces_run_and_escapes():
     series = metric_series(frames, ["m"], 0.5)
     colors = {XSS_IMG: "#000001", "b": "#000002"}
     fig, runs = metric_figure(series, "m", colors, smoothed=True)
-    assert runs == [XSS_IMG, XSS_IMG, "b", "b"]  # raw then smoothed, per run ("<" < "b")
-    assert [t.line.color for t in fig.data] == ["#000001", "#000001", "#000002", "#000002"]
+    # band, raw then smoothed, per run ("<" < "b")
+    assert runs == [XSS_IMG, XSS_IMG, XSS_IMG, "b", "b", "b"]
+    lines = [t for t in fig.data if t.fill != "toself"]
+    assert [t.line.color for t in lines] == ["#000001", "#000001", "#000002", "#000002"]
+    band = fig.data[3]
+    assert band.fill == "toself" and band.fillcolor == "rgba(0,0,2,0.15)"
+    # from the largest raw value over the smoothing's reach (2 points at 0.5) back the smallest
+    assert list(band.y) == [3.0, 4.0, 3.0, 3.0] and list(band.customdata) == [1, 2, 2, 1]
     assert XSS_IMG not in fig.to_json()
     raw, runs = metric_figure(series, "m", colors)
     assert runs == [XSS_IMG, "b"] and list(raw.data[1].y) == [3.0, 4.0]
+    # the legend names the runs always, one entry each, even for a single run
+    one, _ = metric_figure(series[series["run"] == "b"], "m", colors, smoothed=True)
+    assert one.layout.showlegend and [t.name for t in one.data if t.showlegend] == ["b"]
+    # against wall time: x from that column, each point's training step still in customdata
+    timed = series.assign(wall=series["train_step"] * 60.0)
+    fig, _ = metric_figure(timed, "m", colors, x="wall", x_title="wall time (s)")
+    assert list(fig.data[1].x) == [60.0, 120.0] and list(fig.data[1].customdata) == [1, 2]
+    assert fig.layout.xaxis.title.text == "wall time (s)"
     history = pd.DataFrame({"train_step": [1, 2], "visits": [3, 0], "value": [1.0, None]})
     assert len(history_figure(history, {"visits": "visits"}, "t", "bars").data) == 1

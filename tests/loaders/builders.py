@@ -127,6 +127,7 @@ def _curve_metrics(step: int, scale: float = 1.0) -> dict:
     """What verl's trainer logs at a step: its namespaces, numpy scalars among them."""
     out = {"actor/pg_loss": scale * 0.1 * step, "actor/entropy": np.float32(2.0 - 0.1 * step),
            "critic/score/mean": np.float64(scale * step), "timing_s/gen": 1.5 + step,
+           "timing_s/step": 10.0 * step,
            "perf/throughput": 100.0 * step, "response_length/mean": 50.0 + step}
     if step % 2 == 0:
         out["val-core/alfworld/reward/mean@1"] = 0.1 * step

@@ -13,7 +13,9 @@ import loaders
 from loaders import LoaderError, LogFormatError, open_log, report_of
 from loaders.curves import (
     RESUMED,
+    TIMESTAMP,
     curves_kind,
+    elapsed_seconds,
     find_curves,
     read_curves,
     read_file_logger,
@@ -36,9 +38,11 @@ def test_the_file_logger_and_tensorboard_give_the_same_curves(verl_logs):
     from_file = read_curves(both / "exp.jsonl")
     from_tb = read_curves(both / "tb")
     assert from_file["train_step"].tolist() == from_tb["train_step"].tolist() == list(range(1, 7))
-    assert set(from_file.columns) == set(from_tb.columns) == {
+    # TensorBoard's events also say when they were written; verl's file logger does not
+    assert set(from_file.columns) == set(from_tb.columns) - {TIMESTAMP} == {
         "train_step", "actor/pg_loss", "actor/entropy", "critic/score/mean", "timing_s/gen",
-        "perf/throughput", "response_length/mean", "val-core/alfworld/reward/mean@1"}
+        "timing_s/step", "perf/throughput", "response_length/mean",
+        "val-core/alfworld/reward/mean@1"}
     for column in from_file.columns:
         np.testing.assert_allclose(from_tb[column].to_numpy(float),
                                    from_file[column].to_numpy(float), rtol=1e-6)
@@ -77,6 +81,26 @@ def test_a_resumed_tensorboard_run_keeps_the_later_values(verl_logs):
     score = dict(zip(frame["train_step"], frame["critic/score/mean"]))
     assert score[3] == 3.0 and score[4] == 8.0 and score[8] == 16.0
     assert any("steps 4-6 are logged again" in n for n in report_of(frame).notes)
+
+
+def test_the_wall_clock_is_the_loggers_times_else_verls_step_timings_summed(verl_logs):
+    from_file = read_curves(verl_logs / "both" / "exp.jsonl")
+    seconds, source = elapsed_seconds(from_file)
+    # timing_s/step = 10 s × step: step 1 at 0, step k at the end of its own
+    np.testing.assert_allclose(seconds, [0, 20, 50, 90, 140, 200])
+    assert source == "verl's timing_s/step, summed"
+    from_tb = read_curves(verl_logs / "both" / "tb")
+    seconds, source = elapsed_seconds(from_tb)
+    assert source == "the times the logger wrote" and seconds[0] == 0
+    assert (np.diff(seconds) >= 0).all() and seconds[-1] < 60  # written within the test
+    stamps = from_tb[TIMESTAMP].to_numpy()
+    assert (stamps > 1.7e9).all()  # Unix seconds
+    # a step without timing_s/step: unknown, and it adds nothing to the later steps' sum
+    gap = from_file.assign(**{"timing_s/step": [10.0, np.nan, 30.0, 40.0, 50.0, 60.0]})
+    seconds, _ = elapsed_seconds(gap)
+    assert np.isnan(seconds[1])
+    np.testing.assert_allclose(seconds[[0, 2, 3]], [0, 30, 70])
+    assert elapsed_seconds(from_file.drop(columns="timing_s/step")) == (None, "")
 
 
 def test_a_dump_and_its_curves_open_as_one_run(verl_logs, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pandas as pd
@@ -56,6 +57,9 @@ def test_layout_and_manifest(run):
     assert [json.loads(line)["train_step"] for line in lines] == [1, 2, 3]
     assert json.loads(lines[1])["actor/loss"] == pytest.approx(0.2)
     assert "rollout/success_rate" in json.loads(lines[0])
+    # when each step was logged (Unix seconds): the training curves' wall clock
+    stamps = [json.loads(line)["_timestamp"] for line in lines]
+    assert stamps == sorted(stamps) and abs(stamps[-1] - time.time()) < 600
     assert detect_format(run) == "run" and detect_format(run / "run.json") == "run"
 
 

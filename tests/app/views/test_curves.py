@@ -1,3 +1,8 @@
+import base64
+import json
+
+import numpy as np
+
 from app.charts import RUN_PALETTE
 from app.views.curves import default_metrics
 from tests.app.builders import app_test, texts
@@ -6,6 +11,18 @@ from tests.app.views.conftest import assert_no_markup_from_logs
 
 def charts(at):
     return at.get("plotly_chart")
+
+
+def array(value) -> np.ndarray:
+    """A plotly JSON array: a list, or numpy's bytes in base64 (``{"dtype", "bdata"}``)."""
+    if isinstance(value, dict):
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return np.asarray(value)
+
+
+def titles(at) -> list[str]:
+    """The charts' titles (their metrics), in page order."""
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in charts(at)]
 
 
 def test_every_scalar_is_offered_grouped_and_charted_per_run(training_runs):
@@ -20,7 +37,9 @@ def test_every_scalar_is_offered_grouped_and_charted_per_run(training_runs):
     chosen = at.multiselect(key="cv_metrics").value
     assert chosen == ["rollout/success_rate", "actor/pg_loss", "actor/kl_loss"]
     assert len(charts(at)) == 3
-    assert {"actor", "rollout"} <= {s.value for s in at.subheader}
+    # one grid, no row per namespace: a namespace's charts side by side, in namespace order
+    assert titles(at) == ["actor/pg_loss", "actor/kl_loss", "rollout/success_rate"]
+    assert not at.subheader
     values = at.dataframe[0].value
     assert set(values["run"]) == {"train_a", "train_b"}
     assert "namespaces" in texts(at)
@@ -106,10 +125,67 @@ def test_a_verl_dump_with_its_file_logger_or_tensorboard_curves_is_one_run(tmp_p
         assert at.multiselect(key="cv_metrics").value[:2] == ["critic/score/mean",
                                                                 "actor/pg_loss"]
         assert len(charts(at)) >= 2
-        assert {"actor", "critic"} <= {s.value for s in at.subheader}
+        assert {"actor", "critic"} <= {t.partition("/")[0] for t in titles(at)}
         values = at.dataframe[0].value
         assert set(values["run"]) == {"rollout_data"}
         assert sorted(set(values["train_step"])) == [1, 2, 3, 4, 5, 6]
     at = app_test("curves", ["--log", str(dump), "--metrics", str(curves / "resumed.jsonl")])
     shown = texts(at).replace("\\", "")  # as read, markdown escapes aside
     assert "starts at step 4" in shown and "steps 1-3 missing" in shown
+
+
+def test_a_regular_expression_charts_every_metric_it_matches_and_a_bad_one_says_why(
+        training_runs):
+    at = app_test("curves", ["--log", str(training_runs)])
+    at.text_input(key="cv_regex").set_value("LOSS$").run()  # case ignored
+    assert not at.exception
+    assert titles(at) == ["actor/kl_loss", "actor/pg_loss"]
+    assert at.multiselect(key="cv_metrics").disabled  # the expression picks, not the list
+    assert "2 metric(s) match" in texts(at)
+    at.text_input(key="cv_regex").set_value("actor/(").run()
+    assert not at.exception
+    error = at.error[0].value
+    assert "metric filter: invalid regular expression 'actor/('" in error.replace("\\", "")
+    assert len(charts(at)) == 3  # the picks stand
+    at.text_input(key="cv_regex").set_value("^nothing").run()
+    assert "No metric matches" in texts(at) and not charts(at)
+
+
+def test_the_x_axis_can_be_wall_time(training_runs, tmp_path):
+    """A run directory's own times (written with each metrics line), or verl's
+    timing_s/step summed; a run without either is left off the time axis, and said so."""
+    import json as json_
+
+    at = app_test("curves", ["--log", str(training_runs)])
+    at.radio(key="cv_x").set_value("wall time").run()
+    assert not at.exception
+    layout = json.loads(charts(at)[0].proto.spec)["layout"]
+    assert layout["xaxis"]["title"]["text"].startswith("wall time (s since")
+    assert "Wall time from the times the logger wrote" in texts(at)
+    values = at.dataframe[0].value
+    assert (values["wall_time"] >= 0).all() and set(values["run"]) == {"train_a", "train_b"}
+
+    run = tmp_path / "verl_like"
+    run.mkdir()
+    (run / "run.json").write_text((training_runs / "train_a" / "run.json").read_text())
+    (run / "rollouts").symlink_to(training_runs / "train_a" / "rollouts")
+    lines = [{"train_step": s, "actor/pg_loss": 0.1 * s, "timing_s/step": 3600.0}
+             for s in (1, 2, 3, 4, 5)]
+    (run / "metrics.jsonl").write_text("".join(json_.dumps(x) + "\n" for x in lines))
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "run.json").write_text((training_runs / "train_b" / "run.json").read_text())
+    (bare / "rollouts").symlink_to(training_runs / "train_b" / "rollouts")
+    (bare / "metrics.jsonl").write_text('{"train_step": 1, "actor/pg_loss": 1.0}\n'
+                                        '{"train_step": 2, "actor/pg_loss": 2.0}\n')
+    at = app_test("curves", ["--log", str(run), "--log", str(bare)])
+    at.multiselect(key="cv_metrics").set_value(["actor/pg_loss"]).run()
+    at.radio(key="cv_x").set_value("wall time").run()
+    assert not at.exception
+    fig = json.loads(charts(at)[0].proto.spec)
+    assert fig["layout"]["xaxis"]["title"]["text"].startswith("wall time (h since"), texts(at)
+    (trace,) = [t for t in fig["data"] if t.get("showlegend")]
+    assert list(array(trace["x"])) == [0.0, 1.0, 2.0, 3.0, 4.0]  # hours
+    assert list(array(trace["customdata"])) == [1, 2, 3, 4, 5]  # a click still names its step
+    shown = texts(at).replace("\\", "")
+    assert "No wall time for bare" in shown and "verl's timing_s/step, summed" in shown

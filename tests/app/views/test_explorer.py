@@ -528,6 +528,8 @@ def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transiti
     aliased = {a.kind: a for a in credit_alarms(walks, rule=rule)}["aliased"]
     ranked = [b for b in at.button if (b.key or "").startswith("g_alrank_aliased_")]
     assert [b.key for b in ranked] == [f"g_alrank_aliased_{n}" for n in aliased.nodes[:SHOWN]]
+    moved = aliased.ranking["credit_moved"].iloc[0]  # with its unit (was "moves 96.8 of credit")
+    assert f"the merge moves {moved:.3g} reward units of value" in ranked[0].label
     if aliased.count > SHOWN:  # issue 27: fewer nodes alias (only real splits)
         assert f"{aliased.count - SHOWN} more" in texts(at)
     assert aliased.count >= 2

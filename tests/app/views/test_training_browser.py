@@ -125,3 +125,64 @@ def test_a_link_followed_early_keeps_the_sidebars_choices_and_a_history_click_op
     assert parse_qs(urlparse(page.url).query)["group"] == ["s2-task-0"]
     assert seen.console_errors == [] and seen.dialogs == [], seen.console_errors
     page.close()
+
+
+def test_the_curves_own_path_a_legend_a_band_wall_time_and_a_regex(browser, app_url):
+    """/group and /curves open their pages; each chart names its runs in a legend; smoothing draws a
+    band behind each curve; the x-axis turns to wall time; a regex picks the charts and a bad
+    one says why."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    seen = watch(page)
+    missing = []
+    page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+    page.goto(f"{app_url}/group")  # the start page's own path (it was "Page not found")
+    page.get_by_role("heading", name="Group explorer").first.wait_for(timeout=60_000)
+    assert page.get_by_text("Page not found").count() == 0
+    page.goto(f"{app_url}/curves")
+    page.get_by_role("heading", name="Training curves").first.wait_for(timeout=60_000)
+    assert page.get_by_text("Page not found").count() == 0
+    page.locator(".js-plotly-plot").nth(2).wait_for(timeout=60_000)
+    wait_idle(page)
+    charts = page.locator(".js-plotly-plot")
+    assert charts.count() == 3
+    # a grid: the three charts side by side, filling the width of the main area
+    boxes = [charts.nth(i).bounding_box() for i in range(3)]
+    assert len({round(b["y"]) for b in boxes}) == 1, boxes
+    main = page.locator("[data-testid='stMain']").bounding_box()
+    assert boxes[2]["x"] + boxes[2]["width"] - boxes[0]["x"] > 0.7 * main["width"]
+    legends = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].map(
+        p => [...p.querySelectorAll('.legend .traces .legendtext')].map(t => t.textContent))""")
+    assert legends == [["train_a", "train_b"]] * 3, legends
+    # smoothing: a filled band per run behind the curves
+    slider = page.get_by_role("slider").first
+    slider.focus()
+    for _ in range(60):
+        page.keyboard.press("ArrowRight")
+    wait_idle(page)
+    bands = page.evaluate("""() => document.querySelector('.js-plotly-plot')._fullData
+        .filter(t => t.fill === 'toself').length""")
+    assert bands == 2
+    page.get_by_text("wall time", exact=True).first.click()
+    wait_idle(page)
+    title = page.locator(".js-plotly-plot").first.locator(".g-xtitle").text_content()
+    assert title.startswith("wall time ("), title
+    page.screenshot(path=str(ARTIFACTS / "app-curves-smoothed-wall-time.png"))
+    box = page.get_by_label("Or chart every metric matching", exact=False)
+    box.fill("loss$")
+    box.press("Enter")
+    wait_idle(page)
+    page.get_by_text("2 metric(s) match").first.wait_for(timeout=30_000)
+    page.locator(".js-plotly-plot").nth(1).wait_for(timeout=30_000)  # drawn after the caption
+    wait_idle(page)
+    assert page.locator(".js-plotly-plot").count() == 2
+    box.fill("(unclosed")
+    box.press("Enter")
+    wait_idle(page)
+    page.get_by_text("invalid regular expression").first.wait_for(timeout=30_000)
+    # a deep link's first requests go to /curves/_stcore/… (404) before the app routes
+    assert all(u.startswith((f"{app_url}/curves/", f"{app_url}/group/")) for u in missing), \
+        missing
+    assert all("404" in e for e in seen.console_errors), seen.console_errors
+    assert len(seen.console_errors) == len(missing) and seen.dialogs == []
+    assert seen.external() == []
+    page.close()

@@ -43,6 +43,9 @@ def test_penalty_amplification_in_an_all_failed_group():
     alarm = kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule(), params=mean_norm),
                                 rule=OutcomeRule(), params=mean_norm))["penalty_amplification"]
     assert "unit size" not in alarm.detail
+    # every figure with its unit: the penalty a reward, the advantages as the mode makes them
+    assert "p = 0.1 reward units" in alarm.detail
+    assert "(in reward units (mode mean_norm))" in alarm.detail
     # an all-success group is not penalty-only (G2PO's edge term ranks its steps)
     won = [(*r[:4], 10.0, r[5]) for r in rows]
     found = kinds(credit_alarms(state_graph(frame(won), rule=OutcomeRule()), rule=OutcomeRule()))
@@ -100,6 +103,7 @@ def test_collapsed_group_and_its_artifact():
                                 rule=OutcomeRule()))
     assert found["collapsed"].count == 8 and "artifact" in found["collapsed"].detail
     assert "G2PO's A from" in found["collapsed"].detail  # the edge term's depth ranking
+    assert "in standard deviations (mode mean_std_norm)" in found["collapsed"].detail
     # one rollout differing by one action: not collapsed
     rows[-1] = ("r7", 2, "kitchen", "go east", 10.0, True)
     assert "collapsed" not in kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()),
@@ -145,6 +149,7 @@ def test_no_signal_is_said_per_estimator_for_an_all_success_group():
     assert alarm.title == "No training signal: GRPO"
     assert "G2PO still ranks its steps" in alarm.detail
     assert f"{np.abs(g2po['adv_ec']).mean():.3g}" in alarm.detail
+    assert "; in standard deviations (mode mean_std_norm))" in alarm.detail
 
 
 def test_a_group_with_a_signal_raises_no_such_alarm():
@@ -170,6 +175,10 @@ def test_aliased_states_are_ranked_by_the_credit_the_merge_moves():
     assert moved[top] == pytest.approx(moved[list(alarm.nodes)].max())
     # the detail names the top few and how many more
     assert f"node {top} " in alarm.detail and f"; {alarm.count - SHOWN} more" in alarm.detail
+    # the credit moved is said with its unit, each time (it was "moves 96.8")
+    shown = alarm.detail.rpartition("in reward units: ")[2]
+    assert shown.count(" reward units") == SHOWN
+    assert f"moves {ranking['credit_moved'].iloc[0]:.3g} reward units" in alarm.detail
 
 
 def test_a_state_reached_mostly_through_invalid_actions_is_a_hub():
@@ -210,7 +219,8 @@ def test_truncation_by_the_rule_links_the_cut_steps_transitions():
     assert (np.diff(td) <= 1e-12).all()  # largest |TD error| first
     top = graph.edges["td_error"].abs().max()
     where = "the largest in the group" if td[0] >= top - 1e-12 else "number"
-    assert f"{edges['td_error'].iloc[0]:+.4g}" in alarm.detail and where in alarm.detail
+    assert f"{edges['td_error'].iloc[0]:+.4g} reward units" in alarm.detail
+    assert where in alarm.detail
 
 
 def test_alarm_counts_of_many_groups_equal_each_groups_alarms():

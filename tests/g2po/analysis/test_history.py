@@ -20,7 +20,8 @@ def test_namespaces_keep_scalars_only():
     frame = pd.DataFrame({"train_step": [1, 2], "actor/pg_loss": [0.1, 0.2],
                           "actor/kl": [None, 0.3], "val-core/tw/acc": [0.5, None],
                           "timing_s/gen": [1, 2], "flag": [True, False], "lr": [1e-6, 1e-6],
-                          "note": ["a", "b"], "hist": [[1, 2], [3]], "nan/only": [np.nan] * 2})
+                          "note": ["a", "b"], "hist": [[1, 2], [3]], "nan/only": [np.nan] * 2,
+                          "_timestamp": [1.7e9, 1.7e9 + 5]})  # the logger's own: no metric
     groups = metric_namespaces(frame)
     assert list(groups) == ["actor", "timing_s", "val-core", NO_NAMESPACE]
     assert groups["actor"] == ["actor/kl", "actor/pg_loss"]
@@ -51,6 +52,15 @@ def test_metric_series_is_long_and_skips_missing():
     np.testing.assert_allclose(m[m["run"] == "a"]["smoothed"], smooth(np.array([2.0, 4.0]),
                                                                         0.5))
     assert metric_series({"a": a}, ["missing"]).empty
+
+
+def test_the_band_spans_the_raw_values_the_smoothing_reaches():
+    frame = pd.DataFrame({"train_step": [1, 2, 3, 4, 5], "m": [1.0, 5.0, 2.0, 4.0, 3.0]})
+    series = metric_series({"a": frame}, ["m"], smoothing=0.75)  # reach: 4 points
+    assert series["high"].tolist() == [1.0, 5.0, 5.0, 5.0, 5.0]
+    assert series["low"].tolist() == [1.0, 1.0, 1.0, 1.0, 2.0]
+    raw = metric_series({"a": frame}, ["m"])  # no smoothing: the band is the value itself
+    assert (raw["low"] == raw["value"]).all() and (raw["high"] == raw["value"]).all()
 
 
 def _steps_per_train_step(n: int = 3) -> pd.DataFrame:

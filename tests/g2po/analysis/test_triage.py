@@ -364,7 +364,7 @@ def test_an_all_success_group_is_judged_for_the_estimator_trained_with():
     grpo = row(triage_groups(steps, rule=RULE, estimator="grpo"), "won")
     # GRPO: every advantage 0, nothing to learn
     assert grpo["no_signal_grpo"] and grpo["severity"] == 1.0
-    assert grpo["reason"].startswith("no signal under GRPO: all 2 rollouts got 10")
+    assert grpo["reason"].startswith("no signal under GRPO: all 2 rollouts got reward 10")
     # G2PO: its edge term still ranks the steps, by depth alone
     assert not g2po["no_signal"] and g2po["adv_max"] > g2po["adv_min"]
     assert g2po["severity"] == pytest.approx(0.6)

@@ -150,7 +150,7 @@ def test_the_estimator_you_train_with_judges_an_all_success_group(tmp_path, caps
     assert list(grpo["group_id"]) == ["won", "pen", "three"]
     assert list(grpo["severity"][:2]) == [1.0, 1.0] and list(grpo["n_alarms"][:2]) == [2, 2]
     won = grpo.set_index("group_id").loc["won", "reason"]
-    assert won == "no signal under GRPO: all 2 rollouts got 10, no invalid action"
+    assert won == "no signal under GRPO: all 2 rollouts got reward 10, no invalid action"
     with pytest.raises(SystemExit):
         main(["triage", path, "--estimator", "ppo"])
 
