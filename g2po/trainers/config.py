@@ -205,7 +205,8 @@ class TrainConfig:
         for name in ("val_rollouts", "val_every"):
             positive(name)
         for name in ("val_tasks", "history_length", "generation_batch_size", "mini_batch_size",
-                     "threads", "weight_decay", "grad_clip", "kl_coef", "clip_ratio_low", "clip_ratio_high"):
+                     "threads", "weight_decay", "grad_clip", "kl_coef", "clip_ratio_low",
+                     "clip_ratio_high"):
             positive(name, allow_zero=True)
         if self.lr is not None and self.lr < 0:
             out.append(f"lr must be >= 0 (or None for the model's default), got {self.lr!r}")
