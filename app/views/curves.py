@@ -24,6 +24,7 @@ from app.safe import fmt
 from app.ui import no_run_message, show_error
 from g2po.analysis.history import metric_namespaces, metric_series, namespace_of
 from g2po.errors import G2POError, UserPatternError
+from g2po.evaluation import metric_name
 from g2po.user_regex import UserPattern
 from loaders import report_of
 from loaders.curves import elapsed_seconds
@@ -32,8 +33,10 @@ __all__ = ["render", "DEFAULT_METRICS", "default_metrics", "matching_metrics", "
            "X_STEP", "X_TIME", "MAX_MATCHED"]
 
 #: Shown first when a run logged them (in this order); else the first metric of each namespace.
-DEFAULT_METRICS = ("rollout/success_rate", "critic/score/mean", "actor/pg_loss", "actor/kl_loss",
-                   "actor/grad_norm", "adv/std", "g2po/td_error_abs_mean", "g2po/merge_rate")
+#: Validation success is the evaluation's own name (``val/success``, g2po.evaluation).
+DEFAULT_METRICS = ("rollout/success_rate", metric_name("success"), "critic/score/mean",
+                   "actor/pg_loss", "actor/kl_loss", "actor/grad_norm", "adv/std",
+                   "g2po/td_error_abs_mean", "g2po/merge_rate")
 _MAX_DEFAULT = 4
 #: At most this many charts from a regular expression (the rest are counted, not drawn).
 MAX_MATCHED = 24

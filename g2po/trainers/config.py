@@ -83,6 +83,24 @@ class TrainConfig:
     success_reward: float = 10.0
     """Episode reward of a won episode (0 otherwise); G2PO's success terminal value."""
 
+    # -- validation (held-out tasks; the paper's Table 1) ------------------------------------
+    val_tasks: int = 0
+    """Validation tasks (``list_tasks(val_env, val_tasks, val_seed)``); 0 = no validation."""
+    val_env: str | None = None
+    """Environment spec of the validation tasks; None = ``env`` (with ``val_seed``'s tasks).
+    The authors validate ALFWorld on its in-distribution split: ``alfworld:valid_seen``, or
+    ``alfworld:generated-valid_seen`` for generated games."""
+    val_seed: int = 1_000_000
+    """Seed of the validation task list (other games than training's for TextWorld)."""
+    val_rollouts: int = 1
+    """Episodes per validation task (verl's ``val_kwargs.n``)."""
+    val_every: int = 5
+    """Validate after every this many training steps and after the last (the paper: 5)."""
+    val_before_train: bool = False
+    """Also validate the initial model (logged as training step 0)."""
+    val_temperature: float = 0.4
+    """Sampling temperature of the validation episodes (the paper's 0.4)."""
+
     # -- model and generation --------------------------------------------------------------
     model: str = "tiny"
     """``tiny`` (built locally, no download; see :mod:`g2po.trainers.tiny`) or the path of a
@@ -184,16 +202,20 @@ class TrainConfig:
                      "max_new_tokens", "max_prompt_tokens", "micro_batch_size", "ppo_epochs",
                      "total_steps", "checkpoint_every", "keep_checkpoints"):
             positive(name)
-        for name in ("history_length", "generation_batch_size", "mini_batch_size", "threads",
-                     "weight_decay", "grad_clip", "kl_coef", "clip_ratio_low", "clip_ratio_high"):
+        for name in ("val_rollouts", "val_every"):
+            positive(name)
+        for name in ("val_tasks", "history_length", "generation_batch_size", "mini_batch_size",
+                     "threads", "weight_decay", "grad_clip", "kl_coef", "clip_ratio_low",
+                     "clip_ratio_high"):
             positive(name, allow_zero=True)
         if self.lr is not None and self.lr < 0:
             out.append(f"lr must be >= 0 (or None for the model's default), got {self.lr!r}")
         if self.tasks_per_step > self.task_pool:
             out.append(f"tasks_per_step ({self.tasks_per_step}) cannot exceed task_pool "
                        f"({self.task_pool}): tasks are drawn without replacement")
-        if not 0 < self.temperature:
-            out.append(f"temperature must be > 0, got {self.temperature!r}")
+        for name in ("temperature", "val_temperature"):
+            if not 0 < getattr(self, name):
+                out.append(f"{name} must be > 0, got {getattr(self, name)!r}")
         if not 0 < self.top_p <= 1:
             out.append(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not 0 <= self.gamma <= 1:
@@ -362,6 +384,7 @@ def load_config(
         values = apply_overrides(values, _read_file(Path(path)), str(path))
     if overrides:
         values = apply_overrides(values, overrides)
-    if "env" in values:
-        values["env"] = resolve_env(values["env"])
+    for key in ("env", "val_env"):
+        if values.get(key):
+            values[key] = resolve_env(values[key])
     return TrainConfig(**values)

@@ -11,7 +11,10 @@ One training step:
    every response token. The clipped surrogate plus the KL term to the initial model, from
    verl's ``core_algos`` (:mod:`g2po.trainers.loss`); AdamW; micro-batches accumulate
    gradients, mini-batches and epochs as in PPO.
-4. **Log** — the step rows to ``rollouts/step-NNNNNN.parquet`` and the scalars to
+4. **Validate** (every ``val_every`` steps and after the last, when ``val_tasks`` > 0) —
+   held-out episodes written as the validation run beside this one, their metrics (success
+   per ALFWorld task type, WebShop's score) into both (:mod:`g2po.trainers.validation`).
+5. **Log** — the step rows to ``rollouts/step-NNNNNN.parquet`` and the scalars to
    ``metrics.jsonl`` (:class:`loaders.RunWriter`, atomic), then a checkpoint every
    ``checkpoint_every`` steps.
 
@@ -73,6 +76,9 @@ class TrainResult:
     """The checkpoint's training step when the run resumed, else None."""
     times: list[dict[str, float]] = field(default_factory=list)
     """Per step: the time split in seconds (keys of ``TIME_KEYS``)."""
+    validations: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Training step validated after (0: before training) -> its metrics
+    (:func:`g2po.evaluation.evaluation_metrics`)."""
 
 
 def resolved_lr(config: TrainConfig) -> float:
@@ -358,6 +364,16 @@ def train(config: TrainConfig, out: str | Path, *,
                 "trainer": "g2po.trainers.local"}
     writer = RunWriter(run_dir, manifest, resume=stored is not None)
     result = TrainResult(run_dir, config, resumed_from=start if stored is not None else None)
+    validation = None
+    if config.val_tasks:
+        from g2po.trainers.validation import Validation
+
+        validation = Validation(config, run_dir, manifest,
+                                resume_from=start if stored is not None else None)
+        if validation.due(0):
+            _, val_metrics = validation.run(policy, 0)
+            result.validations[0] = val_metrics
+            log(f"validation before training: {_val_line(val_metrics)}")
 
     # -- the loop -------------------------------------------------------------------------
     bar = tqdm(total=config.total_steps, initial=start, disable=not config.progress,
@@ -387,6 +403,12 @@ def train(config: TrainConfig, out: str | Path, *,
             metrics.update(adv_metrics)
             metrics.update(_update_metrics(steps, advantages, rollouts.prompts_truncated))
             metrics.update({f"time/{k}": v for k, v in times.items()})
+            if validation is not None and validation.due(step):
+                _, val_metrics = validation.run(policy, step)
+                result.validations[step] = val_metrics
+                metrics.update(val_metrics)
+                bar.write(f"validation after step {step}: {_val_line(val_metrics)}")
+            t3 = time.perf_counter()  # the validation's time is its own (time/validate_s)
             writer.write_step(step, logged, metrics)
             t4 = time.perf_counter()
             times["log_s"] = t4 - t3
@@ -412,6 +434,16 @@ def train(config: TrainConfig, out: str | Path, *,
         mean = {k: float(np.mean([t.get(k, 0.0) for t in result.times])) for k in TIME_KEYS}
         log(f"{len(result.times)} step(s), mean per step: {format_times(mean)}")
     return result
+
+
+def _val_line(metrics: dict[str, float]) -> str:
+    """One line of a validation's metrics: success (overall, per task type), score."""
+    from g2po.evaluation import VAL_PREFIX
+
+    shown = {k.removeprefix(VAL_PREFIX + "/"): v for k, v in metrics.items()
+             if k.split("/")[0] == VAL_PREFIX and k.split("/")[1] != "episodes"}
+    return ", ".join(f"{k} {v:.0%}" if not k.startswith("score") else f"{k} {v:.3f}"
+                     for k, v in shown.items())
 
 
 def _update_metrics(steps: pd.DataFrame, advantages: np.ndarray,

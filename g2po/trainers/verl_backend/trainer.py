@@ -10,6 +10,11 @@ verl's synchronous trainer (``PPOTrainerSync``) with three additions:
   per-component advantage statistics join the step's training metrics;
 - **rollout logging**: every training step's agent steps and metrics go to ``g2po_log.run_dir``
   in the project's run-directory format (:mod:`~g2po.trainers.verl_backend.rollout_log`);
+- **validation as in Table 1**: verl's ``_validate`` runs as it is; the validation rows it
+  samples are read as they leave the replay buffer, their metrics
+  (:func:`g2po.evaluation.evaluation_metrics`: success overall and per ALFWorld task type,
+  WebShop's score) join verl's, and the rows go to the validation run beside the training run
+  (:func:`g2po.evaluation.validation_dir`), one step per validation (the step validated after);
 - **a step summary line** on stdout: verl's time split (generation, reference, actor update,
   weight sync), the estimator's own time (``timing_s/g2po_advantage``) and peak memory.
 
@@ -32,12 +37,16 @@ from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+from g2po.evaluation import evaluation_metrics, validation_dir
+from g2po.outcomes import OutcomeRule
 from g2po.trainers.verl_backend.estimator import StepFields, provide_step_fields
 from g2po.trainers.verl_backend.rollout_log import RolloutLog, run_manifest
 from g2po.trainers.verl_backend.rows import step_fields_from_rows
-from g2po.trainers.verl_backend.settings import TRAINER_MODE
+from g2po.trainers.verl_backend.settings import STEP_FIELD, TRAINER_MODE, env_settings
+from loaders.log import manifest_rule
 
-__all__ = ["G2POTrainer", "read_step_fields", "row_rewards", "step_summary"]
+__all__ = ["G2POTrainer", "read_step_fields", "read_validation_steps", "row_rewards",
+           "step_summary"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +66,19 @@ def read_step_fields(batch: KVBatchMeta) -> tuple[StepFields, np.ndarray]:
                            select_fields=["extra_fields", "rm_scores"])
     fields = step_fields_from_rows(batch.keys, batch.tags, list(data["extra_fields"]))
     return fields, row_rewards(data["rm_scores"])
+
+
+def read_validation_steps(batch: KVBatchMeta) -> pd.DataFrame:
+    """The step table of a validation batch, read from TransferQueue as the replay buffer hands
+    it out (before verl scores it: each row's episode reward is the one its agent loop's record
+    holds, the reward verl scores it with)."""
+    data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
+                           select_fields=["extra_fields"])
+    extra = list(data["extra_fields"])
+    fields = step_fields_from_rows(batch.keys, batch.tags, extra)
+    rewards = np.array([float(((e or {}).get(STEP_FIELD) or {}).get("episode_reward", 0.0))
+                        if isinstance(e, dict) else 0.0 for e in extra], dtype=np.float64)
+    return fields.table(rewards)
 
 
 #: The parts of verl's step timing the summary line names (``timing_s/<part>``).
@@ -88,12 +110,44 @@ class G2POTrainer(PPOTrainerSync):
         self._resume_from: int | None = None
         self._rollout_log: RolloutLog | None = None
         self._pending_steps: list[pd.DataFrame] = []
+        self._validation_log: RolloutLog | None = None
 
     def _build_replay_buffer(self):
         # Called from PPOTrainer.__init__ right after it read trainer_mode ("g2po"); every later
         # check of the name (dataloader refill, prompt persistence, checkpoints) sees "sync".
         self.trainer_mode = self.base_mode
-        return super()._build_replay_buffer()
+        self._val_steps: list[pd.DataFrame] = []
+        buffer = super()._build_replay_buffer()
+        sample = buffer.sample
+
+        def sample_and_read(global_steps: int, partition_id: str, batch_size: int):
+            # verl's _validate clears each validation batch from TransferQueue once scored;
+            # its step rows are read here, as the batch leaves the buffer.
+            batch, info = sample(global_steps=global_steps, partition_id=partition_id,
+                                 batch_size=batch_size)
+            if partition_id == "val":
+                self._val_steps.append(read_validation_steps(batch))
+            return batch, info
+
+        buffer.sample = sample_and_read  # this instance only; its class stays verl's
+        return buffer
+
+    def _validate(self) -> dict:
+        self._val_steps = []
+        metrics = super()._validate()
+        steps, self._val_steps = self._val_steps, []
+        if not steps:
+            return metrics
+        table = pd.concat(steps, ignore_index=True)
+        manifest = run_manifest(self.config)
+        env = env_settings(self.config).val_name
+        rule = manifest_rule(manifest) or OutcomeRule()
+        own = evaluation_metrics(table, rule, env=env)
+        metrics.update(own)
+        if OmegaConf.select(self.config, "g2po_log.enable", default=False):
+            self.log_validation(int(self.global_steps), table, {**manifest, "env": env},
+                                metrics)
+        return metrics
 
     def on_init_end(self):
         super().on_init_end()
@@ -128,3 +182,18 @@ class G2POTrainer(PPOTrainerSync):
                                            resume_from=self._resume_from)
             logger.info("G2PO rollouts are written to %s", self._rollout_log.path)
         self._rollout_log.write(train_step, steps, metrics)
+
+    def log_validation(self, train_step: int, steps: pd.DataFrame, manifest: dict,
+                       metrics: dict) -> None:
+        """Write one validation (after training step ``train_step``; 0 before training) to the
+        validation run beside the training run (created on first use)."""
+        if self._validation_log is None:
+            run_dir = self.config.g2po_log.run_dir
+            resume = self._resume_from
+            if resume is not None and self.config.trainer.get("val_before_train", True):
+                resume -= 1  # the resumed run validates its checkpoint's step again
+            self._validation_log = RolloutLog(
+                validation_dir(run_dir), {**manifest, "validation_of": str(run_dir)},
+                resume_from=resume)
+            logger.info("G2PO validation rollouts are written to %s", self._validation_log.path)
+        self._validation_log.write(train_step, steps, metrics)

@@ -70,6 +70,10 @@ def test_no_metrics_logged_says_so(runs_root, training_runs):
     at.multiselect(key="cv_metrics").set_value([]).run()
     assert not at.exception and "at least one metric" in texts(at)
     assert default_metrics(["b/x", "a/y", "a/z"]) == ["b/x", "a/y"]
+    # validation success (the trainers' val/success) comes right after the rollouts'
+    assert default_metrics(["actor/pg_loss", "val/success/pick_and_place_simple", "val/success",
+                            "rollout/success_rate"]) == ["rollout/success_rate", "val/success",
+                                                         "actor/pg_loss"]
 
 
 def test_hostile_run_names_and_text_stay_text(hostile_run):

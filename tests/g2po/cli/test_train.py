@@ -277,6 +277,21 @@ def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run):
     # Validation ran (step 2 and the last step) and the actor's parameters changed.
     assert {"val-core/g2po/" + ENV + "/reward/mean@1"} <= set(metrics.columns)
     assert metrics["val-core/g2po/" + ENV + "/reward/mean@1"].notna().sum() == 2
+    # ... and its rollouts are the validation run beside the training run, whose metrics are
+    # the evaluation's own, recomputed from its rows (test_freq=2: steps 2 and 3)
+    from g2po.evaluation import evaluation_metrics, validation_dir
+    from g2po.outcomes import OutcomeRule
+
+    val = open_run(validation_dir(out))
+    assert val.train_steps() == [2, 3]
+    assert Path(val.manifest["validation_of"]).resolve() == out.resolve()
+    for step in (2, 3):
+        rows = val.load_step(step)
+        assert rows.groupby(["group_id", "traj_id"]).ngroups == 2  # 2 tasks, n = 1 each
+        own = evaluation_metrics(rows, OutcomeRule(), env=ENV)
+        logged = metrics.set_index("train_step").loc[step]
+        assert logged["val/success"] == own["val/success"]
+        assert logged["val/episodes"] == own["val/episodes"] == 2
     initial = load_file(str(model_dir / "model.safetensors"))
     saved = {}
     for step in (2, 3):

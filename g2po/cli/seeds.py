@@ -1,0 +1,166 @@
+"""``g2po seeds``: run K seeds of a preset per estimator, then Table 1's summary.
+
+A preset is either a configuration file of the local trainer (YAML/JSON, as ``g2po train
+--config``) or a shell script of the verl backend (``examples/verl/*.sh``, which take ``OUT``
+from the environment and Hydra overrides as arguments). Each (estimator, seed) trains into
+``OUT/<estimator>-s<seed>`` (its validation run beside it, ``…-s<seed>-val``); a run that is
+already there resumes (finished ones end at once). The summary reads each run's last
+validation (:func:`g2po.evaluation.evaluation_metrics` on its rows) and writes
+``OUT/results.csv`` (one row per run), ``OUT/summary.csv`` (mean, std and seed count per
+estimator and metric) and ``OUT/summary.md`` (Table 1's layout: mean ± std in percent per task
+type and overall, WebShop's score and success), and prints the markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "run_name", "parse_run_name", "seed_results", "write_summary"]
+
+_NAME_RE = re.compile(r"^(?P<estimator>.+)-s(?P<seed>\d+)$")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "seeds", help="train K seeds of a preset per estimator and summarise as Table 1",
+        description="Train K seeds of a preset for each estimator, then write Table 1's "
+        "summary (validation success per ALFWorld task type and overall, WebShop's score; "
+        "mean ± std over seeds) to OUT/summary.md and OUT/summary.csv. Example: g2po seeds "
+        "--preset my_alfworld.yaml --estimators g2po,grpo,gigpo --seeds 5 --out runs/table1. "
+        "The preset needs validation: val_tasks > 0 (local) or trainer.test_freq > 0 (verl).")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="overrides for every run: TrainConfig keys (a .yaml/.json preset) or "
+                   "Hydra overrides (a .sh preset)")
+    p.add_argument("--preset", help="a local trainer configuration (.yaml, .yml, .json) or a "
+                   "verl launch script (.sh, e.g. examples/verl/alfworld_g2po_qwen2.5_1.5b.sh)")
+    p.add_argument("--out", required=True, help="folder of the runs and the summary")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per estimator (default 3)")
+    p.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
+    p.add_argument("--estimators", default="g2po",
+                   help="comma-separated estimators (default g2po), e.g. g2po,grpo,gigpo")
+    p.add_argument("--summary-only", action="store_true",
+                   help="train nothing: summarise the runs already in --out")
+    p.set_defaults(func=_seeds, intermixed="overrides")
+
+
+def run_name(estimator: str, seed: int) -> str:
+    """The folder of one run: ``g2po-s3``."""
+    return f"{estimator}-s{seed}"
+
+
+def parse_run_name(name: str) -> tuple[str, int] | None:
+    """``(estimator, seed)`` of a run folder named by :func:`run_name`, else None.
+
+    >>> parse_run_name("gigpo-s12"), parse_run_name("g2po-s3-val"), parse_run_name("notes")
+    (('gigpo', 12), None, None)
+    """
+    m = _NAME_RE.match(name)
+    return (m["estimator"], int(m["seed"])) if m else None
+
+
+def _train_local(preset: Path, overrides: list[str], estimator: str, seed: int,
+                 out: Path) -> None:
+    from g2po.trainers import train
+    from g2po.trainers.config import load_config
+
+    config = load_config(preset, [*overrides, f"estimator={estimator}", f"seed={seed}"])
+    if not config.val_tasks:
+        raise ValueError(f"{preset}: the preset validates nothing (val_tasks = 0); set "
+                         "val_tasks (and val_env) so that each run has a validation to summarise")
+    train(config, out, log=lambda line: print(line, file=sys.stderr, flush=True))
+
+
+def _train_verl(preset: Path, overrides: list[str], estimator: str, seed: int,
+                out: Path) -> None:
+    import os
+    import subprocess
+
+    from g2po.trainers.verl_backend.settings import verl_estimator_name
+
+    command = ["bash", str(preset), *overrides,
+               f"algorithm.adv_estimator={verl_estimator_name(estimator)}",
+               f"data.seed={seed}", f"actor_rollout_ref.rollout.seed={seed}",
+               f"trainer.experiment_name={run_name(estimator, seed)}"]
+    print("g2po seeds: " + " ".join(command), file=sys.stderr, flush=True)
+    done = subprocess.run(command, env={**os.environ, "OUT": str(out)}, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{preset} for {run_name(estimator, seed)} failed (exit "
+                           f"{done.returncode}); its output is above")
+
+
+def seed_results(folder: str | Path):
+    """One row per run in ``folder`` (named by :func:`run_name`) that has a validation run:
+    ``env``, ``estimator``, ``seed``, ``run``, ``val_step`` (the last step validated after)
+    and its evaluation metrics."""
+    import pandas as pd
+
+    from g2po.evaluation import evaluation_metrics, validation_dir
+    from g2po.outcomes import OutcomeRule
+    from loaders import open_run
+    from loaders.log import manifest_rule
+    from loaders.rundir import MANIFEST
+
+    rows = []
+    for path in sorted(Path(folder).iterdir()):
+        named = parse_run_name(path.name)
+        val_dir = validation_dir(path)
+        if named is None or not (val_dir / MANIFEST).is_file():
+            continue
+        val = open_run(val_dir)
+        steps = val.train_steps()
+        if not steps:
+            continue
+        env = str(val.manifest.get("env") or "")
+        rule = manifest_rule(val.manifest) or OutcomeRule()
+        metrics = evaluation_metrics(val.load_step(steps[-1]), rule, env=env or None)
+        rows.append({"env": env, "estimator": named[0], "seed": named[1], "run": str(path),
+                     "val_step": steps[-1], **metrics})
+    if not rows:
+        raise ValueError(f"{folder}: no run named ESTIMATOR-sSEED with a validation run "
+                         "(ESTIMATOR-sSEED-val) to summarise")
+    return pd.DataFrame(rows)
+
+
+def write_summary(folder: str | Path) -> str:
+    """Write ``results.csv``, ``summary.csv`` and ``summary.md`` into ``folder``; returns the
+    markdown."""
+    from g2po.evaluation import seed_table, summary_markdown
+
+    folder = Path(folder)
+    results = seed_results(folder)
+    results.to_csv(folder / "results.csv", index=False)
+    seed_table(results).to_csv(folder / "summary.csv", index=False)
+    text = summary_markdown(results)
+    (folder / "summary.md").write_text(
+        "# Validation over seeds (mean ± std, %)\n\n" + text, encoding="utf-8")
+    return text
+
+
+def _seeds(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    bad = [w for w in args.overrides if "=" not in w]
+    if bad:
+        raise ValueError(f"expected KEY=VALUE overrides, got {', '.join(map(repr, bad))}")
+    if not args.summary_only:
+        if not args.preset:
+            raise ValueError("--preset is required (or --summary-only to summarise --out)")
+        preset = Path(args.preset)
+        if not preset.is_file():
+            raise ValueError(f"{preset}: no such preset file")
+        if args.seeds < 1:
+            raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+        estimators = [e.strip() for e in args.estimators.split(",") if e.strip()]
+        if not estimators:
+            raise ValueError("--estimators names no estimator")
+        launch = _train_verl if preset.suffix == ".sh" else _train_local
+        out.mkdir(parents=True, exist_ok=True)
+        for estimator in estimators:
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                print(f"g2po seeds: {run_name(estimator, seed)}", file=sys.stderr, flush=True)
+                launch(preset, list(args.overrides), estimator, seed,
+                       out / run_name(estimator, seed))
+    print(write_summary(out), end="")
+    return 0
