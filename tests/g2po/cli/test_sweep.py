@@ -52,7 +52,14 @@ def local_ray():
     """One local Ray with 2 CPUs for the module (the commands use the Ray they find)."""
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    for attempt in range(3):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+            break
+        except Exception as err:  # noqa: BLE001 - Ray's own startup limit (30 s) on a busy machine
+            ray.shutdown()
+            if attempt == 2 or "timed out during startup" not in str(err):
+                raise
     yield
     ray.shutdown()
 
@@ -91,7 +98,7 @@ def same_rows(got: pd.DataFrame, want: pd.DataFrame) -> None:
     assert len(got) == len(want)
     pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True),
                                   want.sort_values(key).reset_index(drop=True),
-                                  check_dtype=False)  # a CSV column read apart
+                                  check_dtype=False)  # each run's CSV read on its own
 
 
 def test_triage_of_a_folder_here_is_each_runs_table(runs, capsys):
@@ -127,6 +134,7 @@ def test_advantages_on_ray_write_each_runs_table(runs, local_ray, tmp_path, caps
     assert main(["advantages", str(runs), "--out", str(tmp_path / "here"), *est]) == 0
     said = capsys.readouterr().out
     assert "wrote" in said and "of more/lr-3e-6 to" in said
+    (tmp_path / "one").mkdir()
     for run in find_runs(runs)[0]:
         one = tmp_path / "one" / f"{run.name.replace('/', '_')}.parquet"
         assert main(["advantages", str(run.path), "--out", str(one), *est]) == 0
@@ -150,10 +158,13 @@ def test_the_command_starts_its_own_local_ray(runs, tmp_path):
     progress; the table is the single-machine one."""
     env = {**os.environ, "G2PO_CACHE": str(tmp_path / "cache")}
     env.pop("RAY_ADDRESS", None)
-    command = [sys.executable, "-m", "g2po.cli", "triage", str(runs), "--format", "csv"]
+    command = [sys.executable, "-m", "g2po", "triage", str(runs), "--format", "csv"]
     here = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-    on_ray = subprocess.run([*command, "--ray", "--ray-workers", "1", "--progress"],
-                            capture_output=True, text=True, env=env, timeout=600)
+    for _ in range(3):  # Ray gives its node 30 s to start, which a busy machine can exceed
+        on_ray = subprocess.run([*command, "--ray", "--ray-workers", "1", "--progress"],
+                                capture_output=True, text=True, env=env, timeout=600)
+        if "timed out during startup" not in on_ray.stderr:
+            break
     assert on_ray.returncode == 0, on_ray.stderr[-2000:]
     assert on_ray.stdout == here.stdout
     assert "StepFiles" in on_ray.stderr  # Ray Data's progress of the read tasks
