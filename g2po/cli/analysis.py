@@ -169,7 +169,7 @@ def _advantages_sweep(args: argparse.Namespace) -> int:
         plan_units,
         say,
     )
-    from g2po.cli.triage import _progress
+    from g2po.cli.text import progress_bar
     from g2po.estimators import estimator_params
 
     if args.group is not None or args.train_step is not None:
@@ -190,8 +190,8 @@ def _advantages_sweep(args: argparse.Namespace) -> int:
         raise TypeError(f"no chosen estimator takes parameter(s): {', '.join(sorted(unused))}")
     options = log_options(args)
     units = plan_units(runs, options)
-    compute = partial(advantages_unit, options=options, spec=spec)
-    update, close = _progress(True, "files")
+    compute = partial(advantages_unit, options=options, spec=spec, table=advantage_table)
+    update, close = progress_bar(True, "files", "advantages")
     try:
         if args.ray is not None:
             from g2po.cli.ray_sweep import ray_units

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,11 +31,19 @@ from ray.data.datasource import Datasource, ReadTask
 
 import g2po
 from g2po.cli.sweep import Unit
+from g2po.errors import G2POError
 
-__all__ = ["StepFiles", "connect", "ray_units"]
+__all__ = ["StepFiles", "SweepError", "connect", "ray_units"]
 
-#: The column that tells which unit a block came from (dropped before it is handed on).
-_UNIT = "_g2po_unit"
+#: The column that tells which unit a block came from (dropped before it is handed on), and
+#: the one that carries a unit's error instead of its result.
+_UNIT, _ERROR = "_g2po_unit", "_g2po_error"
+#: A unit's errors that are the input's fault: said as the single-machine path says them.
+_INPUT_ERRORS = (G2POError, OSError, ValueError, TypeError, KeyError)
+
+
+class SweepError(G2POError):
+    """A unit's error on a worker, as it said it (a file's problem, named)."""
 
 
 class StepFiles(Datasource):
@@ -63,26 +72,45 @@ class StepFiles(Datasource):
         unit, compute = self.units[i], self.compute
 
         def read() -> list[pd.DataFrame]:
-            return [compute(unit).assign(**{_UNIT: i})]
+            # An input's error comes back as data, so that Ray neither retries it nor logs
+            # its traceback; the driver raises it (:func:`ray_units`).
+            try:
+                return [compute(unit).assign(**{_UNIT: i})]
+            except _INPUT_ERRORS as err:
+                return [pd.DataFrame({_UNIT: [i], _ERROR: [str(err)]})]
         return read
 
 
-def connect(address: str | None, workers: int | None) -> bool:
+def connect(address: str | None, workers: int | None, attempts: int = 3) -> bool:
     """Join Ray: the cluster at ``address`` (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``), else
     the one ``RAY_ADDRESS`` names, else a local Ray with ``workers`` CPUs (default: the
-    machine's). Returns whether this call connected (and so should disconnect); a process
-    already connected keeps its Ray."""
+    machine's), started again up to ``attempts`` times where Ray's 30 s for its node to come
+    up ran out (a busy machine). Returns whether this call connected (and so should
+    disconnect); a process already connected keeps its Ray. A Ray that cannot be started or
+    reached is a :class:`g2po.errors.G2POError` naming where."""
+    # Ray Data warns of its own deprecated settings when its context is copied.
+    warnings.filterwarnings("ignore", message=r"`\w+` is deprecated")
     if ray.is_initialized():
         return False
-    quiet = {"include_dashboard": False, "logging_level": logging.WARNING,
-             "configure_logging": True}
-    if address is None and not os.environ.get("RAY_ADDRESS"):
-        # The local workers import this checkout, as the driver does (not another install).
-        here = str(Path(g2po.__file__).resolve().parents[1])
-        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
-        ray.init(num_cpus=workers, runtime_env={"env_vars": {"PYTHONPATH": path}}, **quiet)
-    else:
-        ray.init(address=address, logging_level=logging.WARNING)
+    local = address is None and not os.environ.get("RAY_ADDRESS")
+    where = "a local Ray" if local else f"the Ray cluster at {address or os.environ['RAY_ADDRESS']}"
+    for attempt in range(attempts if local else 1):
+        try:
+            if local:
+                # The local workers import this checkout, as the driver does (not another
+                # install).
+                here = str(Path(g2po.__file__).resolve().parents[1])
+                path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+                ray.init(num_cpus=workers, runtime_env={"env_vars": {"PYTHONPATH": path}},
+                         include_dashboard=False, logging_level=logging.WARNING)
+            else:
+                ray.init(address=address, logging_level=logging.WARNING)
+            return True
+        except Exception as err:  # noqa: BLE001 - Ray raises bare Exceptions here
+            ray.shutdown()
+            if attempt + 1 < attempts and local and "timed out during startup" in str(err):
+                continue
+            raise G2POError(f"--ray: could not start or reach {where}: {err}") from err
     return True
 
 
@@ -120,6 +148,8 @@ def ray_units(units: Sequence[Unit], compute: Callable[[Unit], pd.DataFrame], *,
                 if block.empty:
                     continue
                 i = int(block[_UNIT].iat[0])
+                if _ERROR in block.columns:
+                    raise SweepError(block[_ERROR].iat[0])
                 done = max(done, i + 1)
                 if progress is not None:
                     progress(done, len(units))

@@ -183,21 +183,20 @@ class AdvantageSpec:
     state_key: str
 
 
-def advantages_unit(unit: Unit, options: dict, spec: AdvantageSpec) -> pd.DataFrame:
-    """The advantage table of one unit (:func:`g2po.cli.analysis.advantage_table`, as the
-    single-log command computes it), with its ``run`` first."""
+def advantages_unit(unit: Unit, options: dict, spec: AdvantageSpec,
+                    table: Callable[..., pd.DataFrame]) -> pd.DataFrame:
+    """The advantage table of one unit: ``table(rows, rule, params, estimators, state_key)``
+    (:func:`g2po.cli.analysis.advantage_table`, as the single-log command computes it) of
+    its rows, with its ``run`` first."""
     import pandas as pd
-
-    from g2po.cli.analysis import advantage_table
 
     log = _open(unit.path, options)
     steps = [None] if unit.steps is None else unit.steps
     rows = [log.load(train_step=s) for s in steps]
     rows = rows[0] if len(rows) == 1 else pd.concat(rows, ignore_index=True)
-    table = advantage_table(rows, unit.rule, spec.params,
-                            list(spec.estimators), spec.state_key)
-    table.insert(0, "run", unit.run)
-    return table
+    out = table(rows, unit.rule, spec.params, list(spec.estimators), spec.state_key)
+    out.insert(0, "run", unit.run)
+    return out
 
 
 def advantage_file(out: Path, run: str) -> Path:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from g2po.cli.logs import add_log_options, log_options
@@ -21,33 +20,11 @@ ALARM_KINDS = ("no_signal", "collapsed", "penalty_amplification", "all_success",
                "hub", "truncation", "no_merging")
 
 
-def _progress(enabled: bool, unit: str = "training steps",
-              ) -> tuple[Callable[[int, int], None], Callable[[], None]]:
-    """A progress bar on stderr (tqdm's when installed) and a function closing it; silent
-    when stderr is no terminal."""
-    if not enabled or not sys.stderr.isatty():
-        return (lambda done, total: None), (lambda: None)
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        def show(done: int, total: int) -> None:
-            print(f"\rtriage: {done}/{total} {unit}", end="", file=sys.stderr,
-                  flush=True)
-        return show, lambda: print(file=sys.stderr)
-    bar = tqdm(total=0, unit=unit.split()[-1].rstrip("s"), desc="triage", file=sys.stderr,
-               leave=False)
-
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh()
-    return update, bar.close
-
-
 def _triage(args: argparse.Namespace) -> int:
     from g2po.analysis.alarms import STOCHASTIC_NOTE
     from g2po.analysis.triage import run_findings, triage_log, truncation_hint
     from g2po.cli.analysis import params_and_rule, parse_params
+    from g2po.cli.text import progress_bar
     from loaders.opener import open_log
 
     if args.ray is not None or sweep_runs(args) is not None:
@@ -56,7 +33,7 @@ def _triage(args: argparse.Namespace) -> int:
     params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key,
                                    rule_keys=False)
     steps = None if args.step is None else [args.step]  # an unknown one: the log's error
-    update, close = _progress(args.output == "table" or args.progress)
+    update, close = progress_bar(args.output == "table" or args.progress)
     try:
         table = triage_log(log, steps, rule=rule, params=params,
                            cache=not args.no_cache, progress=update,
@@ -119,6 +96,7 @@ def _triage_sweep(args: argparse.Namespace) -> int:
     from g2po.analysis.triage import run_findings, truncation_hint
     from g2po.cli.analysis import params_and_rule, parse_params
     from g2po.cli.sweep import Run, plan_units, say, triage_runs, triage_unit
+    from g2po.cli.text import progress_bar
     from g2po.outcomes import OutcomeRule
 
     if args.step is not None:
@@ -138,7 +116,7 @@ def _triage_sweep(args: argparse.Namespace) -> int:
         from g2po.cli.ray_sweep import ray_units
         from g2po.cli.sweep import join_triage
 
-        update, close = _progress(args.output == "table" or args.progress, "files")
+        update, close = progress_bar(args.output == "table" or args.progress, "files")
         compute = partial(triage_unit, options=options, params=params,
                           stochastic=args.stochastic, estimator=args.estimator)
         try:
@@ -148,7 +126,7 @@ def _triage_sweep(args: argparse.Namespace) -> int:
         finally:
             close()
     else:
-        update, close = _progress(args.output == "table" or args.progress, "runs")
+        update, close = progress_bar(args.output == "table" or args.progress, "runs")
         try:
             table = triage_runs(units, options, params, stochastic=args.stochastic,
                                 estimator=args.estimator, cache=not args.no_cache,

@@ -153,6 +153,7 @@ def test_a_sweep_asks_for_a_folder_to_write_to(runs, capsys):
     assert "--step" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # two fresh processes, one of which starts Ray (about 2 minutes here)
 def test_the_command_starts_its_own_local_ray(runs, tmp_path):
     """As a user runs it: a fresh process that starts a local Ray with one CPU and shows the
     progress; the table is the single-machine one."""
@@ -168,3 +169,21 @@ def test_the_command_starts_its_own_local_ray(runs, tmp_path):
     assert on_ray.returncode == 0, on_ray.stderr[-2000:]
     assert on_ray.stdout == here.stdout
     assert "StepFiles" in on_ray.stderr  # Ray Data's progress of the read tasks
+
+
+def test_a_bad_step_file_on_ray_is_named(runs, local_ray, tmp_path, capsys):
+    """A worker's error reaches the user as the single-machine path says it: the file named,
+    exit 2, no traceback."""
+    import shutil
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(runs / "lr-1e-6", sweep / "good")
+    shutil.copytree(runs / "lr-1e-6", sweep / "bad")
+    bad = next((sweep / "bad" / "rollouts").glob("step-000002*"))
+    bad.write_bytes(b"PAR1 not really parquet PAR1")
+    assert main(["triage", str(sweep), "--format", "csv", "--no-cache"]) == 2
+    here = capsys.readouterr().err
+    assert main(["triage", str(sweep), "--format", "csv", "--ray"]) == 2
+    err = capsys.readouterr().err
+    assert bad.name in err and "Traceback" not in err, err
+    assert here.strip().splitlines()[-1] in err
