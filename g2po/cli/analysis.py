@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from g2po.params import G2POParams
 
 __all__ = ["add_parser", "parse_params", "params_and_rule", "advantage_table",
-           "BUILTIN_ESTIMATORS"]
+           "check_params", "BUILTIN_ESTIMATORS"]
 
 _STEP_COLUMNS = ["group_id", "traj_id", "t", "action", "episode_reward", "is_action_valid"]
 
@@ -115,7 +115,7 @@ def advantage_table(steps: pd.DataFrame, rule: OutcomeRule, params: dict,
     each estimator's columns (prefixed ``name/`` when there are several), under the log's
     outcome ``rule`` and the ``-p`` ``params``; a parameter no chosen estimator takes is a
     TypeError. One training step at a time gives the same rows (a group never spans two)."""
-    from g2po.estimators import compute_advantages, estimator_params
+    from g2po.estimators import compute_advantages
 
     table = steps
     shown = [c for c in ["train_step", *_STEP_COLUMNS] if c in steps.columns]
@@ -125,10 +125,17 @@ def advantage_table(steps: pd.DataFrame, rule: OutcomeRule, params: dict,
         table = compute_advantages(table, name, state_key=state_key, prefix=prefix, **own)
         added = [c for c in table.columns if c not in steps.columns and c not in shown]
         shown.extend(added)
+    check_params(params, names)
+    return table[shown]
+
+
+def check_params(params: dict, names: list[str]) -> None:
+    """A TypeError naming the ``-p`` parameters none of the estimators ``names`` takes."""
+    from g2po.estimators import estimator_params
+
     unused = set(params) - {k for n in names for k in estimator_params(n)}
     if unused:
         raise TypeError(f"no chosen estimator takes parameter(s): {', '.join(sorted(unused))}")
-    return table[shown]
 
 
 def _advantages(args: argparse.Namespace) -> int:
@@ -170,7 +177,6 @@ def _advantages_sweep(args: argparse.Namespace) -> int:
         say,
     )
     from g2po.cli.text import progress_bar
-    from g2po.estimators import estimator_params
 
     if args.group is not None or args.train_step is not None:
         raise ValueError("--group / --train-step select from one log; a sweep or --ray "
@@ -185,9 +191,7 @@ def _advantages_sweep(args: argparse.Namespace) -> int:
         say(args.command, f"note: {note}")
     spec = AdvantageSpec(tuple(args.estimator or ["g2po"]), parse_params(args.param),
                          args.state_key)
-    unused = set(spec.params) - {k for n in spec.estimators for k in estimator_params(n)}
-    if unused:  # said before any work starts
-        raise TypeError(f"no chosen estimator takes parameter(s): {', '.join(sorted(unused))}")
+    check_params(spec.params, list(spec.estimators))  # said before any work starts
     options = log_options(args)
     units = plan_units(runs, options)
     compute = partial(advantages_unit, options=options, spec=spec, table=advantage_table)
