@@ -7,8 +7,9 @@ step file (a run directory's ``rollouts/step-*.parquet``, a verl dump's ``{step}
 one per log that is a single file (a table, a batch dump). A group never spans two training
 steps, so each unit is computed on its own (:func:`triage_unit`, :func:`advantages_unit`, the
 library functions the single-machine path calls) and the results are put together run by run
-(:func:`join_triage`): on this machine (:func:`triage_runs`, :func:`advantages_runs`) or on
-a Ray cluster (:mod:`g2po.cli.ray_sweep`, which alone imports Ray).
+(:func:`join_triage`; :func:`advantages_runs` writes a run's file part by part): on this
+machine (:func:`triage_runs` with its cache, :func:`local_units`) or on a Ray cluster
+(:mod:`g2po.cli.ray_sweep`, which alone imports Ray).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Run", "Unit", "find_runs", "sweep_runs", "add_ray_options", "plan_units",
            "triage_unit", "join_triage", "triage_runs", "advantages_unit", "advantages_runs",
            "AdvantageSpec", "ParquetParts", "advantage_file", "local_units", "say"]
+
 
 @dataclass(frozen=True)
 class Run:
