@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from g2po.cli.logs import add_log_options, log_options
+from g2po.cli.sweep import add_ray_options, sweep_runs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
     from g2po.outcomes import OutcomeRule
     from g2po.params import G2POParams
 
-__all__ = ["add_parser", "parse_params", "params_and_rule", "BUILTIN_ESTIMATORS"]
+__all__ = ["add_parser", "parse_params", "params_and_rule", "advantage_table",
+           "check_params", "BUILTIN_ESTIMATORS"]
 
 _STEP_COLUMNS = ["group_id", "traj_id", "t", "action", "episode_reward", "is_action_valid"]
 
@@ -107,26 +109,44 @@ def _estimator_params(name: str, rule: OutcomeRule, params: dict) -> dict:
             **{k: v for k, v in params.items() if k in estimator_params(name)}}
 
 
-def _advantages(args: argparse.Namespace) -> int:
-    from g2po.cli.text import terminal_table
-    from g2po.estimators import compute_advantages, estimator_params
-    from loaders.tables import write_csv
+def advantage_table(steps: pd.DataFrame, rule: OutcomeRule, params: dict,
+                    names: list[str], state_key: str) -> pd.DataFrame:
+    """What ``g2po advantages`` writes for ``steps``: the training step and step columns, then
+    each estimator's columns (prefixed ``name/`` when there are several), under the log's
+    outcome ``rule`` and the ``-p`` ``params``; a parameter no chosen estimator takes is a
+    TypeError. One training step at a time gives the same rows (a group never spans two)."""
+    from g2po.estimators import compute_advantages
 
-    rule, steps = _load(args)
-    params = parse_params(args.param)
-    names = args.estimator or ["g2po"]
     table = steps
     shown = [c for c in ["train_step", *_STEP_COLUMNS] if c in steps.columns]
     for name in names:
         own = _estimator_params(name, rule, params)
         prefix = f"{name}/" if len(names) > 1 else ""
-        table = compute_advantages(table, name, state_key=args.state_key, prefix=prefix, **own)
+        table = compute_advantages(table, name, state_key=state_key, prefix=prefix, **own)
         added = [c for c in table.columns if c not in steps.columns and c not in shown]
         shown.extend(added)
+    check_params(params, names)
+    return table[shown]
+
+
+def check_params(params: dict, names: list[str]) -> None:
+    """A TypeError naming the ``-p`` parameters none of the estimators ``names`` takes."""
+    from g2po.estimators import estimator_params
+
     unused = set(params) - {k for n in names for k in estimator_params(n)}
     if unused:
         raise TypeError(f"no chosen estimator takes parameter(s): {', '.join(sorted(unused))}")
-    table = table[shown]
+
+
+def _advantages(args: argparse.Namespace) -> int:
+    from g2po.cli.text import terminal_table
+    from loaders.tables import write_csv
+
+    if args.ray is not None or sweep_runs(args) is not None:
+        return _advantages_sweep(args)
+    rule, steps = _load(args)
+    table = advantage_table(steps, rule, parse_params(args.param), args.estimator or ["g2po"],
+                            args.state_key)
     if args.out:
         out = Path(args.out)
         if out.suffix == ".csv":
@@ -138,6 +158,57 @@ def _advantages(args: argparse.Namespace) -> int:
         print(f"wrote {len(table)} step rows to {out}")
     else:
         print(terminal_table(table, max_rows=args.max_rows, full=args.full))
+    return 0
+
+
+def _advantages_sweep(args: argparse.Namespace) -> int:
+    """``g2po advantages`` of a folder of runs (or of any log with ``--ray``): one Parquet
+    file per run under ``--out DIR`` (its rows name their ``run``), computed file by file on
+    Ray or here (:mod:`g2po.cli.sweep`)."""
+    from functools import partial
+
+    from g2po.cli.sweep import (
+        AdvantageSpec,
+        Run,
+        advantages_runs,
+        advantages_unit,
+        local_units,
+        plan_units,
+        say,
+    )
+    from g2po.cli.text import progress_bar
+
+    if args.group is not None or args.train_step is not None:
+        raise ValueError("--group / --train-step select from one log; a sweep or --ray "
+                         "computes every group")
+    if not args.out or Path(args.out).suffix in (".csv", ".parquet", ".pq"):
+        raise ValueError("a sweep or --ray writes one Parquet file per run: give --out DIR "
+                         "(a folder)")
+    found = sweep_runs(args)
+    runs, notes = found if found is not None else ([Run(Path(args.path).name,
+                                                         Path(args.path))], [])
+    for note in notes:
+        say(args.command, f"note: {note}")
+    spec = AdvantageSpec(tuple(args.estimator or ["g2po"]), parse_params(args.param),
+                         args.state_key)
+    check_params(spec.params, list(spec.estimators))  # said before any work starts
+    options = log_options(args)
+    units = plan_units(runs, options)
+    compute = partial(advantages_unit, options=options, spec=spec, table=advantage_table)
+    update, close = progress_bar(True, "files", "advantages")
+    try:
+        if args.ray is not None:
+            from g2po.cli.ray_sweep import ray_units
+
+            results = ray_units(units, compute, address=args.ray or None,
+                                workers=args.ray_workers, progress=update)
+        else:
+            results = local_units(units, compute, progress=update)
+        written = advantages_runs(results, Path(args.out))
+    finally:
+        close()
+    for run, path, rows in written:
+        print(f"wrote {rows} step rows of {run} to {path}")
     return 0
 
 
@@ -210,11 +281,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add_common(p)
     p.add_argument("--estimator", "-e", action="append", choices=_EstimatorNames(),
                    help="estimator (repeat to compare); default g2po")
-    p.add_argument("--out", help="write the table to FILE.csv or FILE.parquet")
+    p.add_argument("--out", help="write the table to FILE.csv or FILE.parquet (a folder of "
+                                 "runs or --ray: to DIR, one RUN.parquet per run)")
     p.add_argument("--max-rows", type=int, default=200, help="rows printed to the terminal")
     p.add_argument("--full", action="store_true",
                    help="print text columns whole (default on a terminal: cut to fit its "
                         "width, COLUMNS or the terminal's)")
+    add_ray_options(p)
     p.set_defaults(func=_advantages)
 
     p = sub.add_parser("graph", help="node and edge summary of one group's state graph")

@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Callable
 
 import pandas as pd
 
-__all__ = ["terminal_table"]
+__all__ = ["terminal_table", "progress_bar"]
 
 
 def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bool = False,
@@ -93,3 +94,26 @@ def _cut(value, width: int | None):
         return value
     value = " ".join(value.split()).translate(_CONTROLS)
     return value if width is None or len(value) <= width else value[: width - 1] + "…"
+
+
+def progress_bar(enabled: bool, unit: str = "training steps", desc: str = "triage",
+                 ) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    """A progress bar on stderr (tqdm's when installed), counting ``unit``, and a function
+    closing it; silent when stderr is no terminal."""
+    if not enabled or not sys.stderr.isatty():
+        return (lambda done, total: None), (lambda: None)
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        def show(done: int, total: int) -> None:
+            print(f"\r{desc}: {done}/{total} {unit}", end="", file=sys.stderr,
+                  flush=True)
+        return show, lambda: print(file=sys.stderr)
+    bar = tqdm(total=0, unit=unit.split()[-1].rstrip("s"), desc=desc, file=sys.stderr,
+               leave=False)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+    return update, bar.close

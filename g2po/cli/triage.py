@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from pathlib import Path
 
 from g2po.cli.logs import add_log_options, log_options
+from g2po.cli.sweep import add_ray_options, sweep_runs
 
 __all__ = ["add_parser", "ALARM_KINDS"]
 
@@ -19,46 +20,20 @@ ALARM_KINDS = ("no_signal", "collapsed", "penalty_amplification", "all_success",
                "hub", "truncation", "no_merging")
 
 
-def _progress(enabled: bool) -> tuple[Callable[[int, int], None], Callable[[], None]]:
-    """A progress bar on stderr (tqdm's when installed) and a function closing it; silent
-    when stderr is no terminal."""
-    if not enabled or not sys.stderr.isatty():
-        return (lambda done, total: None), (lambda: None)
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        def show(done: int, total: int) -> None:
-            print(f"\rtriage: {done}/{total} training steps", end="", file=sys.stderr,
-                  flush=True)
-        return show, lambda: print(file=sys.stderr)
-    bar = tqdm(total=0, unit="step", desc="triage", file=sys.stderr, leave=False)
-
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh()
-    return update, bar.close
-
-
 def _triage(args: argparse.Namespace) -> int:
     from g2po.analysis.alarms import STOCHASTIC_NOTE
-    from g2po.analysis.triage import (
-        brief_view,
-        filter_groups,
-        run_findings,
-        sort_groups,
-        triage_log,
-        truncation_hint,
-    )
+    from g2po.analysis.triage import run_findings, triage_log, truncation_hint
     from g2po.cli.analysis import params_and_rule, parse_params
-    from g2po.cli.text import _terminal_width, terminal_table
+    from g2po.cli.text import progress_bar
     from loaders.opener import open_log
 
+    if args.ray is not None or sweep_runs(args) is not None:
+        return _triage_sweep(args)
     log = open_log(args.path, **log_options(args))
     params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key,
                                    rule_keys=False)
     steps = None if args.step is None else [args.step]  # an unknown one: the log's error
-    update, close = _progress(args.output == "table" or args.progress)
+    update, close = progress_bar(args.output == "table" or args.progress)
     try:
         table = triage_log(log, steps, rule=rule, params=params,
                            cache=not args.no_cache, progress=update,
@@ -75,6 +50,18 @@ def _triage(args: argparse.Namespace) -> int:
         print(f"g2po triage: run-wide: {finding.text}", file=sys.stderr)
     if args.stochastic:
         print(f"g2po triage: {STOCHASTIC_NOTE}.", file=sys.stderr)
+    return _show(args, table, f"{len(table):,} group(s) of {table['train_step'].nunique():,} "
+                              f"training step(s) · outcome rule: {rule.describe()}")
+
+
+def _show(args: argparse.Namespace, table, said: str) -> int:
+    """Print the groups ``table`` as ``args`` ask (filtered, sorted, cut; a terminal table,
+    CSV or JSON), the terminal table after the line ``said``; a sweep's ``run`` first."""
+    import textwrap
+
+    from g2po.analysis.triage import brief_view, filter_groups, sort_groups
+    from g2po.cli.text import _terminal_width, terminal_table
+
     shown = filter_groups(table, alarms=args.alarm or (), task=args.task)
     shown = sort_groups(shown, args.sort, False if args.ascending else None)
     if args.top is not None:
@@ -85,24 +72,89 @@ def _triage(args: argparse.Namespace) -> int:
         print(json.dumps(shown.to_dict(orient="records"), indent=1, ensure_ascii=False,
                          default=str))
     else:
-        import textwrap
-
         width = _terminal_width()
-        n_steps = table["train_step"].nunique()
-        said = f"{len(table):,} group(s) of {n_steps:,} training step(s) · outcome rule: " \
-               f"{rule.describe()}" + (f" · {len(shown):,} shown" if len(shown) != len(table)
-                                       else "")
+        said += f" · {len(shown):,} shown" if len(shown) != len(table) else ""
         if args.all_columns:
             print(textwrap.fill(said, width, break_on_hyphens=False) if width else said)
             print(terminal_table(shown, max_rows=args.max_rows))
             return 0
         view, prefix = brief_view(shown, id_limit=20 if (width or 160) >= 120 else 14,
                                   task_limit=28 if (width or 160) >= 120 else 16)
+        if "run" in shown.columns:
+            view.insert(0, "run", shown["run"].to_numpy())
         said += (f" · group ids after {prefix!r}" if prefix else "") + \
             " · every column: --all-columns, --format csv"
         print(textwrap.fill(said, width, break_on_hyphens=False) if width else said)
         print(terminal_table(view, max_rows=args.max_rows, stretch="reason"))
     return 0
+
+
+def _triage_sweep(args: argparse.Namespace) -> int:
+    """``g2po triage`` of a folder of runs (each record names its ``run``), or of any log with
+    ``--ray``: computed file by file on Ray, or run by run here (:mod:`g2po.cli.sweep`)."""
+    from functools import partial
+
+    from g2po.analysis.alarms import STOCHASTIC_NOTE
+    from g2po.analysis.triage import run_findings, truncation_hint
+    from g2po.cli.analysis import params_and_rule, parse_params
+    from g2po.cli.sweep import Run, plan_units, say, triage_runs, triage_unit
+    from g2po.cli.text import progress_bar
+    from g2po.outcomes import OutcomeRule
+
+    if args.step is not None:
+        raise ValueError("--step selects a training step of one log; a sweep or --ray "
+                         "triages every step")
+    found = sweep_runs(args)
+    runs, notes = found if found is not None else ([Run(Path(args.path).name,
+                                                         Path(args.path))], [])
+    for note in notes:
+        say("triage", f"note: {note}")
+    options = log_options(args)
+    params, _ = params_and_rule(parse_params(args.param), OutcomeRule(), args.state_key,
+                                rule_keys=False)
+    units = plan_units(runs, options)
+    rules = {u.run: u.rule for u in units}
+    if args.ray is not None:
+        from g2po.cli.ray_sweep import ray_units
+        from g2po.cli.sweep import join_triage
+
+        update, close = progress_bar(args.output == "table" or args.progress, "files")
+        compute = partial(triage_unit, options=options, params=params,
+                          stochastic=args.stochastic, estimator=args.estimator)
+        try:
+            table = join_triage((t for _, t in ray_units(
+                units, compute, address=args.ray or None, workers=args.ray_workers,
+                progress=update)), args.estimator)
+        finally:
+            close()
+    else:
+        update, close = progress_bar(args.output == "table" or args.progress, "runs")
+        try:
+            table = triage_runs(units, options, params, stochastic=args.stochastic,
+                                estimator=args.estimator, cache=not args.no_cache,
+                                progress=update)
+        finally:
+            close()
+    named = found is not None
+    if not named:
+        table = table.drop(columns="run")
+    for run, rows in (table.groupby("run", sort=False) if named else [(None, table)]):
+        where = f"{run}: " if named else ""
+        hint = truncation_hint(rows, rules[run if named else runs[0].name])
+        if hint is not None:
+            say("triage", f"{where}truncation? {hint.message()} Add --truncate-at "
+                          f"{hint.length} to count them so.")
+        for finding in run_findings(rows):
+            say("triage", f"{where}run-wide: {finding.text}")
+    if args.stochastic:
+        say("triage", f"{STOCHASTIC_NOTE}.")
+    described = {r.describe() for r in rules.values()}
+    rule_text = described.pop() if len(described) == 1 else "each run's own"
+    n_steps = len(table[["run", "train_step"]].drop_duplicates()) if named else \
+        table["train_step"].nunique()
+    return _show(args, table, f"{len(table):,} group(s) of {n_steps:,} training step(s)"
+                              + (f" of {len(runs):,} run(s)" if named else "")
+                              + f" · outcome rule: {rule_text}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -116,7 +168,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "credit alarm. Cached per step file in $G2PO_CACHE/triage (default "
                     "~/.cache/g2po/triage).")
     p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
-                                "batch dump")
+                                "batch dump, or a folder of them (a sweep: each row names its "
+                                "run)")
     p.add_argument("--step", type=int, metavar="N", help="only training step N (default: all)")
     p.add_argument("--sort", metavar="COL",
                    help="sort by this column, numbers largest first, text A-Z (default: "
@@ -152,5 +205,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="print every column as a table (default: step, group, task, "
                         "severity, success and the reason, fitted to the terminal; --format "
                         "csv/json always have every column)")
+    add_ray_options(p)
     add_log_options(p, format_option="--log-format")
     p.set_defaults(func=_triage)
+
