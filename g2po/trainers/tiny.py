@@ -22,12 +22,15 @@ the environment and the recipe, built in a temporary folder and moved into place
 settings are overridden in the model name: ``tiny:hidden_size=128,layers=4,warmup_steps=0``.
 
 Building takes minutes (the corpus games, then the warm-up: 1,000 optimizer steps over ~350-token
-prompts, 8-19 minutes on a loaded 2-core machine), so the models of the documented first commands
-ship with g2po in :data:`SHIPPED` (under 1 MB each, the recipe's own output, named by the same
-key): ``tiny`` for ``textworld`` (``textworld:coin_collector-level5``) and ``tiny:heads=2`` for
-``textworld:coin_collector-level2`` (head size 32, which vLLM's CPU attention takes). First use
-copies one into the cache in well under a second; any other environment or recipe is built.
-``python -m g2po.trainers.tiny ENV [MODEL]`` rebuilds one into :data:`SHIPPED`.
+prompts, 4 minutes on a quiet 2-core machine, 15-30 on a loaded one; a progress bar on stderr
+shows each stage), so the model of every environment the README, the docs and the study train
+the tiny model on ships with g2po in :data:`SHIPPED` (848 kB each, the recipe's own output,
+named by the same key; a test scans the documents for them): ``tiny`` for ``textworld``
+(``textworld:coin_collector-level5``) and for ``textworld:coin_collector-level102`` (the README's
+first run and the study), ``tiny:heads=2`` for ``textworld:coin_collector-level2`` (head size
+32, which vLLM's CPU attention takes). First use copies one into the cache in well under a
+second; any other environment or recipe is built. ``python -m g2po.trainers.tiny ENV [MODEL]``
+rebuilds one into :data:`SHIPPED`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import json
 import os
 import random
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -210,15 +214,30 @@ class _CorpusAgent:
         return out
 
 
-def random_play_corpus(env: str, recipe: TinyRecipe) -> list[tuple[str, str]]:
+def _bar(total: int, desc: str, unit: str, verbose: bool):
+    """A tqdm progress bar on stderr for a build stage (silent unless ``verbose``)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=not verbose, file=sys.stderr,
+                dynamic_ncols=True)
+
+
+def random_play_corpus(env: str, recipe: TinyRecipe, *,
+                       verbose: bool = False) -> list[tuple[str, str]]:
     """(prompt, response) pairs of a uniformly random agent playing ``env``'s corpus tasks,
-    collected by the project's collector, so prompts are exactly the trainer's."""
+    collected by the project's collector, so prompts are exactly the trainer's. The games are
+    prepared first (TextWorld generates each, about a second), one tick of the bar each."""
     from g2po.envs import env_family
     from g2po.rollouts import collect_groups
 
     family = env_family(env)
+    tasks = family.tasks(recipe.corpus_tasks, recipe.corpus_seed)
+    with _bar(len(tasks), "tiny model: corpus games", "game", verbose) as bar:
+        for task in tasks:
+            family.make(task).close()
+            bar.update()
     agent = _CorpusAgent(env, recipe.seed)
-    collect_groups(family, family.tasks(recipe.corpus_tasks, recipe.corpus_seed), agent,
+    collect_groups(family, tasks, agent,
                    group_size=recipe.corpus_episodes, max_steps=recipe.corpus_max_steps,
                    history_length=recipe.history_length)
     return agent.pairs
@@ -274,7 +293,8 @@ def format_warmup(model, tokenizer, pairs: list[tuple[str, str]], recipe: TinyRe
     optim = torch.optim.AdamW(model.parameters(), lr=recipe.warmup_lr, weight_decay=0.0)
     model.train()
     losses = []
-    for step in range(recipe.warmup_steps):
+    bar = _bar(recipe.warmup_steps, "tiny model: format warm-up", "step", verbose)
+    for _ in range(recipe.warmup_steps):
         pick = torch.randint(len(pairs), (recipe.warmup_batch,), generator=gen).tolist()
         batch = pack([prompts[i] for i in pick], [responses[i] for i in pick],
                      tokenizer.pad_token_id)
@@ -284,9 +304,9 @@ def format_warmup(model, tokenizer, pairs: list[tuple[str, str]], recipe: TinyRe
         loss.backward()
         optim.step()
         losses.append(float(loss.detach()))
-        if verbose and (step + 1) % 50 == 0:
-            print(f"  tiny model warm-up step {step + 1}/{recipe.warmup_steps}: "
-                  f"loss {loss.item():.3f}", flush=True)
+        bar.update()
+        bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
+    bar.close()
     return losses
 
 
@@ -315,8 +335,9 @@ def build_tiny_model(env: str, out: Path, recipe: TinyRecipe, *, verbose: bool =
 
     start = time.perf_counter()
     if verbose:
-        print(f"building the tiny model for {env} (once; cached) …", flush=True)
-    pairs = random_play_corpus(env, recipe)
+        print(f"building the tiny model for {env} (once; cached; no shipped model for it) …",
+              file=sys.stderr, flush=True)
+    pairs = random_play_corpus(env, recipe, verbose=verbose)
     if not pairs:
         raise G2POError(f"the random agent produced no steps on {env}; cannot build a corpus")
     tokenizer = train_tokenizer([p + "\n" + r for p, r in pairs], recipe.vocab_size)
@@ -351,8 +372,6 @@ def remove_tiny_models(cache: Path | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     if not 2 <= len(sys.argv) <= 3:
         sys.exit("usage: python -m g2po.trainers.tiny ENV [MODEL]  (rebuilds a shipped tiny model)")
     print(ship(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else None))

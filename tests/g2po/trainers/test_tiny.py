@@ -1,4 +1,7 @@
+import importlib.util
 import json
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -111,12 +114,54 @@ def test_shipped_models_are_the_recipes_and_first_use_copies_them(tmp_path):
     assert not list(tmp_path.glob(".build-*"))
 
 
-@pytest.mark.parametrize("env, model", [
-    ("textworld", "tiny"),  # the README's first training command
-    ("textworld:coin_collector-level2", "tiny:heads=2"),  # the verl CPU commands, hf and vLLM
-])
-def test_the_documented_first_commands_find_a_shipped_model(env, model):
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _documented_tiny_commands() -> list[tuple[str, str, str]]:
+    """(where, env, model) of every command in the README, docs/, examples/ and the study
+    script that uses a tiny model (continued lines joined; no --env means the default)."""
+    from g2po.trainers.config import TrainConfig
+
+    found = []
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+             *sorted((ROOT / "examples").rglob("*.sh"))]
+    for path in files:
+        text = re.sub(r"\\\n\s*", " ", path.read_text(encoding="utf-8"))
+        for line in text.splitlines():
+            model = re.search(r"--model[ =](tiny(?::[\w=,.]+)?)", line)
+            if model and re.search(r"g2po (train|rollouts)", line):
+                env = re.search(r"--env[ =]([\w:.-]+)", line)
+                found.append((path.name, env.group(1) if env else TrainConfig.env,
+                              model.group(1)))
+    spec = importlib.util.spec_from_file_location("study", ROOT / "scripts" / "study.py")
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    found.append(("scripts/study.py", study.SETTINGS["env"], study.SETTINGS["model"]))
+    return found
+
+
+def test_every_documented_tiny_model_ships():
+    """Each environment the README, the docs, the examples and the study train the tiny model on
+    has its model shipped, so a first run starts with a copy, not minutes of building."""
     from g2po.trainers.config import resolve_env
     from g2po.trainers.tiny import INFO_FILE, SHIPPED, _folder_name
 
-    assert (SHIPPED / _folder_name(resolve_env(env), parse_tiny(model)) / INFO_FILE).is_file()
+    commands = _documented_tiny_commands()
+    envs = {env for _, env, _ in commands}
+    assert {"textworld", "textworld:coin_collector-level2"} <= envs  # the scan finds them
+    missing = [(where, env, model) for where, env, model in commands
+               if not (SHIPPED / _folder_name(resolve_env(env), parse_tiny(model))
+                       / INFO_FILE).is_file()]
+    assert not missing, f"no shipped tiny model for: {missing}"
+
+
+def test_a_build_shows_its_progress(tmp_path, capsys):
+    """A model that must be built shows a progress bar for each stage (corpus games, warm-up)."""
+    name = TINY.replace("warmup_steps=40", "warmup_steps=3").replace("corpus_episodes=4",
+                                                                       "corpus_episodes=1")
+    tiny_model(ENV, name, cache=tmp_path, verbose=True)
+    err = capsys.readouterr().err
+    assert "building the tiny model for " + ENV in err
+    assert re.search(r"tiny model: corpus games: 100%.*1/1", err)
+    assert re.search(r"tiny model: format warm-up: 100%.*3/3", err)
+    assert "loss=" in err
