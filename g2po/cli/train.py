@@ -34,8 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "train", help="train an agent with G2PO (or another estimator)",
         description="Train a causal LM agent with G2PO (or GRPO, GiGPO, any registered "
         "estimator) and write a run directory the app opens while it trains. Example: "
-        "g2po train --backend local --env textworld --model tiny --estimator g2po "
-        "--total-steps 20 --out runs/tiny-g2po. Rerun the same command to resume.",
+        "g2po train --backend local --env textworld:coin_collector-level2 --model tiny:heads=2 "
+        "--total-steps 20 --max-steps 8 --out runs/tiny-g2po task_pool=16. Rerun the same command to resume.",
     )
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                    help="configuration overrides, anywhere among the flags: TrainConfig keys "
