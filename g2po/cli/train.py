@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Train a causal LM agent with G2PO (or GRPO, GiGPO, any registered "
         "estimator) and write a run directory the app opens while it trains. Example: "
         "g2po train --backend local --env textworld:coin_collector-level2 --model tiny:heads=2 "
-        "--total-steps 20 --max-steps 8 --out runs/tiny-g2po task_pool=16. Rerun the same command to resume.",
+        "--total-steps 20 --max-steps 8 --out runs/tiny-g2po task_pool=16. Rerun the same "
+        "command to resume.",
     )
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                    help="configuration overrides, anywhere among the flags: TrainConfig keys "
