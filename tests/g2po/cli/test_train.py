@@ -177,8 +177,10 @@ def test_help_shows_the_documented_form(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     out = capsys.readouterr().out
-    assert "--backend local --env textworld --model tiny --estimator g2po" in " ".join(
-        out.split())
+    documented = "--backend local --env textworld:coin_collector-level2 --model tiny:heads=2"
+    assert documented in " ".join(out.split())
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert documented in readme  # the README's run that learns
 
 
 # -- verl's real trainer on CPU ------------------------------------------------------------------
