@@ -142,7 +142,8 @@ def _advantages(args: argparse.Namespace) -> int:
     from g2po.cli.text import terminal_table
     from loaders.tables import write_csv
 
-    if args.ray is not None or sweep_runs(args) is not None:
+    found = sweep_runs(args)  # a folder of one log reads as before (and errs as before)
+    if args.ray is not None or (found is not None and len(found[0]) > 1):
         return _advantages_sweep(args)
     rule, steps = _load(args)
     table = advantage_table(steps, rule, parse_params(args.param), args.estimator or ["g2po"],
@@ -181,10 +182,10 @@ def _advantages_sweep(args: argparse.Namespace) -> int:
     if args.group is not None or args.train_step is not None:
         raise ValueError("--group / --train-step select from one log; a sweep or --ray "
                          "computes every group")
+    found = sweep_runs(args)  # first: a folder that is no log nor runs says so
     if not args.out or Path(args.out).suffix in (".csv", ".parquet", ".pq"):
         raise ValueError("a sweep or --ray writes one Parquet file per run: give --out DIR "
                          "(a folder)")
-    found = sweep_runs(args)
     runs, notes = found if found is not None else ([Run(Path(args.path).name,
                                                          Path(args.path))], [])
     for note in notes:
