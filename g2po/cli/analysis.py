@@ -144,7 +144,7 @@ def _advantages(args: argparse.Namespace) -> int:
 
     found = sweep_runs(args)  # a folder of one log reads as before (and errs as before)
     if args.ray is not None or (found is not None and len(found[0]) > 1):
-        return _advantages_sweep(args)
+        return _advantages_sweep(args, found)
     rule, steps = _load(args)
     table = advantage_table(steps, rule, parse_params(args.param), args.estimator or ["g2po"],
                             args.state_key)
@@ -162,10 +162,11 @@ def _advantages(args: argparse.Namespace) -> int:
     return 0
 
 
-def _advantages_sweep(args: argparse.Namespace) -> int:
+def _advantages_sweep(args: argparse.Namespace,
+                      found: tuple[list, list[str]] | None) -> int:
     """``g2po advantages`` of a folder of runs (or of any log with ``--ray``): one Parquet
     file per run under ``--out DIR`` (its rows name their ``run``), computed file by file on
-    Ray or here (:mod:`g2po.cli.sweep`)."""
+    Ray or here (:mod:`g2po.cli.sweep`). ``found``: :func:`sweep_runs`' answer, found once."""
     from functools import partial
 
     from g2po.cli.sweep import (
@@ -182,7 +183,6 @@ def _advantages_sweep(args: argparse.Namespace) -> int:
     if args.group is not None or args.train_step is not None:
         raise ValueError("--group / --train-step select from one log; a sweep or --ray "
                          "computes every group")
-    found = sweep_runs(args)  # first: a folder that is no log nor runs says so
     if not args.out or Path(args.out).suffix in (".csv", ".parquet", ".pq"):
         raise ValueError("a sweep or --ray writes one Parquet file per run: give --out DIR "
                          "(a folder)")
