@@ -72,6 +72,7 @@ _ROLE_LINE = re.compile(
 )
 _ENV_ROLES = {"user", "tool", "ipython", "environment", "observation", "function"}
 _ROLE_NAMES = frozenset(_ROLES.split("|"))
+_LONGEST_ROLE = max(map(len, _ROLE_NAMES))
 _END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "</s>")
 _ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL)
 _KEY_FORMAT = re.compile(r"^(.*)_(\d+)_(\d+)$", re.DOTALL)
@@ -108,28 +109,29 @@ def last_env_message(text: str) -> str | None:
     >>> last_env_message("system\\nBe brief.\\nuser\\nYou see a box.\\nassistant\\n")
     'You see a box.'
     """
-    marks = _role_marks(text)
-    for i in range(len(marks) - 1, -1, -1):
-        if marks[i][0] in _ENV_ROLES:
-            end = marks[i + 1][1] if i + 1 < len(marks) else len(text)
-            return _strip_end_tokens(text[marks[i][2]:end])
-    return None
-
-
-def _role_marks(text: str) -> list[tuple[str, int, int]]:
-    """(role, start, end) of each role marker, as ``_ROLE_LINE.finditer`` finds them. Without
-    special tokens (``<|``) only whole role lines can match, and splitting the lines finds
-    them ~30x faster than the regex (this runs on every line of a dump)."""
     if "<|" in text:
-        return [(m.group(1) or m.group(2), m.start(), m.end())
-                for m in _ROLE_LINE.finditer(text)]
-    marks = []
-    start = 0
-    for line in text.split("\n"):
-        if line.strip(" \t") in _ROLE_NAMES:
-            marks.append((line.strip(" \t"), start, start + len(line)))
-        start += len(line) + 1
-    return marks
+        marks = [(m.group(1) or m.group(2), m.start(), m.end())
+                 for m in _ROLE_LINE.finditer(text)]
+        for i in range(len(marks) - 1, -1, -1):
+            if marks[i][0] in _ENV_ROLES:
+                end = marks[i + 1][1] if i + 1 < len(marks) else len(text)
+                return _strip_end_tokens(text[marks[i][2]:end])
+        return None
+    # Without special tokens only whole role lines mark roles (the regex's second branch):
+    # the lines are read from the end (this runs on every line of a dump, and the last
+    # message is near the end), ~2x faster than the regex. A line longer than any role name
+    # can only be one with spaces or tabs around it.
+    pos = after = len(text)  # the end of the line looked at; the start of the next mark
+    for line in reversed(text.split("\n")):
+        start = pos - len(line)
+        if len(line) <= _LONGEST_ROLE or line[0] in " \t" or line[-1] in " \t":
+            role = line.strip(" \t")
+            if role in _ROLE_NAMES:
+                if role in _ENV_ROLES:
+                    return _strip_end_tokens(text[pos:after])
+                after = start
+        pos = start - 1
+    return None
 
 
 def default_state(text: str) -> str | None:
@@ -151,11 +153,10 @@ def default_state(text: str) -> str | None:
 def _strip_end_tokens(text: str) -> str:
     """Strip whitespace and end-of-turn tokens (a loop, not a regex: linear on any input)."""
     text = text.strip()
-    while True:
-        token = next((tok for tok in _END_TOKENS if text.endswith(tok)), None)
-        if token is None:
-            return text
+    while text.endswith(_END_TOKENS):
+        token = next(tok for tok in _END_TOKENS if text.endswith(tok))
         text = text[: -len(token)].rstrip()
+    return text
 
 
 def extract_last(pattern: UserPattern, text: str) -> str | None:

@@ -136,3 +136,20 @@ def test_the_last_observation_mark_is_the_regexs_last_match(pieces):
     prompt = "".join(pieces)
     marks = list(_OBSERVATION_MARK.finditer(prompt))
     assert _last_observation_mark(prompt) == (marks[-1].end() if marks else None)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["Your current observation is: ", "A hall.", " ", "\t", "\n",
+                                 "\u2028", "\u3000", "x", "Your admissible actions of the current "
+                                 "situation are:", "Now it's your turn to take an action.",
+                                 "Now it's your turn"]), max_size=20))
+def test_the_observation_ends_where_the_regex_ends_it(pieces):
+    from g2po.agent_format import _OBSERVATION_END, _last_observation_mark
+
+    prompt = "".join(pieces)
+    end = _last_observation_mark(prompt)
+    expected = None
+    if end is not None:
+        found = _OBSERVATION_END.search(prompt[end:])
+        expected = (prompt[end:][:found.start()] if found else prompt[end:]).strip()
+    assert current_observation(prompt) == expected
