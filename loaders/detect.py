@@ -12,7 +12,7 @@ from loaders.pickles import is_pickle_bytes
 from loaders.rundir import MANIFEST, ROLLOUTS, is_run_dir
 from loaders.verl import is_verl_record, verl_step_files
 
-__all__ = ["detect_format"]
+__all__ = ["detect_format", "is_rollouts_folder"]
 
 _CSV, _JSONL, _PARQUET, _PICKLE = (LOG_FORMATS[n] for n in ("csv", "jsonl", "parquet", "pickle"))
 _TEXT_SUFFIXES = (*_CSV.suffixes, *_JSONL.suffixes, *_JSONL.sniffed)
@@ -26,6 +26,14 @@ def _binary(head: bytes, text_suffix: bool) -> bool:
         return b"\0" in head
     text = head.decode("utf-8", errors="replace")
     return text.count("\ufffd") > 0.1 * max(len(text), 1)
+
+
+def is_rollouts_folder(path: str | Path) -> bool:
+    """A run's ``rollouts/`` folder (named so, holding ``step-`` files): its run directory is
+    the log, not each step file."""
+    path = Path(path)
+    return path.name == ROLLOUTS and path.is_dir() and \
+        any(p.name.startswith("step-") for p in path.iterdir())
 
 
 def detect_format(path: str | Path) -> str:
@@ -52,7 +60,7 @@ def detect_format(path: str | Path) -> str:
             return "pickle"
         found = sorted(p.name for p in path.iterdir())[:8]
         hint = f" (a run's {ROLLOUTS}/ folder? pass the run directory, {path.parent})" \
-            if path.name == ROLLOUTS and any(n.startswith("step-") for n in found) else ""
+            if is_rollouts_folder(path) else ""
         raise NoLogFoundError(f"{path}: no logs found in this directory; {EXPECTED}. "
                               f"It holds: {', '.join(found) if found else 'nothing'}{hint}")
     if path.name == MANIFEST:

@@ -142,8 +142,8 @@ def _advantages(args: argparse.Namespace) -> int:
     from g2po.cli.text import terminal_table
     from loaders.tables import write_csv
 
-    found = sweep_runs(args)  # a folder of one log reads as before (and errs as before)
-    if args.ray is not None or (found is not None and len(found[0]) > 1):
+    found = sweep_runs(args)
+    if args.ray is not None or found is not None:
         return _advantages_sweep(args, found)
     rule, steps = _load(args)
     table = advantage_table(steps, rule, parse_params(args.param), args.estimator or ["g2po"],

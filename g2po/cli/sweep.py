@@ -94,16 +94,21 @@ def plan_units(runs: Sequence[Run], options: dict) -> list[Unit]:
 
 
 def sweep_runs(args: argparse.Namespace) -> tuple[list[Run], list[str]] | None:
-    """The runs of ``args.path`` when it is a folder of runs (:func:`g2po.cli.sweep.find_runs`),
-    else None; a folder with no log is the single-log error."""
+    """The runs of ``args.path`` when it is a folder of more than one run
+    (:func:`g2po.cli.sweep.find_runs`), else None: a folder that holds one log reads as that
+    log, as does a folder with none, and a run's ``rollouts/`` folder (its step files are no
+    runs): those get the single-log answer, as from ``g2po validate``. ``g2po triage`` and
+    ``g2po advantages`` both ask this, once."""
+    from loaders.detect import is_rollouts_folder
     from loaders.errors import NoLogFoundError
 
-    if args.format or not Path(args.path).is_dir():
+    if args.format or not Path(args.path).is_dir() or is_rollouts_folder(args.path):
         return None
     try:
-        return find_runs(args.path)
+        found = find_runs(args.path)
     except NoLogFoundError:
         return None
+    return found if found is not None and len(found[0]) > 1 else None
 
 
 def add_ray_options(p: argparse.ArgumentParser) -> None:

@@ -27,8 +27,9 @@ def _triage(args: argparse.Namespace) -> int:
     from g2po.cli.text import progress_bar
     from loaders.opener import open_log
 
-    if args.ray is not None or sweep_runs(args) is not None:
-        return _triage_sweep(args)
+    found = sweep_runs(args)
+    if args.ray is not None or found is not None:
+        return _triage_sweep(args, found)
     log = open_log(args.path, **log_options(args))
     params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key,
                                    rule_keys=False)
@@ -89,9 +90,10 @@ def _show(args: argparse.Namespace, table, said: str) -> int:
     return 0
 
 
-def _triage_sweep(args: argparse.Namespace) -> int:
+def _triage_sweep(args: argparse.Namespace, found: tuple[list, list[str]] | None) -> int:
     """``g2po triage`` of a folder of runs (each record names its ``run``), or of any log with
-    ``--ray``: computed file by file on Ray, or run by run here (:mod:`g2po.cli.sweep`)."""
+    ``--ray``: computed file by file on Ray, or run by run here (:mod:`g2po.cli.sweep`).
+    ``found``: :func:`sweep_runs`' answer, found once."""
     from functools import partial
 
     from g2po.analysis.alarms import STOCHASTIC_NOTE
@@ -104,7 +106,6 @@ def _triage_sweep(args: argparse.Namespace) -> int:
     if args.step is not None:
         raise ValueError("--step selects a training step of one log; a sweep or --ray "
                          "triages every step")
-    found = sweep_runs(args)
     runs, notes = found if found is not None else ([Run(Path(args.path).name,
                                                          Path(args.path))], [])
     for note in notes:

@@ -200,3 +200,23 @@ def test_a_bad_step_file_on_ray_is_named(runs, local_ray, tmp_path, capsys):
                       estimator="g2po")
     with pytest.raises(SweepError, match="not a readable Parquet file"):
         list(ray_units(units, compute))
+
+
+@pytest.mark.parametrize("where", ["holder", "holder/run-a/rollouts"])
+def test_a_folder_of_one_run_or_a_runs_step_files_is_no_sweep(tmp_path, capsys, where):
+    """A folder holding one run, and a run's rollouts/ folder (several step files), get the
+    single-log answer from both commands, as from ``g2po validate``: not a sweep of one run,
+    nor of step files read as tables without their run's outcome rule."""
+    writer = RunWriter(tmp_path / "holder" / "run-a", {"config": {"success_reward": 10.0}})
+    for step in (1, 2):
+        writer.write_step(step, group_steps(seed=step, rows=100))
+    said = []
+    for command in (["triage", "--format", "csv"], ["advantages", "--out", str(tmp_path / "o")]):
+        assert main([command[0], str(tmp_path / where), *command[1:]]) == 2
+        err = capsys.readouterr().err
+        assert "no logs found in this directory" in err
+        said.append(err.split("error: ", 1)[1])
+    assert said[0] == said[1]
+    if where.endswith("rollouts"):
+        assert f"pass the run directory, {tmp_path / 'holder' / 'run-a'}" in said[0]
+    assert not (tmp_path / "o").exists()
