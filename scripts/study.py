@@ -219,8 +219,9 @@ def collect_heldout(root: Path, arms, seeds) -> pd.DataFrame:
 
 
 def triage_view(root: Path, arms, seeds) -> pd.DataFrame:
-    """Per run, what ``g2po triage`` says: the share of groups it flags (severity > 0), over
-    the whole run and over its last LAST updates, and its most common reason."""
+    """Per run, what ``g2po triage`` says: the share of groups it flags (severity > 0: a defect
+    of their own), over the whole run and over its last LAST updates, its most common reason,
+    and the alarms it says once for the whole run (firing on most groups, not ranked)."""
     rows = []
     for arm in arms:
         estimator = "grpo" if ARMS[arm][0].startswith("grpo") else "g2po"
@@ -233,16 +234,20 @@ def triage_view(root: Path, arms, seeds) -> pd.DataFrame:
                  "--estimator", estimator, "--param", f"penalty={ARMS[arm][1]}"],
                 capture_output=True, text=True, check=True).stdout
             groups = pd.read_csv(io.StringIO(text))
+            run_wide = groups["run_wide"].astype(object).fillna("").astype(str)
             flagged = groups["severity"] > 0
             late = groups["train_step"] > groups["train_step"].max() - LAST
-            reasons = groups["reason"].fillna("").astype(str)
+            reasons = groups["reason"].astype(object).fillna("").astype(str)
+            said_once = sorted({k.strip() for kinds in run_wide for k in kinds.split(",")
+                                if k.strip()})
             kind = reasons[flagged].str.split(":").str[0].value_counts()
             rows.append({"arm": arm, "seed": seed, "groups": len(groups),
                          "flagged": float(flagged.mean()),
                          "flagged_last": float(flagged[late].mean()),
                          "top_reason": kind.index[0] if len(kind) else "",
                          "top_reason_share": float(kind.iloc[0] / len(groups))
-                         if len(kind) else 0.0})
+                         if len(kind) else 0.0,
+                         "run_wide": " ".join(said_once)})
     return pd.DataFrame(rows)
 
 
@@ -280,7 +285,8 @@ def tables(results: pd.DataFrame, heldout: pd.DataFrame, triage: pd.DataFrame,
     """The summary tables in markdown (mean ± sd over seeds; paired differences)."""
     lines = ["| arm | seeds | held-out success (%) | held-out invalid (%) | held-out length "
              "(won episodes) | training success, last 10 updates (%) | triage: groups "
-             "flagged, all / last 10 updates (%) |", "|---|---|---|---|---|---|---|"]
+             "flagged, all / last 10 updates (%) | triage: said once for the run (runs) |",
+             "|---|---|---|---|---|---|---|---|"]
     for arm in ("init", *arms):
         ho = heldout[heldout["arm"] == arm]
         if ho.empty:
@@ -293,8 +299,11 @@ def tables(results: pd.DataFrame, heldout: pd.DataFrame, triage: pd.DataFrame,
             train = _pm(runs[runs["train_step"] > last].groupby("seed")["success_rate"].mean())
         tri = triage[triage["arm"] == arm] if not triage.empty else triage
         flagged = f"{_pm(tri['flagged'])} / {_pm(tri['flagged_last'])}" if len(tri) else "–"
+        once = tri["run_wide"].fillna("").str.split().explode().dropna() if len(tri) else None
+        once = ", ".join(f"{k} ({n})" for k, n in once[once != ""].value_counts()
+                         .sort_index().items()) if once is not None and len(once) else "–"
         lines.append(f"| {arm} | {len(ho)} | {_pm(ho['success'])} | {_pm(ho['invalid_rate'])} "
-                     f"| {_pm(ho['length_won'], 1)} | {train} | {flagged} |")
+                     f"| {_pm(ho['length_won'], 1)} | {train} | {flagged} | {once} |")
     lines += ["", "| paired difference (held-out success) | mean ± sd (points) | seeds a > b / "
               "a < b | sign test p |", "|---|---|---|---|"]
     lines += [_paired(heldout, a, b) for a, b in COMPARISONS]

@@ -357,10 +357,26 @@ def run_findings(table: pd.DataFrame) -> list[Finding]:
     for kind in ALARM_KINDS:
         n = int((table[f"alarm_{kind}"].to_numpy() > 0).sum()) if total else 0
         if n >= RUN_WIDE_MIN and n >= RUN_WIDE_SHARE * total:
+            text = _no_signal_text(table) if kind == "no_signal" else _FINDING_TEXT[kind]
             out.append(Finding(kind, n, total,
-                               f"{ALARM_TITLES[kind]} on {n} of {total} groups: "
-                               f"{_FINDING_TEXT[kind]}"))
+                               f"{ALARM_TITLES[kind]} on {n} of {total} groups: {text}"))
     return out
+
+
+def _no_signal_text(table: pd.DataFrame) -> str:
+    """The no-signal finding with the cause its groups show: a success reward no rollout of the
+    run reaches, or (where some do) groups the policy has solved, or cannot solve yet."""
+    success = table["success_rate"].to_numpy(float)
+    if not np.nanmax(success, initial=0.0) > 0:
+        return _FINDING_TEXT["no_signal"]
+    fires = table["alarm_no_signal"].to_numpy() > 0
+    solved, failed = int((success[fires] == 1).sum()), int((success[fires] == 0).sum())
+    cause = ("tasks the policy has solved (a run that learned them, or tasks too easy)"
+             if solved >= failed else "tasks the policy cannot solve yet")
+    return (f"groups give no training signal ({solved} where every rollout succeeded, {failed} "
+            f"where every rollout failed). Likely cause: {cause}; rollouts do reach the "
+            "success reward in other groups, so it is not the outcome rule. Fix: a task pool "
+            "of harder (or easier) tasks, or more rollouts per task.")
 
 
 def assess(table: pd.DataFrame, estimator: str = "g2po",

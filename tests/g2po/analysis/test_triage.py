@@ -346,6 +346,23 @@ def test_an_alarm_on_most_groups_is_said_once_and_left_out_of_the_severity():
     pd.testing.assert_frame_equal(assess(table), table)
 
 
+def test_no_signal_on_most_groups_names_the_cause_its_groups_show():
+    """A run that learned (most groups all succeed) is not told its success reward is never
+    reached; a run where no rollout ever succeeds is."""
+    solved = [trajectories(THREE, f"ok{i}").assign(episode_reward=10.0) for i in range(5)]
+    mixed = trajectories(THREE, "mixed")
+    table = triage_groups(pd.concat([*solved, mixed], ignore_index=True), rule=OutcomeRule())
+    table = assess(table, "grpo")
+    (finding,) = [f for f in run_findings(table) if f.kind == "no_signal"]
+    assert "5 where every rollout succeeded, 0 where every rollout failed" in finding.text
+    assert "tasks the policy has solved" in finding.text
+    assert "never reach" not in finding.text
+    failed = [trajectories(THREE, f"f{i}").assign(episode_reward=0.0) for i in range(5)]
+    table = triage_groups(pd.concat(failed, ignore_index=True), rule=OutcomeRule())
+    (finding,) = [f for f in run_findings(table) if f.kind == "no_signal"]
+    assert "a success reward the rewards never reach" in finding.text
+
+
 def test_an_alarm_on_a_few_groups_stays_the_groups_own():
     steps = pd.concat([cut_by_done("cut0"), cut_by_done("cut1"),
                        *(trajectories(THREE, f"ok{i}") for i in range(3))], ignore_index=True)
