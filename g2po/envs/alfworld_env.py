@@ -445,8 +445,13 @@ class GeneratedFamily:
         return [f"{self.split}/{self.task_types[i % k]}-s{seed + i}" for i in range(n)]
 
     def tasks(self, n: int, seed: int = 0) -> list[str]:
+        from tqdm.auto import tqdm
+
         ids = self.task_ids(n, seed)
-        for task_id in ids:  # generate (and check) now, so that collecting never waits on it
+        # Generated (and checked) now, so that collecting never waits on it: 4-20 s a game
+        # when not cached, so a bar shows once it takes more than a second.
+        for task_id in tqdm(ids, desc=f"making {self.spec} games", unit="game", delay=1.0,
+                            leave=False, dynamic_ncols=True):
             self._file(task_id)
         return ids
 

@@ -162,3 +162,12 @@ def test_one_local_training_step_on_generated_games(tmp_path):
     assert len(steps) == 4 and steps["group_id"].nunique() == 1
     assert steps["observation"].str.startswith("You are in the middle of a room.").any()
     assert "actor/pg_loss" in run.metrics().columns
+
+
+def test_making_games_shows_a_bar_and_a_cached_game_none(tmp_path, capsys):
+    family = env_family("alfworld:generated-pick_and_place_simple", cache=tmp_path)
+    assert family.tasks(1, seed=0) == ["train/pick_and_place_simple-s0"]  # ~4 s: made here
+    assert f"making {family.spec} games" in capsys.readouterr().err
+    family = env_family("alfworld:generated-pick_and_place_simple", cache=tmp_path)
+    family.tasks(1, seed=0)  # from the cache, at once
+    assert "making" not in capsys.readouterr().err
