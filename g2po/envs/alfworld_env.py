@@ -58,7 +58,13 @@ from typing import Any
 from g2po.agent_format import format_response
 from g2po.cache import user_cache_dir
 from g2po.envs.alfworld_games import GENERATED_SPLITS, GENERATOR_VERSION, TASK_TYPES, make_game
-from g2po.envs.base import EnvError, MissingEnvironmentError, StepResult, register_env
+from g2po.envs.base import (
+    EnvError,
+    MissingEnvironmentError,
+    StepResult,
+    make_games,
+    register_env,
+)
 from g2po.envs.textworld_env import _PARSE_LOCK, TextWorldEnv, clean_feedback
 
 __all__ = [
@@ -445,14 +451,8 @@ class GeneratedFamily:
         return [f"{self.split}/{self.task_types[i % k]}-s{seed + i}" for i in range(n)]
 
     def tasks(self, n: int, seed: int = 0) -> list[str]:
-        from tqdm.auto import tqdm
-
         ids = self.task_ids(n, seed)
-        # Generated (and checked) now, so that collecting never waits on it: 4-20 s a game
-        # when not cached, so a bar shows once it takes more than a second.
-        for task_id in tqdm(ids, desc=f"making {self.spec} games", unit="game", delay=1.0,
-                            leave=False, dynamic_ncols=True):
-            self._file(task_id)
+        make_games(ids, self._file, self.spec)  # now (and checked): collecting never waits
         return ids
 
     def _file(self, task_id: str) -> Path:

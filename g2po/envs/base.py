@@ -45,6 +45,7 @@ __all__ = [
     "make_env",
     "list_tasks",
     "list_envs",
+    "make_games",
 ]
 
 #: What the agent reads after an invalid action (the game itself is not called).
@@ -284,6 +285,17 @@ def make_env(spec: str, task: str | None = None, *, seed: int = 0, **kwargs: Any
     if task is None:
         task = family.tasks(1, seed)[0]
     return family.make(task)
+
+
+def make_games(task_ids: Sequence[str], make: Callable[[str], Any], spec: str) -> None:
+    """``make(task_id)`` for each game a family generates before collecting starts, under a
+    progress bar that shows once it takes more than a second (uncached games take 1-20 s
+    each; cached ones, none)."""
+    from tqdm.auto import tqdm
+
+    for task_id in tqdm(task_ids, desc=f"making {spec} games", unit="game", delay=1.0,
+                        leave=False, dynamic_ncols=True):
+        make(task_id)
 
 
 def admissible_or_none(actions: Sequence[str] | None) -> list[str] | None:

@@ -59,6 +59,7 @@ from g2po.envs.base import (
     StepResult,
     TextEnv,
     admissible_or_none,
+    make_games,
     register_env,
 )
 
@@ -340,8 +341,7 @@ class TextWorldFamily:
 
     def tasks(self, n: int, seed: int = 0) -> list[str]:
         ids = [f"{self.game.name}-s{seed + i}" for i in range(n)]
-        for task_id in ids:  # generate now, so that collecting never waits on it
-            self._file(task_id)
+        make_games(ids, self._file, self.spec)  # now, so that collecting never waits on it
         return ids
 
     def _file(self, task_id: str) -> Path:

@@ -166,8 +166,9 @@ def test_one_local_training_step_on_generated_games(tmp_path):
 
 def test_making_games_shows_a_bar_and_a_cached_game_none(tmp_path, capsys):
     family = env_family("alfworld:generated-pick_and_place_simple", cache=tmp_path)
-    assert family.tasks(1, seed=0) == ["train/pick_and_place_simple-s0"]  # ~4 s: made here
+    assert family.tasks(2, seed=0) == ["train/pick_and_place_simple-s0",
+                                       "train/pick_and_place_simple-s1"]  # 1-4 s each: made
     assert f"making {family.spec} games" in capsys.readouterr().err
     family = env_family("alfworld:generated-pick_and_place_simple", cache=tmp_path)
-    family.tasks(1, seed=0)  # from the cache, at once
+    family.tasks(2, seed=0)  # from the cache, at once
     assert "making" not in capsys.readouterr().err

@@ -202,3 +202,11 @@ def test_fresh_envs_reset_concurrently_in_a_new_process(coin, tw_cache):
     done = subprocess.run([sys.executable, "-c", _THREADED_RESETS, COIN, str(tw_cache), *tasks],
                           capture_output=True, text=True, timeout=300, check=True)
     assert done.stdout.split("\n")[:4] == ["ok False"] * 4, done.stdout + done.stderr
+
+
+def test_making_games_shows_a_bar_and_a_cached_game_none(tmp_path, capsys):
+    family = env_family("textworld:coin_collector-level1", cache=tmp_path)
+    family.tasks(3, seed=7)  # about a second each: made here
+    assert f"making {family.spec} games" in capsys.readouterr().err
+    env_family("textworld:coin_collector-level1", cache=tmp_path).tasks(3, seed=7)  # cached
+    assert "making" not in capsys.readouterr().err
