@@ -235,11 +235,12 @@ def _observation_end(rest: str) -> int:
     whitespace before it, which the caller strips."""
     cut = len(rest)
     for phrase in _END_PHRASES:
-        at = rest.find(phrase)
-        while 0 <= at < cut:
+        # only a match that starts before the cut found so far counts: search no further
+        at = rest.find(phrase, 0, cut - 1 + len(phrase))
+        while at >= 0:
             before = rest[:at]
             if "\n" in before[len(before.rstrip()):]:
                 cut = at
                 break
-            at = rest.find(phrase, at + 1)
+            at = rest.find(phrase, at + 1, cut - 1 + len(phrase))
     return cut

@@ -26,7 +26,7 @@ from loaders.report import LoadReport, attach_report
 from loaders.summary import step_summaries
 from loaders.summary_cache import CacheEntry, CacheProblem, StepTables, SummaryCache
 from loaders.verl import load_verl_file, verl_step_files
-from loaders.verl_scan import scan_files
+from loaders.verl_scan import scan_columns, scan_files
 from loaders.workers import map_ahead
 
 __all__ = ["VerlDump", "open_verl_dump"]
@@ -199,13 +199,14 @@ class VerlDump(Log):
 
     def columns_of_steps(self, train_steps: Sequence[int], columns: Sequence[str]
                          ) -> Iterator[tuple[int, pd.DataFrame]]:
-        """:meth:`Log.columns_of_steps`, the files read by the full reader in worker
-        processes a few steps ahead (memory: a few steps' columns, never the prompts)."""
+        """:meth:`Log.columns_of_steps`, the files read in worker processes a few steps
+        ahead (:func:`loaders.verl_scan.scan_columns`; memory: a few steps' columns, never
+        the prompts)."""
         steps = list(train_steps)
         for step in steps:
             self._check_step(step)
         jobs = [(str(self._files[s]), s, tuple(columns), self.options) for s in steps]
-        for step, (frame, report) in zip(steps, map_ahead(_step_columns, jobs, [__name__])):
+        for step, (frame, report) in zip(steps, map_ahead(scan_columns, jobs, [__name__])):
             read = LoadReport.from_dict(report)
             self._record(str(self._files[step]), read)
             read.warn()
@@ -236,15 +237,6 @@ class VerlDump(Log):
         while len(self._cache) > 2:
             self._cache.pop(next(iter(self._cache)))
         return steps.copy(deep=False)
-
-
-def _step_columns(path: str, train_step: int, columns: tuple[str, ...], options: dict
-                  ) -> tuple[pd.DataFrame, dict]:
-    """A worker's job: ``columns`` of one dump file read in full (those it has), and the
-    report of its reading as plain data."""
-    report = LoadReport(path, "verl")
-    steps = load_verl_file(path, report, train_step=train_step, **options)
-    return steps[[c for c in columns if c in steps.columns]], report.to_dict()
 
 
 def open_verl_dump(path: str | Path, **options) -> Log:

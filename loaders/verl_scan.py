@@ -35,6 +35,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from g2po.steps import check_steps
 from loaders.files import read_bytes
 from loaders.log import state_nodes
 from loaders.report import LoadReport
@@ -43,6 +44,7 @@ from loaders.verl import (
     MAX_TASK_CHARS,
     VALIDITY_ASSUMED,
     check_global_step,
+    default_action,
     default_state,
     load_verl_file,
     split_keys,
@@ -51,7 +53,7 @@ from loaders.verl import (
 )
 from loaders.workers import worker_context, worker_count
 
-__all__ = ["FileScan", "scan_file", "scan_files"]
+__all__ = ["FileScan", "FAST_COLUMNS", "scan_file", "scan_files", "scan_columns"]
 
 _UNSET = msgspec.UNSET
 _OTHER_COLUMNS = ("won", "done", "task")  # fields a trajectory table would read
@@ -124,11 +126,11 @@ def _codes(keys: list[str]) -> tuple[np.ndarray, np.ndarray, list[str], list[str
     return traj_codes.astype(np.int64), turn, split[0], split[1]
 
 
-def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: bool
-          ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: bool,
+          acted: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(:func:`trajectory_table`, the rows :func:`loaders.log.state_nodes` counts, with
-    their ``state_key`` when ``keyed``) of a file in the plain shape; :class:`_Unusual`
-    otherwise."""
+    their ``state_key`` when ``keyed``, each line's ``action`` and ``step_reward`` when
+    ``acted``) of a file in the plain shape; :class:`_Unusual` otherwise."""
     if not data.endswith(b"\n"):
         raise _Unusual  # an unfinished last line (or an empty file): the reader says which
     if not data.isascii():
@@ -216,8 +218,19 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
     if keyed:
         inputs = [x.input for x in lines]
         keys = [default_state(text) for text in inputs]
+        if acted and None in keys:
+            raise _Unusual  # the full reader names the lines without a state key in its note
         rows["state_key"] = [text.strip() if key is None else key
                              for key, text in zip(keys, inputs, strict=True)]
+    if acted:
+        decode = msgspec.json.decode
+        rows["action"] = [default_action(decode(x.output)) for x in lines]
+        rows["step_reward"] = score
+        labels = task_labels([_label(x.gts) for x in lines])  # each line's own, as read
+        if any(label is not None for label in labels):
+            rows["task"] = labels
+        else:
+            rows = rows.drop(columns="task", errors="ignore")
     return table, rows
 
 
@@ -244,6 +257,41 @@ def scan_file(path: str, train_step: int, fast: bool = True,
     steps = load_verl_file(path, report, train_step=train_step, state_regex=state_regex)
     return FileScan(train_step, trajectory_table(steps, report.assumed), report.to_dict(),
                     "full", {k: state_nodes(steps, k) for k in state_keys})
+
+
+#: The columns :func:`scan_columns` computes on its fast path; a plain file has none of
+#: :data:`_OTHER_COLUMNS` (nor ``done`` or ``won``), which the full reader would take from it.
+FAST_COLUMNS = ("group_id", "traj_id", "t", "state_key", "action", "episode_reward",
+                "step_reward", "is_action_valid", "task", "train_step")
+
+
+def scan_columns(path: str, train_step: int, columns: Sequence[str], options: dict
+                 ) -> tuple[pd.DataFrame, dict]:
+    """``columns`` of one ``{train_step}.jsonl`` as the full reader gives them (those it has,
+    in that order, with canonical dtypes) and the report of the reading as plain data. The
+    Groups page reads a whole run this way: where no reader option is set, the columns are
+    among :data:`FAST_COLUMNS` plus ``done`` and ``won``, and the file is in the plain shape
+    with a default state key on every line, from msgspec-decoded lines (about half the full
+    reader's time); otherwise with the full reader, whose errors are raised. ``options``:
+    the reader's (``state_regex``, ``action_regex``; None where not set)."""
+    source = str(path)
+    check_global_step(source, train_step)
+    if not any(options.values()) and set(columns) <= {*FAST_COLUMNS, "done", "won"}:
+        report = LoadReport(source, "verl")
+        try:
+            _, rows = _fast(read_bytes(path), source, train_step, report, keyed=True,
+                            acted=True)
+        except _Unusual:
+            pass
+        else:
+            rows = rows.assign(group_id=rows["group_id"].astype(str).tolist(),
+                               traj_id=rows["traj_id"].astype(str).tolist(),
+                               train_step=np.int64(train_step))
+            rows = check_steps(rows, source=f"{source} (rows named by line number)")
+            return rows[[c for c in columns if c in rows.columns]], report.to_dict()
+    report = LoadReport(source, "verl")
+    steps = load_verl_file(path, report, train_step=train_step, **options)
+    return steps[[c for c in columns if c in steps.columns]], report.to_dict()
 
 
 def _scan_job(job: tuple) -> FileScan:

@@ -9,10 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from g2po.analysis.triage import READ_COLUMNS
 from g2po.errors import StepTableError
 from loaders import LogFormatError
+from loaders.report import LoadReport
 from loaders.verl import VALIDITY_ASSUMED, load_verl_file
-from loaders.verl_scan import scan_file, scan_files
+from loaders.verl_scan import FAST_COLUMNS, scan_columns, scan_file, scan_files
 from tests.loaders.builders import agent_loop_entries, legacy_entries, write_verl_dump
 
 
@@ -35,7 +37,18 @@ def _same_as_full(path, step: int = 1):
     for key in ("skipped", "assumed", "n_skipped"):
         assert fast.report[key] == full.report[key]
     assert fast.report["notes"] == [n for n in full.report["notes"] if not _state_note(n)]
+    _same_columns_as_full(path, step)
     return fast
+
+
+def _same_columns_as_full(path, step: int = 1, columns=READ_COLUMNS) -> None:
+    """scan_columns gives the full reader's columns (those it has) and its whole report."""
+    report = LoadReport(str(path), "verl")
+    full = load_verl_file(path, report, train_step=step)
+    frame, got = scan_columns(str(path), step, columns,
+                              {"state_regex": None, "action_regex": None})  # a dump's options
+    pd.testing.assert_frame_equal(frame, full[[c for c in columns if c in full.columns]])
+    assert got == report.to_dict()
 
 
 def _dump(tmp_path, entries, step: int = 1):
@@ -83,7 +96,7 @@ def _rewrite(path, edit):
     "legacy", "int uid", "uid without turn", "won field", "task field", "mixed validity",
     "numeric validity", "blank lines", "unfinished last line", "exact duplicate",
     "bad utf-8", "nan token in an extra", "whole float step", "skipped turn",
-    "score varies, turn order shuffled",
+    "score varies, turn order shuffled", "an input without role lines",
 ])
 def test_unusual_files_give_the_full_readers_answer(tmp_path, case):
     entries = legacy_entries(1) if case == "legacy" else agent_loop_entries(1)
@@ -105,6 +118,8 @@ def test_unusual_files_give_the_full_readers_answer(tmp_path, case):
         del entries[1]
     elif case == "score varies, turn order shuffled":
         entries[0]["score"], entries = 5.0, entries[::-1]
+    elif case == "an input without role lines":  # the whole input is its state key; a note
+        entries[2]["input"] = "  A plain prompt, no chat template.\n"
     path = _dump(tmp_path, entries)
     if case == "blank lines":
         _rewrite(path, lambda ls: [ls[0], "\n", "  \n", *ls[1:]])
@@ -120,7 +135,8 @@ def test_unusual_files_give_the_full_readers_answer(tmp_path, case):
     if case in ("skipped turn", "mixed validity"):  # the full reader's own error, raised
         assert fast is None
         return
-    still_plain = ("score varies, turn order shuffled", "blank lines", "whole float step")
+    still_plain = ("score varies, turn order shuffled", "blank lines", "whole float step",
+                   "an input without role lines")
     assert fast.how == ("fast" if case in still_plain else "full")
     assert len(fast.trajectories) > 0
 
@@ -215,6 +231,18 @@ def test_a_threaded_process_scans_through_a_fork_server(tmp_path):
         thread.join()
     for a, b in zip(here, spread, strict=True):
         pd.testing.assert_frame_equal(a.trajectories, b.trajectories)
+
+
+def test_columns_with_a_reader_option_or_another_column_are_the_full_readers(tmp_path):
+    entries = agent_loop_entries(1)
+    for e in entries:
+        e["acc"] = 1.0  # a reward extra: the full reader's rows carry it
+    path = _dump(tmp_path, entries)
+    _same_columns_as_full(path, columns=["group_id", "acc", "action"])
+    frame, _ = scan_columns(str(path), 1, ["action"], {"action_regex": r"go (\w+)"})
+    assert frame["action"].tolist() == load_verl_file(path, action_regex=r"go (\w+)",
+                                                      train_step=1)["action"].tolist()
+    assert set(FAST_COLUMNS) >= set(READ_COLUMNS) - {"done"}  # the Groups page's, fast
 
 
 def test_a_single_threaded_process_forks():
