@@ -162,25 +162,29 @@ def metric_figure(series: pd.DataFrame, metric: str, colors: Mapping[str, str],
 
 
 def history_figure(history: pd.DataFrame, columns: Mapping[str, str], title: str,
-                   kind: str = "lines") -> go.Figure:
-    """A state's numbers over training steps (``history`` from
-    :func:`g2po.analysis.history.state_history`): one trace per column (column → legend name), as
-    ``lines`` or ``bars``. Missing values (the state not reached that step) leave gaps.
-    Points are selectable: a click picks the training step."""
+                   kind: str = "lines", y_title: str | None = None,
+                   percent: bool = False) -> go.Figure:
+    """Numbers over training steps (``history`` has ``train_step``; e.g. a state's, from
+    :func:`g2po.analysis.history.state_history`): one trace per column (column → legend
+    name), as ``lines`` or ``bars``; with ``percent``, shares shown as percentages. Missing
+    values (the state not reached that step) leave gaps. Points are selectable: a click picks
+    the training step."""
     fig = go.Figure()
+    value = "%{y:.1%}" if percent else "%{y:.4g}"
     for column, name in columns.items():
+        hover = f"training step %{{x}}<br>{value}<extra>{escape_html(name)}</extra>"
         if kind == "bars":
-            fig.add_trace(go.Bar(x=history["train_step"], y=history[column], name=name,
-                                 hovertemplate="training step %{x}<br>%{y:.4g}<extra>"
-                                               f"{escape_html(name)}</extra>"))
+            fig.add_trace(go.Bar(x=history["train_step"], y=history[column],
+                                 name=escape_html(name), hovertemplate=hover))
         else:
             fig.add_trace(go.Scatter(x=history["train_step"], y=history[column],
-                                     mode="lines+markers", name=name, connectgaps=False,
-                                     hovertemplate="training step %{x}<br>%{y:.4g}<extra>"
-                                                   f"{escape_html(name)}</extra>"))
+                                     mode="lines+markers", name=escape_html(name),
+                                     connectgaps=False, hovertemplate=hover))
     fig.update_layout(title=title, height=260, margin={"l": 40, "r": 10, "t": 40, "b": 30},
-                      xaxis_title="training step", clickmode="event+select",
-                      showlegend=len(columns) > 1)
+                      xaxis_title="training step", yaxis_title=y_title,
+                      clickmode="event+select", showlegend=len(columns) > 1)
+    if percent:
+        fig.update_yaxes(tickformat=".0%")
     return fig
 
 

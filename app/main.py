@@ -56,6 +56,15 @@ WARM_MODULES = (
     "pyarrow.vendored.version",
     "pyarrow.dataset",
     "pandas.core.methods.to_dict",
+    # then the pages a user who restarts the app to look at a run opens first: the Run
+    # overview (plotly, and what Streamlit's plotly_chart imports lazily) and the Groups page
+    "app.views.overview",
+    "app.views.triage",
+    "plotly.tools",
+    "plotly.offline",
+    "plotly.io._json",
+    "pandas.io.formats.string",
+    "pandas.core.arrays.arrow.extension_types",
 )
 
 
@@ -76,6 +85,14 @@ def warm_up() -> None:
         from app.colors import value_colors
 
         value_colors([0.0], 0.0, 1.0)  # plotly lists its named scales once (~50 ms)
+        import pandas as pd
+
+        from app.charts import history_figure, overview_figure
+
+        # plotly imports a figure's parts (line, margin, axis titles) when first used
+        frame = pd.DataFrame({"run": ["r"], "train_step": [1], "m": [0.0]})
+        overview_figure(frame, "m", colors={"r": "#000000"}).to_json()
+        history_figure(frame, {"m": "m"}, "m", y_title="m", percent=True).to_json()
         # Streamlit's first element of a process calls inspect.stack() (is this a REPL?) and
         # declare_component looks up its caller's module; both walk every loaded module once
         # (~2,000 here) and inspect caches what it found. Walking now moves that off the

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from app import data
-from app.charts import OVERVIEW_METRICS, overview_figure, overview_runs
+from app.charts import OVERVIEW_METRICS, history_figure, overview_figure, overview_runs
 from app.context import AppContext, OpenLog
 from app.navigation import goto_step, page_link
 from app.rules import truncation_offer
@@ -171,8 +171,10 @@ def _alarm_shares(ctx: AppContext) -> None:
     labels = {"no_signal": "no signal (G2PO)", "no_signal_grpo": "no signal (GRPO)",
               **{c: HEADERS[c] for c in ALARM_COLUMNS if c != "alarm_no_signal"}}
     with section.container():
-        chart = shares.set_index("train_step")[list(labels)].rename(columns=labels)
-        st.line_chart(chart, x_label="training step", y_label="share of groups", height=260)
+        # plotly, as every chart of the app: one chart library for the page to load
+        st.plotly_chart(history_figure(shares, labels, "Share of groups per training step",
+                                       y_title="share of groups", percent=True),
+                        width="stretch", key="ov_alarm_shares_chart")
         st.dataframe(shares.rename(columns={"train_step": "step", **labels}),
                      hide_index=True, height=200,
                      column_config={v: st.column_config.NumberColumn(v, format="percent")

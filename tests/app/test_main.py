@@ -53,14 +53,20 @@ def test_the_entry_draws_the_app_when_streamlit_runs_it_as_a_script(monkeypatch)
     assert at.selectbox(key="active_run").value == at.multiselect(key="runs").value[0]
 
 
-def test_warm_up_imports_what_the_first_page_needs():
-    """After the warm-up, drawing the group explorer on the sample rollouts imports nothing
-    heavy: if a page starts to need a new library, WARM_MODULES must grow with it."""
+@pytest.mark.parametrize("page", ["group", "overview", "groups"])
+def test_warm_up_imports_what_the_first_page_needs(page):
+    """After the warm-up, drawing the group explorer (the start page), or the Run overview or
+    the Groups page (where a user who restarts the app to look at a run goes), on the sample
+    rollouts imports nothing heavy: if a page starts to need a new library, WARM_MODULES must
+    grow with it."""
+    script = ("import sys; sys.path.insert(0, " + repr(str(ROOT)) + ")\n"
+              "from app.shell import run\n"
+              "run([], start_page=" + repr(page) + ")\n")
     probe = f"""
 import gc, importlib.util, json, sys
 sys.path.insert(0, {str(ROOT)!r})
 from streamlit.testing.v1 import AppTest
-at = AppTest.from_file({str(MAIN)!r}, default_timeout=60)
+at = AppTest.from_string({script!r}, default_timeout=60)
 spec = importlib.util.spec_from_file_location("g2po_entry", {str(MAIN)!r})
 entry = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(entry)  # not named "main": builds no st.App

@@ -1,3 +1,5 @@
+import json
+
 import pandas as pd
 
 from app.views.overview import merge_rate_column
@@ -5,7 +7,8 @@ from tests.app.builders import app_test, shown, texts
 
 
 def charts(at):
-    return at.get("plotly_chart")
+    """The per-metric charts (not the alarm shares' chart below them)."""
+    return [c for c in at.get("plotly_chart") if c.key != "ov_alarm_shares_chart"]
 
 
 def test_overview_charts_every_metric_of_every_run(runs_root):
@@ -18,6 +21,11 @@ def test_overview_charts_every_metric_of_every_run(runs_root):
     assert len(table) == 3 + 2
     assert table["merge_rate"].between(0, 1).all()
     assert "2 run(s)" in texts(at)
+    # the active run's alarm shares, a plotly chart as every other (one chart library loads)
+    shares = [c for c in at.get("plotly_chart") if c.key == "ov_alarm_shares_chart"]
+    spec = json.loads(shares[0].proto.spec)
+    assert spec["layout"]["yaxis"]["tickformat"] == ".0%"
+    assert {"no signal (G2PO)", "no signal (GRPO)"} <= {t["name"] for t in spec["data"]}
 
 
 def test_choosing_a_step_opens_it_in_the_group_explorer(runs_root):
