@@ -44,6 +44,8 @@ FILE_MARKERS = {
     "slow": ("tests/g2po/envs", "tests/g2po/test_rollouts.py", "tests/g2po/cli/test_rollouts.py",
              "tests/loaders/test_bad_inputs.py", "tests/scripts"),
 }
+#: The fixture of the tests that use a real verl run (tests/g2po/cli/verl_runs.py).
+VERL_RUN_FIXTURE = "verl_cpu_run"
 #: Fixtures that make a test slow, with the marker they give it.
 FIXTURE_MARKERS = {
     "tiny_path": "slow",  # builds the tiny model on a machine's first use (minutes)
@@ -79,3 +81,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                                             if f in FIXTURE_MARKERS}
         for name in sorted(names):
             item.add_marker(name)
+    # The tests that wait for a verl run go last, so that the rest of the suite runs while the
+    # runs take the other core (deselection keeps this order).
+    waiting = [item for item in items if VERL_RUN_FIXTURE in item.fixturenames]
+    items[:] = [item for item in items if VERL_RUN_FIXTURE not in item.fixturenames] + waiting
+
+
+# -- verl's real trainer on CPU, in the background (tests/g2po/cli/verl_runs.py) --
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the verl runs the selected tests use, in their order."""
+    if session.config.option.collectonly:
+        return
+    rollouts = dict.fromkeys(item.callspec.params[VERL_RUN_FIXTURE] for item in session.items
+                             if VERL_RUN_FIXTURE in item.fixturenames)
+    if rollouts:
+        from tests.g2po.cli import verl_runs
+
+        verl_runs.start(list(rollouts))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if "tests.g2po.cli.verl_runs" in sys.modules:
+        sys.modules["tests.g2po.cli.verl_runs"].stop()

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: `make run` compiles the project's modules first (up-to-date ones are skipped: quick)
+COMPILE = "python -m compileall -q app g2po loaders tests scripts\n"
 
 
 def _fake(path: Path, name: str) -> None:
@@ -48,7 +50,7 @@ def test_after_a_full_set_up_make_run_installs_nothing_and_says_nothing(project)
     os.utime(stamp, (later, later))  # the full set-up ran after pyproject.toml last changed
     out = _make_run(project)
     assert out.stdout == "" and out.stderr == ""
-    assert (project / "calls.log").read_text() == "streamlit run app/main.py\n"
+    assert (project / "calls.log").read_text() == COMPILE + "streamlit run app/main.py\n"
     assert (project / ".venv" / ".installed-app").exists()
     _make_run(project)  # and again: still only the app
     assert (project / "calls.log").read_text().count("streamlit") == 2
@@ -63,7 +65,9 @@ def test_without_a_full_set_up_make_run_installs_the_app_with_uv_quietly(project
         "Installing the app into .venv (extras app,envs; about a minute)"]
     calls = (project / "calls.log").read_text().splitlines()
     assert calls[0].startswith("python -m pip install --quiet")
-    assert calls[1].startswith("uv pip install --quiet") and calls[1].endswith("-e .[app,envs]")
-    assert calls[2] == "streamlit run app/main.py"
+    assert calls[1].startswith("uv pip install --quiet --compile-bytecode")
+    assert calls[1].endswith("-e .[app,envs]")
+    assert calls[2:4] == [COMPILE.strip(), "streamlit run app/main.py"]
     _make_run(project)  # set up now: the second run only opens the app
-    assert (project / "calls.log").read_text().splitlines()[3:] == ["streamlit run app/main.py"]
+    assert (project / "calls.log").read_text().splitlines()[4:] == [COMPILE.strip(),
+                                                                    "streamlit run app/main.py"]

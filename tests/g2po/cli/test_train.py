@@ -5,7 +5,6 @@ a checkpoint, resumed for a third."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -20,10 +19,9 @@ import yaml
 import g2po.cli.train as train_cli
 from g2po.cli import main
 from loaders import open_run
+from tests.g2po.cli import verl_runs
+from tests.g2po.cli.verl_runs import VERL_CPU_ROLLOUTS
 from tests.g2po.trainers.fixtures import ENV, TINY, tiny_path  # noqa: F401
-
-#: The vLLM run's tiny model: TINY with heads of 64 / 2 = 32, a size vLLM's CPU attention takes.
-TINY_VLLM = TINY.replace("hidden_size=32", "hidden_size=64")
 
 
 def test_print_config_merges_file_flags_and_overrides(tmp_path, capsys):
@@ -187,65 +185,18 @@ def test_help_shows_the_documented_form(capsys):
 VERL_STEP_LINE = "g2po step "
 
 
-#: rollout -> (model, learning rate, seconds a command may take). vLLM's run takes large steps,
-#: so that a rollout still on the previous weights would be far from the actor
-#: (test_verl_cpu_rollout_follows_the_actor); its engine starts slowly on a loaded machine (a
-#: command took 3 minutes on a quiet one, 37 at a load average of 30-50).
-VERL_CPU_ROLLOUTS = {"hf": (TINY, "1e-3", 900), "vllm": (TINY_VLLM, "0.05", 2400)}
-
-
-def _verl_command(out, steps, rollout):
-    """2 tasks x 4 rollouts x <= 4 steps; validation and a checkpoint at step 2."""
-    model, lr, _ = VERL_CPU_ROLLOUTS[rollout]
-    return [sys.executable, "-m", "g2po", "train", "--backend", "verl", "--device", "cpu",
-            "--rollout", rollout, "--env", ENV, "--model", model, "--out", str(out),
-            "--total-steps", str(steps), "--tasks-per-step", "2", "--rollouts-per-task", "4",
-            "--max-steps", "4", "--lr", lr,
-            "g2po_env.train_tasks=2", "g2po_env.val_tasks=2", "data.val_batch_size=2",
-            "data.max_prompt_length=1024", "data.max_response_length=24",
-            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
-            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8",
-            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
-            "actor_rollout_ref.model.use_remove_padding=false",
-            "actor_rollout_ref.model.enable_gradient_checkpointing=false",
-            "trainer.val_before_train=false", "trainer.test_freq=2", "trainer.save_freq=2",
-            "trainer.logger=[console]", f"trainer.rollout_data_dir={out / 'verl_dump'}"]
-
-
-def _shared_files() -> set[Path]:
-    from g2po.trainers.verl_backend.scratch import leftovers
-
-    return leftovers()
-
-
 @pytest.fixture(scope="module", params=list(VERL_CPU_ROLLOUTS))
-def verl_cpu_run(request, tmp_path_factory):
-    """One real verl run per rollout and test session: steps 1-2, then the same command resumed
-    for 3. Ray's workers get this checkout through PYTHONPATH (an installed package needs
-    nothing). Returns the run directory, both logs, the rollout and the initial model."""
-    from g2po.trainers.tiny import tiny_model
-
+def verl_cpu_run(request):
+    """One real verl run per rollout and test session (tests/g2po/cli/verl_runs.py, started in
+    the background when the session begins): steps 1-2, then the same command resumed for 3.
+    Returns the run directory, both logs, the rollout and the initial model."""
     rollout = request.param
-    if rollout == "vllm" and importlib.util.find_spec("vllm") is None:
+    if not verl_runs.available(rollout):
         message = "verl's vLLM rollout on CPU needs the CPU vLLM environment (make setup)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    model = tiny_model(ENV, VERL_CPU_ROLLOUTS[rollout][0], verbose=False)
-    out = tmp_path_factory.mktemp(f"verl-cpu-{rollout}") / "run"
-    root = str(Path(__file__).resolve().parents[3])
-    env = {**os.environ, "PYTHONWARNINGS": "ignore", "RAY_DEDUP_LOGS": "0",
-           "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    logs = []
-    before = _shared_files()
-    for steps in (2, 3):
-        done = subprocess.run(_verl_command(out, steps, rollout), env=env, capture_output=True,
-                              text=True, timeout=VERL_CPU_ROLLOUTS[rollout][2])
-        logs.append(done.stdout + done.stderr)
-        assert done.returncode == 0, logs[-1][-6000:]
-    # What the processes left in /dev/shm and /tmp went with them.
-    assert not _shared_files() - before, _shared_files() - before
-    return out, logs, rollout, model
+    return verl_runs.result(rollout)
 
 
 def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run):

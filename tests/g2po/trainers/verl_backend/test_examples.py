@@ -14,6 +14,21 @@ ROOT = Path(__file__).resolve().parents[4]
 EXAMPLES = ROOT / "examples" / "verl"
 
 
+@pytest.fixture(scope="module")
+def paper_config(tmp_path_factory):
+    """script -> (its printed configuration, the folder it ran in), printed once per module
+    (each print is a fresh interpreter composing verl's configuration, ~20 s)."""
+    printed = {}
+
+    def get(script: str):
+        if script not in printed:
+            cwd = tmp_path_factory.mktemp("paper")
+            printed[script] = print_config(script, cwd), cwd
+        return printed[script]
+
+    return get
+
+
 def print_config(script: str, tmp_path: Path, **env: str):
     bin_dir = str(Path(sys.executable).parent)  # the g2po command of this environment
     result = subprocess.run(
@@ -28,8 +43,9 @@ def print_config(script: str, tmp_path: Path, **env: str):
     ("alfworld_g2po_qwen2.5_1.5b.sh", "alfworld:train", 50, "alfworld:valid_seen"),
     ("webshop_g2po_qwen2.5_1.5b.sh", "webshop:train", 15, "webshop:test"),
 ])
-def test_paper_scripts_have_the_papers_settings(tmp_path, script, env_name, max_steps, val_name):
-    cfg = print_config(script, tmp_path)
+def test_paper_scripts_have_the_papers_settings(paper_config, script, env_name, max_steps,
+                                                val_name):
+    cfg, tmp_path = paper_config(script)
     assert cfg.g2po_env.name == env_name and cfg.g2po_env.val_name == val_name
     assert cfg.g2po_env.max_steps == max_steps and cfg.g2po_env.history_length == 2
     assert cfg.actor_rollout_ref.model.path == "Qwen/Qwen2.5-1.5B-Instruct"
@@ -97,10 +113,10 @@ THEIR_MINI_BATCH_ROWS = {"alfworld_g2po_qwen2.5_1.5b.sh": 256, "webshop_g2po_qwe
 
 
 @pytest.mark.parametrize("script", sorted(PAPER))
-def test_paper_scripts_compose_every_value_of_the_authors(tmp_path, script):
+def test_paper_scripts_compose_every_value_of_the_authors(paper_config, script):
     from verl.utils.config import validate_config
 
-    cfg = print_config(script, tmp_path)
+    cfg, _ = paper_config(script)
     wrong = {key: (OmegaConf.select(cfg, key, default="<missing>"), want)
              for key, want in PAPER[script].items()
              if OmegaConf.select(cfg, key, default="<missing>") != want}
