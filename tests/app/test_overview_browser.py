@@ -67,3 +67,36 @@ def test_a_dumps_overview_shows_its_merge_rate_after_a_restart_from_the_cache(br
         page.screenshot(path=str(tmp_path / "overview.png"))
         page.close()
     assert drawn < 60  # generous on a shared machine; scripts/bench_overview.py times it
+
+
+def test_a_dumps_groups_page_after_a_restart_comes_from_the_cache(browser, tmp_path,
+                                                                  monkeypatch):
+    """The Groups page of every training step: computed once, then after the app is started
+    again shown from the caches on disk (nothing computed or written again)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("G2PO_CACHE", str(cache))  # the servers inherit it
+    dump = tmp_path / "rollout_data"
+    for step in (1, 2, 3):
+        write_verl_dump(dump, step, agent_loop_entries(step, prompts=3, sessions=3, turns=4))
+    shown = "text=/3 training steps/"
+
+    with serve_app(["--log", str(dump)]) as url:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{url}/groups?gscope=all")
+        page.locator(shown).first.wait_for(timeout=180_000)
+        wait_idle(page)
+        page.close()
+    written = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+    assert any("triage" in p.parts for p in written), sorted(written)
+
+    with serve_app(["--log", str(dump)]) as url:  # the app started again
+        page = browser.new_page(viewport=VIEWPORT)
+        start = time.monotonic()
+        page.goto(f"{url}/groups?gscope=all")
+        page.locator(shown).first.wait_for(timeout=180_000)
+        page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=60_000)  # the table
+        drawn = time.monotonic() - start
+        wait_idle(page)
+        page.close()
+    assert {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()} == written
+    assert drawn < 60  # generous on a shared machine; scripts/bench_overview.py times it
