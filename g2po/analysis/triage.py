@@ -329,7 +329,9 @@ class Finding:
 _FINDING_TEXT = {
     "truncation": "episodes are cut at the step limit and valued as failures. Likely cause: a "
                   "step limit shorter than the task needs. Fix: say how the log marks the "
-                  "limit (the sidebar's outcome rule, or --truncate-at N), or raise the limit.",
+                  "limit (the sidebar's outcome rule, or --truncate-at N), or raise the limit. "
+                  "Where the limit is the task's own budget (running out of steps is failing "
+                  "the task), the cut episodes are failures and nothing needs fixing.",
     "aliased": "the same (state key, action) leads on to different next states. Likely cause: "
                "a state key that leaves out something every state carries (the inventory, "
                "what was said). Fix: another state key (the sidebar's State key, --state-key "
