@@ -127,10 +127,12 @@ def _codes(keys: list[str]) -> tuple[np.ndarray, np.ndarray, list[str], list[str
 
 
 def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: bool,
-          acted: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(:func:`trajectory_table`, the rows :func:`loaders.log.state_nodes` counts, with
-    their ``state_key`` when ``keyed``, each line's ``action`` and ``step_reward`` when
-    ``acted``) of a file in the plain shape; :class:`_Unusual` otherwise."""
+          acted: bool = False) -> pd.DataFrame:
+    """The rows of a file in the plain shape (:class:`_Unusual` otherwise) that
+    :func:`trajectory_table` and :func:`loaders.log.state_nodes` read, with their
+    ``state_key`` when ``keyed``; when ``acted``, also each line's ``action``,
+    ``step_reward`` and own ``task`` label, as the full reader gives them (else the label
+    on each trajectory's first turn only, all the table reads)."""
     if not data.endswith(b"\n"):
         raise _Unusual  # an unfinished last line (or an empty file): the reader says which
     if not data.isascii():
@@ -208,13 +210,15 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
         "episode_reward": episode[code],
         "is_action_valid": ~invalid,
     })
-    firsts = order[first_row]  # the first turn of each trajectory carries its task label
-    labels = task_labels([_label(lines[i].gts) for i in firsts.tolist()])
+    # Task labels: every line's, as the full reader reads them; else only each trajectory's
+    # first turn, the one trajectory_table takes (fewer gts decoded).
+    labelled = slice(None) if acted else order[first_row]
+    labels = task_labels([_label(x.gts) for x in lines] if acted else
+                         [_label(lines[i].gts) for i in labelled.tolist()])
     if any(label is not None for label in labels):
         task = np.full(len(lines), None, dtype=object)
-        task[firsts] = labels
+        task[labelled] = labels
         rows["task"] = task
-    table = trajectory_table(rows, report.assumed)
     if keyed:
         inputs = [x.input for x in lines]
         keys = [default_state(text) for text in inputs]
@@ -226,12 +230,7 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
         decode = msgspec.json.decode
         rows["action"] = [default_action(decode(x.output)) for x in lines]
         rows["step_reward"] = score
-        labels = task_labels([_label(x.gts) for x in lines])  # each line's own, as read
-        if any(label is not None for label in labels):
-            rows["task"] = labels
-        else:
-            rows = rows.drop(columns="task", errors="ignore")
-    return table, rows
+    return rows
 
 
 def scan_file(path: str, train_step: int, fast: bool = True,
@@ -247,9 +246,9 @@ def scan_file(path: str, train_step: int, fast: bool = True,
     if fast and state_regex is None:
         report = LoadReport(source, "verl")
         try:
-            table, rows = _fast(read_bytes(path), source, train_step, report,
-                                bool(state_keys))
-            return FileScan(train_step, table, report.to_dict(), "fast",
+            rows = _fast(read_bytes(path), source, train_step, report, bool(state_keys))
+            return FileScan(train_step, trajectory_table(rows, report.assumed),
+                            report.to_dict(), "fast",
                             {k: state_nodes(rows, k) for k in state_keys})
         except _Unusual:
             pass
@@ -279,8 +278,8 @@ def scan_columns(path: str, train_step: int, columns: Sequence[str], options: di
     if not any(options.values()) and set(columns) <= {*FAST_COLUMNS, "done", "won"}:
         report = LoadReport(source, "verl")
         try:
-            _, rows = _fast(read_bytes(path), source, train_step, report, keyed=True,
-                            acted=True)
+            rows = _fast(read_bytes(path), source, train_step, report, keyed=True,
+                         acted=True)
         except _Unusual:
             pass
         else:

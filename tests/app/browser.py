@@ -40,12 +40,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_app(args: list[str], timeout: float = 60.0, script: Path | None = None,
-              port: int | None = None) -> Iterator[str]:
-    """``streamlit run app/main.py -- ARGS`` (or another ``script``) on ``port`` (default a
-    free one); yields its URL once ``/_stcore/health`` answers, and stops the server (and
-    only it) afterwards."""
-    port = port or free_port()
+def serve_app(args: list[str], timeout: float = 60.0, script: Path | None = None
+              ) -> Iterator[str]:
+    """``streamlit run app/main.py -- ARGS`` (or another ``script``) on a free port; yields
+    its URL once ``/_stcore/health`` answers, and stops the server (and only it) afterwards."""
+    port = free_port()
     # the server's output of the latest run, for when a browser test fails
     log = open(ARTIFACTS / "streamlit-server.log", "w") if ARTIFACTS.is_dir() else \
         subprocess.DEVNULL
