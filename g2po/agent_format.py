@@ -238,9 +238,18 @@ def _observation_end(rest: str) -> int:
         # only a match that starts before the cut found so far counts: search no further
         at = rest.find(phrase, 0, cut - 1 + len(phrase))
         while at >= 0:
-            before = rest[:at]
-            if "\n" in before[len(before.rstrip()):]:
+            if _line_break_before(rest, at):
                 cut = at
                 break
             at = rest.find(phrase, at + 1, cut - 1 + len(phrase))
     return cut
+
+
+def _line_break_before(text: str, at: int) -> bool:
+    """Whether the whitespace run that ends at ``at`` holds a line break (walked back a
+    character at a time: the run is short, and copying what precedes it is not)."""
+    while at and text[at - 1].isspace():
+        at -= 1
+        if text[at] == "\n":
+            return True
+    return False

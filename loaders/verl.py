@@ -110,7 +110,8 @@ def last_env_message(text: str) -> str | None:
     >>> last_env_message("system\\nBe brief.\\nuser\\nYou see a box.\\nassistant\\n")
     'You see a box.'
     """
-    if "<|" in text:
+    # "<|" alone is a slow search (every "<" of a tag is a candidate); "|" is rare and fast
+    if "|" in text and "<|" in text:
         marks = [(m.group(1) or m.group(2), m.start(), m.end())
                  for m in _ROLE_LINE.finditer(text)]
         for i in range(len(marks) - 1, -1, -1):

@@ -321,7 +321,7 @@ def test_bad_field_values_name_line_and_field(tmp_path, edit, says):
 
 
 _PIECES = ["user", "assistant", "system", "tool", "users", " ", "\t", "\n", "\r", "x",
-           "<|im_start|>", "<|end_header_id|>", "observation", "你"]
+           "<|im_start|>", "<|end_header_id|>", "observation", "你", "<", "|"]
 
 
 @settings(max_examples=500, deadline=None)
