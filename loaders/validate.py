@@ -7,7 +7,6 @@ run is checked in constant memory, and a broken step does not hide the others.
 from __future__ import annotations
 
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from loaders.opener import open_log
 from loaders.report import LoadReport, LoadWarning
 from loaders.rundir import CHECKPOINTS, stale_checkpoints
 from loaders.summary import trajectory_table, truncation_hint, with_outcomes
-from loaders.workers import worker_context, worker_count
+from loaders.workers import worker_count, worker_pool
 
 __all__ = ["Validation", "validate_log"]
 
@@ -221,7 +220,7 @@ def _check_all(log: Log, train_steps: list[int], path, format, options: dict
         return [_check(log, train_steps)]
     shares = [train_steps[i::n] for i in range(n)]
     jobs = [(str(path), format, options, share) for share in shares]
-    with ProcessPoolExecutor(n, mp_context=worker_context([__name__])) as pool:
+    with worker_pool(n, [__name__]) as pool:
         found = list(pool.map(_check_job, jobs))
     order = {step: i for i, step in enumerate(train_steps)}
     # problems in step order, as one process would list them

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
@@ -51,7 +50,7 @@ from loaders.verl import (
     step_disagrees,
     task_labels,
 )
-from loaders.workers import worker_context, worker_count
+from loaders.workers import worker_count, worker_pool
 
 __all__ = ["FileScan", "FAST_COLUMNS", "scan_file", "scan_files", "scan_columns"]
 
@@ -307,7 +306,7 @@ def scan_files(jobs: Sequence[tuple], workers: int | None = None) -> Iterator[Fi
     done = 0
     if n > 1:
         try:
-            with ProcessPoolExecutor(n, mp_context=worker_context([__name__])) as pool:
+            with worker_pool(n, [__name__]) as pool:
                 for scan in pool.map(_scan_job, jobs, chunksize=1):
                     done += 1
                     yield scan

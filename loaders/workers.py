@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import select
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-__all__ = ["MAX_WORKERS", "worker_count", "worker_context", "map_ahead"]
+__all__ = ["MAX_WORKERS", "worker_count", "worker_context", "worker_pool", "map_ahead"]
 
 #: The most worker processes one read starts.
 MAX_WORKERS = 8
@@ -41,6 +43,41 @@ def worker_context(preload: Sequence[str] = ()):
     return ctx
 
 
+def worker_pool(n: int, preload: Sequence[str] = ()) -> ProcessPoolExecutor:
+    """``n`` worker processes (:func:`worker_context`) that end when this process ends, however
+    it ends: a pool's workers otherwise wait for work forever once the process that started
+    them is killed (a server stopped mid-read: its workers and fork server stayed behind)."""
+    return ProcessPoolExecutor(n, mp_context=worker_context(preload),
+                               initializer=_end_with, initargs=(os.getpid(),))
+
+
+def _end_with(starter: int) -> None:
+    """In a worker: a thread that ends the worker once process ``starter`` has ended (its
+    pidfd turns readable then; where there is none, its pid is looked for every second)."""
+    try:
+        handle = os.pidfd_open(starter)
+    except ProcessLookupError:
+        os._exit(1)
+    except (AttributeError, OSError):
+        handle = None
+
+    def watch() -> None:
+        if handle is not None:
+            select.select([handle], [], [])
+        else:
+            while True:
+                time.sleep(1.0)
+                try:
+                    os.kill(starter, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    continue
+        os._exit(1)
+
+    threading.Thread(target=watch, name="g2po-end-with-starter", daemon=True).start()
+
+
 def map_ahead(fn: Callable[..., Any], jobs: Sequence[tuple], preload: Sequence[str] = (),
               ahead: int = 2) -> Iterator[Any]:
     """``fn(*job)`` of each job, in order, computed by worker processes (:func:`worker_count`)
@@ -52,7 +89,7 @@ def map_ahead(fn: Callable[..., Any], jobs: Sequence[tuple], preload: Sequence[s
     done = 0
     if n > 1:
         try:
-            with ProcessPoolExecutor(n, mp_context=worker_context(preload)) as pool:
+            with worker_pool(n, preload) as pool:
                 pending: deque[Future] = deque()
                 for job in jobs:
                     pending.append(pool.submit(fn, *job))

@@ -19,7 +19,9 @@ for). Wall time, CPU seconds of the process and of its worker processes, and the
 printed: on a shared machine the CPU figures are the ones to compare. With ``--browser``, the
 same in the app served by ``streamlit run`` and Debian's Chromium: seconds from requesting
 ``/overview`` to the merge-rate chart drawn, and from ``/groups?gscope=all`` to the table
-shown, on a fresh server with empty caches, then on another fresh server (the restart).
+shown, on a fresh server with empty caches, then on another fresh server (the restart); and
+the floor under those figures: the same for a page of text and for the overview's six charts
+alone (:data:`FLOOR_PAGES`), what Streamlit's front end and plotly cost in this browser.
 
 Usage: ``python scripts/bench_overview.py [--small-dir DIR] [--large-dir DIR] [--only small]
 [--browser] [--repeats N] [--keep]`` (a ``--*-dir`` that holds no dump gets one written there;
@@ -111,6 +113,50 @@ def _line(name: str, kind: str, when: str, m: dict) -> str:
             f"{m['rows']:,} rows; imports before it {m['import_s']:.1f} s)")
 
 
+#: Pages that show what this browser and machine cost before the app does anything: a page
+#: of text (Streamlit's front end and one script run) and the Run overview's six plotly
+#: charts alone (40 training steps of made-up values, the overview's layout, nothing else).
+FLOOR_PAGES = {
+    "text page": ("import streamlit as st\n"
+                  "st.title('Run overview')\n"
+                  "st.write('State-merge rate')\n", "text=State-merge rate"),
+    "6 charts alone": (f"""import sys
+sys.path.insert(0, {str(ROOT)!r})
+import numpy as np, pandas as pd, streamlit as st
+from app.charts import OVERVIEW_METRICS, history_figure, overview_figure
+summary = pd.DataFrame({{"run": "run", "train_step": np.arange(1, 41),
+                         **{{m: np.linspace(0, 1, 40) for m in OVERVIEW_METRICS}}}})
+st.title("Run overview")
+cols = st.columns(2)
+for i, (metric, title) in enumerate(OVERVIEW_METRICS.items()):
+    with cols[i % 2]:
+        st.plotly_chart(overview_figure(summary, metric, title), key=f"ov_{{metric}}",
+                        on_select="rerun", selection_mode="points")
+st.plotly_chart(history_figure(summary, {{"success_rate": "a share"}}, "Shares",
+                               y_title="share", percent=True))
+""", "text.gtitle:has-text('State-merge rate')"),
+}
+
+
+def floor_times() -> dict[str, float]:
+    """Seconds from URL to drawn of each of :data:`FLOOR_PAGES`, each on a fresh server."""
+    from tests.app.browser import chromium, serve_app
+
+    out = {}
+    with tempfile.TemporaryDirectory() as folder, chromium() as browser:
+        for name, (source, ready) in FLOOR_PAGES.items():
+            script = Path(folder) / f"{name.replace(' ', '_')}.py"
+            script.write_text(source)
+            with serve_app([], timeout=120, script=script) as url:
+                page = browser.new_page(viewport={"width": 1600, "height": 1100})
+                start = time.perf_counter()
+                page.goto(url)
+                page.locator(ready).first.wait_for(timeout=120_000)
+                out[name] = time.perf_counter() - start
+                page.close()
+    return out
+
+
 def browser_times(dump: Path, cache: Path) -> dict[str, float]:
     """Seconds from a page's URL to its content drawn, on a fresh server (caches as found)."""
     from tests.app.browser import chromium, serve_app
@@ -167,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
                     for page_name in first:
                         print(f"  browser {page_name:<9} first {first[page_name]:6.2f} s, after "
                               f"a restart {again[page_name]:6.2f} s (URL to drawn)")
+                    floors = floor_times()
+                    print("  browser floor, URL to drawn on a fresh server: " + ", ".join(
+                        f"{name} {seconds:.2f} s" for name, seconds in floors.items()))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
         for folder in made:
