@@ -93,6 +93,7 @@ def _run(rollout: str) -> tuple[Path, list[str], str, Path]:
             raise RuntimeError("the test session ended before this run")
         proc = subprocess.Popen(command(out, steps, rollout), env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        watcher = _watch(proc.pid)
         with _lock:
             _running.add(proc)
         try:
@@ -105,6 +106,8 @@ def _run(rollout: str) -> tuple[Path, list[str], str, Path]:
         finally:
             with _lock:
                 _running.discard(proc)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                watcher.wait(timeout=10)  # gone a second after the run's last process
         logs.append(output)
         assert proc.returncode == 0, output[-6000:]
     # What the processes left in /dev/shm and /tmp went with them. Tests running beside the
@@ -132,6 +135,40 @@ def result(rollout: str) -> tuple[Path, list[str], str, Path]:
     waiting for it (started here if the session did not start it)."""
     start([rollout])
     return _futures[rollout].result()
+
+
+#: Run by :func:`watch_group`: argv is the session's pid and the group's id.
+_WATCH = """
+import os, signal, sys, time
+session, group = int(sys.argv[1]), int(sys.argv[2])
+while True:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        sys.exit(0)  # the run ended
+    if os.getppid() != session:  # the session ended, however: this process was handed on
+        break
+    time.sleep(1)
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    try:
+        os.killpg(group, sig)
+    except ProcessLookupError:
+        break
+    time.sleep(10)
+"""
+
+
+def watch_command(group: int) -> list[str]:
+    """A command, to be started by this process, that ends process group ``group`` (TERM,
+    then KILL) if this process ends first, however it ends: a test session killed
+    (``timeout``, CI's limit) runs no :func:`stop`, and a verl run left behind takes a core
+    for minutes. It ends by itself once the group has."""
+    return [sys.executable, "-c", _WATCH, str(os.getpid()), str(group)]
+
+
+def _watch(group: int) -> subprocess.Popen:
+    return subprocess.Popen(watch_command(group), start_new_session=True,
+                            stdin=subprocess.DEVNULL)
 
 
 def _kill(proc: subprocess.Popen) -> None:
