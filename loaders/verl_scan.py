@@ -211,9 +211,12 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
     })
     # Task labels: every line's, as the full reader reads them; else only each trajectory's
     # first turn, the one trajectory_table takes (fewer gts decoded).
-    labelled = slice(None) if acted else order[first_row]
-    labels = task_labels([_label(x.gts) for x in lines] if acted else
-                         [_label(lines[i].gts) for i in labelled.tolist()])
+    if acted:
+        labelled, gts = slice(None), [x.gts for x in lines]
+    else:
+        labelled = order[first_row]
+        gts = [lines[i].gts for i in labelled.tolist()]
+    labels = task_labels([_label(g) for g in gts])
     if any(label is not None for label in labels):
         task = np.full(len(lines), None, dtype=object)
         task[labelled] = labels
