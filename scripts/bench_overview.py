@@ -148,13 +148,19 @@ def floor_times() -> dict[str, float]:
             script = Path(folder) / f"{name.replace(' ', '_')}.py"
             script.write_text(source)
             with serve_app([], timeout=120, script=script) as url:
-                page = browser.new_page(viewport={"width": 1600, "height": 1100})
-                start = time.perf_counter()
-                page.goto(url)
-                page.locator(ready).first.wait_for(timeout=120_000)
-                out[name] = time.perf_counter() - start
-                page.close()
+                out[name] = _url_to_drawn(browser, url, ready, 120)
     return out
+
+
+def _url_to_drawn(browser, url: str, ready: str, timeout_s: float) -> float:
+    """Seconds from asking a new page for ``url`` to the element ``ready`` shown."""
+    page = browser.new_page(viewport={"width": 1600, "height": 1100})
+    start = time.perf_counter()
+    page.goto(url)
+    page.locator(ready).first.wait_for(timeout=timeout_s * 1000)
+    seconds = time.perf_counter() - start
+    page.close()
+    return seconds
 
 
 def browser_times(dump: Path, cache: Path) -> dict[str, float]:
@@ -168,12 +174,7 @@ def browser_times(dump: Path, cache: Path) -> dict[str, float]:
                 ("overview", "/overview", "text.gtitle:has-text('State-merge rate')"),
                 ("groups", "/groups?gscope=all", "text=/\\d+ training steps/")):
             with serve_app(["--log", str(dump)], timeout=120) as url:
-                page = browser.new_page(viewport={"width": 1600, "height": 1100})
-                start = time.perf_counter()
-                page.goto(url + url_tail)
-                page.locator(ready).first.wait_for(timeout=600_000)
-                out[page_name] = time.perf_counter() - start
-                page.close()
+                out[page_name] = _url_to_drawn(browser, url + url_tail, ready, 600)
     return out
 
 
