@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from loaders.workers import worker_count
+from tests.processes import naming, running
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,18 +25,6 @@ def work(folder):
         pass
     time.sleep(600)
 """
-
-
-def _processes_naming(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdecimal():
-            try:
-                if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds processes through /proc")
@@ -65,25 +54,17 @@ def test_workers_end_when_the_reader_is_killed(tmp_path, threaded, how):
         reader.send_signal(how)
         reader.wait(timeout=30)
         deadline = time.monotonic() + 20
-        while (left := [p for p in workers if Path(f"/proc/{p}").exists()
-                        and _state(p) != "Z"]) and time.monotonic() < deadline:
+        while (left := [p for p in workers if running(p)]) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert left == [], "workers outlived the process that started them"
         # and nothing else of that read (the fork server) stays behind
-        while (rest := _processes_naming(str(tmp_path))) and time.monotonic() < deadline:
+        while (rest := naming(str(tmp_path))) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert rest == []
     finally:
-        for pid in [*_processes_naming(str(tmp_path)), reader.pid]:
+        for pid in [*naming(str(tmp_path)), reader.pid]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         reader.wait()
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return "Z"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.g2po.cli.verl_runs import watch_command
+from tests.processes import running
 
 _SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 # A stand-in session: starts a "run" in its own process group and its watcher, as _run does.
@@ -28,14 +29,6 @@ time.sleep(600)
 """
 
 
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="looks at processes through /proc")
 def test_a_killed_session_ends_its_run():
     session = subprocess.Popen(
@@ -43,15 +36,15 @@ def test_a_killed_session_ends_its_run():
         stdout=subprocess.PIPE, text=True)
     run = int(session.stdout.readline())
     try:
-        assert _running(run)
+        assert running(run)
         session.kill()  # SIGKILL: nothing of the session's own runs
         session.wait()
         deadline = time.monotonic() + 30
-        while _running(run) and time.monotonic() < deadline:
+        while running(run) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _running(run), "the run outlived its session"
+        assert not running(run), "the run outlived its session"
     finally:
-        if _running(run):
+        if running(run):
             os.killpg(run, 9)
 
 
