@@ -11,7 +11,16 @@ from g2po.errors import UserPatternError
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 from g2po.state_keys import normalized, regex, resolve_state_key, similarity
-from tests.g2po.builders import TWO, trajectories
+from tests.g2po.builders import (
+    AT_MICROWAVE,
+    AT_SHELF,
+    EPISODES,
+    HEATED,
+    ROOM,
+    TWO,
+    alfworld_steps,
+    trajectories,
+)
 
 GROUPS = np.zeros(3, dtype=np.int64)
 
@@ -86,24 +95,6 @@ def test_regex_keys_each_distinct_key_once_and_keeps_non_matches():
 
 # -- G2PO's ALFWorld anchor (the `alfworld` strategy) -----------------------------------------
 
-ROOM = "You are in the middle of a room. Looking quickly around you, you see a microwave 1."
-AT_MICROWAVE = "You arrive at microwave 1. The microwave 1 is closed."
-HEATED = "You heat the mug 1 using the microwave 1."
-AT_SHELF = "You arrive at shelf 1. On the shelf 1, you see nothing."
-NOTHING = "Nothing happens."
-START_ACTIONS = ["go to microwave 1", "go to shelf 1", "help"]
-MICROWAVE_ACTIONS = ["open microwave 1", "go to shelf 1", "heat mug 1 with microwave 1"]
-HEATED_ACTIONS = ["go to shelf 1", "inventory"]
-SHELF_ACTIONS = ["put mug 1 in/on shelf 1", "go to microwave 1"]
-# (observation, admissible actions) of each step; the last step's next observation is not in
-# a step table (it leads to the terminal)
-EPISODES = {
-    "a": (10.0, [(ROOM, START_ACTIONS), (AT_MICROWAVE, MICROWAVE_ACTIONS),
-                 (NOTHING, MICROWAVE_ACTIONS), (HEATED, HEATED_ACTIONS),
-                 (AT_SHELF, SHELF_ACTIONS)]),
-    "b": (0.0, [(ROOM, START_ACTIONS), (NOTHING, START_ACTIONS), (AT_SHELF, SHELF_ACTIONS),
-                (AT_MICROWAVE, MICROWAVE_ACTIONS)]),
-}
 # Worked by hand from the authors' env_manager.py: each later state is the observation, then
 # "\nAdmissible actions:\n " and the actions quoted, "\n "-joined, "help" left out, then "\n";
 # "Nothing happens." appends nothing (the key is the newest state's); after "You heat …" the
@@ -117,31 +108,6 @@ EXPECTED_KEYS = {
     "a": [ROOM, E_MICROWAVE, E_MICROWAVE, E_HEATED, E_HEATED + " " + E_SHELF],
     "b": [ROOM, "[the first prompt] " + ROOM, E_SHELF, E_MICROWAVE],
 }
-
-
-def alfworld_steps(how: str = "prompt") -> pd.DataFrame:
-    """The two episodes as a step table; admissible actions in the agent prompt (``prompt``)
-    or in an ``admissible_actions`` column of lists (``column``) or of their text (``text``)."""
-    from g2po.agent_format import build_prompt
-
-    rows = []
-    for traj, (reward, steps) in EPISODES.items():
-        history = []
-        for t, (obs, actions) in enumerate(steps):
-            row = {"group_id": "g", "traj_id": traj, "t": t, "state_key": obs,
-                   "observation": obs, "action": f"act {t}", "episode_reward": reward,
-                   "is_action_valid": True}
-            if how == "prompt":
-                row["prompt"] = "<|im_start|>user\n" + build_prompt(
-                    "heat a mug and put it on the shelf", obs, actions, history) + \
-                    "<|im_end|>\n<|im_start|>assistant\n"
-            elif how == "column":
-                row["admissible_actions"] = list(actions)
-            else:
-                row["admissible_actions"] = repr(list(actions))
-            history.append((obs, row["action"]))
-            rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def _keys(steps: pd.DataFrame) -> dict[str, list[str]]:
