@@ -108,6 +108,8 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
     finally:
         close()
     table = sort_whatif(table, args.sort, False if args.ascending else None)
+    n_groups, changed = len(table), int((table["changed"] > 0).sum())
+    flips = int(table["sign_flips"].sum())
     if args.top is not None:
         table = table.head(args.top)
     if args.output == "csv":
@@ -116,15 +118,15 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
         print(json.dumps(table.to_dict(orient="records"), indent=1, ensure_ascii=False,
                          default=_plain))
     else:
-        changed = int((table["changed"] > 0).sum())
         short, prefix = lead_with_difference(table["group_id"].astype(str).tolist(), limit=20)
         view = table.assign(group_id=short)
         if (table["task"].astype(str) == table["group_id"].astype(str)).all():
             view = view.drop(columns="task")
         print(f"{args.key!r} against {params.state_key!r} (min change {args.min_change:g}): "
-              f"{changed:,} of {len(table):,} group(s) change, "
-              f"{int(table['sign_flips'].sum()):,} sign flip(s) · outcome rule: "
-              f"{rule.describe()}" + (f" · group ids after {prefix!r}" if prefix else "")
+              f"{changed:,} of {n_groups:,} group(s) change, {flips:,} sign flip(s) · "
+              f"outcome rule: {rule.describe()}"
+              + (f" · {len(table):,} shown" if len(table) < n_groups else "")
+              + (f" · group ids after {prefix!r}" if prefix else "")
               + " · one group: --group G [--step N]")
         print(terminal_table(view, max_rows=args.max_rows))
     return 0
