@@ -185,3 +185,28 @@ def test_bad_thresholds_are_errors():
         what_if(trajectories(CASES), "normalized", rule=RULE, min_change=-1)
     with pytest.raises(ValueError, match="min_change"):
         step_changes(np.zeros(1), np.zeros(1), float("nan"))
+
+
+def test_a_verl_dump_of_the_agent_prompt_takes_the_alfworld_key(tmp_path):
+    """A verl rollout dump whose inputs are the agent prompt (as g2po's verl trainer writes
+    them): the admissible actions are read from each line's input."""
+    from g2po.agent_format import build_prompt
+    from tests.g2po.builders import EPISODES
+    from tests.loaders.builders import SYSTEM, qwen_decoded, write_verl_dump
+
+    lines = []
+    for session, (reward, steps) in enumerate(EPISODES.values()):
+        history = []
+        for i, (obs, actions) in enumerate(steps):
+            prompt = build_prompt("heat a mug", obs, actions, history)
+            lines.append({"input": qwen_decoded([("system", SYSTEM), ("user", prompt)]),
+                          "output": f"<think>.</think><action>{actions[0]}</action>",
+                          "gts": None, "score": reward, "step": 1,
+                          "uid": f"5f0c0e2a-91d3-4b7e-8c1a-0d2e6f000000_{session}_{i}"})
+            history.append((obs, actions[0]))
+    write_verl_dump(tmp_path / "dump", 1, lines)
+    log = loaders.open_log(tmp_path / "dump")
+    table = whatif_log(log, "alfworld")
+    expected = what_if(alfworld_steps(), "alfworld", rule=RULE).summary()
+    assert table.iloc[0][["nodes_before", "nodes_after", "merged", "split"]].tolist() == \
+        [expected[k] for k in ("nodes_before", "nodes_after", "merged", "split")]
