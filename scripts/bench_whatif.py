@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,23 +28,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT, ROOT / "scripts"):  # the project, and bench_loaders beside this one
+for _path in (ROOT, ROOT / "scripts"):  # the project, and the benchmarks beside this one
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+
+from bench_triage import _clock, _fmt, _since  # noqa: E402 - the same clock and words
 
 #: Keys compared with the run's exact key: a coarser regex (rooms 10-19 merge with room 1 …)
 #: and a value-wise one that changes nothing on these keys (the cost of the comparison).
 RUN_KEYS = (r"regex:^\[task \d+\] You are in room \d", "normalized")
 GROUP_KEYS = (r"regex:^task \d+ room \d", "similarity:0.95")
-
-
-def _clock() -> tuple[float, float]:
-    return time.perf_counter(), time.process_time()
-
-
-def _since(start: tuple[float, float]) -> dict[str, float]:
-    wall, cpu = _clock()
-    return {"wall_s": wall - start[0], "cpu_s": cpu - start[1], "load": os.getloadavg()[0]}
 
 
 def thirty_state_group(seed: int = 1):
@@ -101,10 +93,6 @@ def _run(*args: str) -> dict:
     result = subprocess.run([sys.executable, __file__, "--measure", *args], check=True,
                             capture_output=True, text=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def _fmt(m: dict) -> str:
-    return f"{m['wall_s']:7.3f} s wall, {m['cpu_s']:7.3f} s CPU, load {m['load']:4.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
