@@ -471,7 +471,7 @@ class _Log(Protocol):  # what whatif_log needs of a loaders.Log
     def rule(self) -> OutcomeRule: ...
 
 
-def _short_codes(codes: np.ndarray) -> pd.arrays.ArrowStringArray | object:
+def _short_codes(codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
     """Integer codes as short strings (missing stays missing), made by Arrow."""
     codes = np.asarray(codes, dtype=np.int64)
     return pa.array(codes, mask=codes < 0).cast(pa.string()).to_pandas().array
@@ -515,10 +515,12 @@ def whatif_log(log: _Log, key: str | StateKeyFn, train_steps: Sequence[int] | No
     total, done = len(steps), 0
     parts: list[pd.DataFrame] = []
     batch: list[tuple[pd.DataFrame, pd.DataFrame]] = []
-    applied = [params.state_key, key]
+    applied: list = []  # the strategies left to apply to the batch's frames (the same for all)
+
+    rows = 0
 
     def flush() -> None:
-        nonlocal batch, done
+        nonlocal batch, done, rows
         if not batch:
             return
         frames = [pd.concat([p[i] for p in batch], ignore_index=True) if len(batch) > 1
@@ -530,22 +532,23 @@ def whatif_log(log: _Log, key: str | StateKeyFn, train_steps: Sequence[int] | No
             estimate(frames[1], "g2po", **replace(other, state_key=applied[1])
                      .g2po_kwargs(rule)), min_change))
         done += len(batch)
-        batch = []
+        batch, rows = [], 0
         if progress is not None:
             progress(done, total)
 
     if progress is not None:
         progress(0, total)
-    rows = 0
     for s, frame in log.columns_of_steps(steps, columns):
         frame = frame.assign(train_step=np.int64(s))
-        keyed_b, applied[0] = _keyed(frame, params.state_key)
-        keyed_a, applied[1] = _keyed(frame, key)
+        keyed_b, left_b = _keyed(frame, params.state_key)
+        keyed_a, left_a = _keyed(frame, key)
+        if batch and applied != [left_b, left_a]:  # frames keyed otherwise: never one batch
+            flush()
+        applied = [left_b, left_a]
         batch.append((keyed_b, keyed_a))
         rows += len(frame)
         if rows >= batch_rows or not parts:
             flush()
-            rows = 0
         elif progress is not None:
             progress(done + len(batch), total)
     flush()
