@@ -32,15 +32,12 @@ def main() -> int:
     if (why := chromium_missing()):
         print(why, file=sys.stderr)
         return 2
-    query = urlencode({"run": args.run, "step": args.step, "group": args.group})
+    query = urlencode({"run": args.run, "step": args.step, "group": args.group,
+                       "wkey": r"regex:^[^\n]*"})
     log = ROOT / "sample_rollouts" / args.run
     with serve_app(["--log", str(log), "--refresh", "0"]) as url, chromium() as browser:
         page = browser.new_page(viewport={"width": args.width, "height": args.height})
         page.goto(f"{url}/whatif?{query}")
-        page.get_by_text("Sign flips").first.wait_for(timeout=60_000)
-        wait_idle(page)
-        page.get_by_role("combobox", name="Second state key").first.click()
-        page.get_by_role("option").filter(has_text="regex").first.click()
         page.get_by_text("(after)").first.wait_for(timeout=60_000)
         wait_idle(page)
         # the sidebar folded away: the page's width for the tables

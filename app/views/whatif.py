@@ -20,6 +20,7 @@ from app.safe import fmt, truncate
 from app.sidebar import request_group
 from app.tables import short_ids, style_diverging
 from app.ui import group_page, picked_row, show_short_error
+from app.url_state import seed_from_url, url_once, write_url
 from g2po.analysis.whatif import (
     DEFAULT_MIN_CHANGE,
     WhatIf,
@@ -64,29 +65,50 @@ def _choices(ctx: AppContext) -> tuple[str, float]:
     or exact when the sidebar already uses similarity), and the smallest change of an
     advantage that counts."""
     names = strategy_names()
+    _seed_from_url(names)
     current = str(ctx.params.state_key).partition(":")[0]
     st.session_state.setdefault("wi_key", "exact" if current == "similarity" else "similarity")
     st.session_state.setdefault("wi_regex", r"^[^\n]*")
     st.session_state.setdefault("wi_similarity", 0.9)
+    st.session_state.setdefault("wi_min", DEFAULT_MIN_CHANGE)
     cols = st.columns([2, 3, 2])
     min_change = cols[2].number_input("A step changes when A moves by more than", 0.0, 100.0,
-                                      DEFAULT_MIN_CHANGE, step=0.05, key="wi_min",
-                                      help="or when A changes sign")
+                                      step=0.05, key="wi_min", help="or when A changes sign")
     name = cols[0].selectbox("Second state key", names, key="wi_key",
                              help="How observations merge into nodes on the other side; the "
                                   "first side is the sidebar's state key.")
+    key = name
     if name == "regex":
         pattern = cols[1].text_input("regex (first group or whole match is the key)",
                                      key="wi_regex")
-        return f"regex:{pattern}", float(min_change)
-    if name == "similarity":
+        key = f"regex:{pattern}"
+    elif name == "similarity":
         threshold = cols[1].slider("similarity threshold", 0.5, 1.0, step=0.01,
                                    key="wi_similarity")
-        return f"similarity:{threshold}", float(min_change)
-    if name == "alfworld":
+        key = f"similarity:{threshold}"
+    elif name == "alfworld":
         cols[1].caption("G2PO's ALFWorld anchor: the observation and its admissible actions "
                         "(read from the log's prompts); needs a log that records them.")
-    return name, float(min_change)
+    write_url(wkey=key, wmin=float(min_change))
+    return key, float(min_change)
+
+
+def _seed_from_url(names: list[str]) -> None:
+    """The page's key and threshold from the URL's ``wkey`` (``regex:^[^\\n]*``,
+    ``similarity:0.9``, …) and ``wmin``, once per session."""
+    raw = url_once("wkey")
+    if raw:
+        name, _, arg = raw.partition(":")
+        if name in names:
+            st.session_state["wi_key"] = name
+            if name == "regex":
+                st.session_state["wi_regex"] = arg
+            elif name == "similarity":
+                try:
+                    st.session_state["wi_similarity"] = min(1.0, max(0.5, float(arg)))
+                except ValueError:
+                    pass
+    seed_from_url("wi_min", "wmin", lambda text: min(100.0, max(0.0, float(text))))
 
 
 def _compare(ctx: AppContext, key: str, min_change: float) -> WhatIf:

@@ -42,10 +42,27 @@ def test_the_page_shows_the_librarys_what_if_of_the_sidebars_group(runs_root):
     assert (steps_shown["sign"] == "flips").sum() == s["sign_flips"]
     assert (steps_shown["sign"].iloc[:s["sign_flips"]] == "flips").all()  # flips first
     np.testing.assert_allclose(steps_shown["ΔA"], result.changed["delta"])
+    assert at.query_params["wkey"] == "similarity:0.9" and at.query_params["wmin"] == "0.1"
     # a threshold nothing reaches: only the sign flips are left
     at.number_input(key="wi_min").set_value(100.0).run()
     assert not at.exception
     assert len(at.dataframe[1].value) == s["sign_flips"]
+    assert at.query_params["wmin"] == "100"
+
+
+def test_the_url_keeps_the_second_key(runs_root):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.builders import entry
+
+    at = AppTest.from_function(entry, kwargs={"page": "whatif", "argv": [
+        "--log", str(runs_root)]}, default_timeout=60)
+    at.query_params.update({"wkey": COARSE, "wmin": "0.5"})
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="wi_key").value == "regex"
+    assert at.text_input(key="wi_regex").value == COARSE.removeprefix("regex:")
+    assert at.number_input(key="wi_min").value == 0.5
 
 
 def test_a_key_that_merges_nothing_and_one_the_log_cannot_take(runs_root):
