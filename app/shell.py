@@ -39,6 +39,7 @@ PAGES = {
     "step_diff": ("app.views.step_diff", "Step diff", "step-diff"),
     "compare": ("app.views.compare", "Estimator comparison", "compare"),
     "diagnostics": ("app.views.diagnostics", "State-merge diagnostics", "diagnostics"),
+    "whatif": ("app.views.whatif", "What-if merging", "whatif"),
     "export": ("app.views.export", "Export", "export"),
 }
 

@@ -20,11 +20,11 @@ __all__ = ["seed_from_url", "reseed", "write_url", "url_value", "url_once", "URL
 URL_KEYS = ("run", "step", "group", "traj", "node", "edge", "filter", "outcome", "gamma", "w",
             "mode", "penalty", "success", "success_min", "terminal", "truncate_at", "state_key",
             "edge_color", "value_scale", "gscope", "gsort", "gorder", "galarm", "gtask",
-            "gsuccess", "hfrom", "hgroup", "hstate")
+            "gsuccess", "hfrom", "hgroup", "hstate", "wkey", "wmin")
 _SEEDED = "_g2po_url_seeded"
 #: page → the names only it keeps in the URL: every other page drops them (and a session opened
 #: on another page never reads them), so a stale one never overrides the sidebar's choices.
-PAGE_ONLY = {"state_history": ("hfrom", "hgroup", "hstate")}
+PAGE_ONLY = {"state_history": ("hfrom", "hgroup", "hstate"), "whatif": ("wkey", "wmin")}
 
 
 def url_value(name: str) -> str | None:

@@ -7,11 +7,13 @@ the last K (observation, action) steps, the current observation and the admissib
 action that matches an admissible one (ignoring case, spacing, quotes and a final full stop),
 or, in a free-form environment without an admissible list, any non-empty tagged text.
 :func:`current_observation` reads the current observation back out of a prompt (logs store
-prompts; the state graph merges on observations).
+prompts; the state graph merges on observations), :func:`admissible_actions` its admissible
+actions (G2PO's ALFWorld state key needs them, :mod:`g2po.state_keys`).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 
@@ -25,6 +27,9 @@ __all__ = [
     "normalize_action",
     "format_response",
     "current_observation",
+    "admissible_actions",
+    "read_action_list",
+    "ADMISSIBLE_MARK",
 ]
 
 DEFAULT_ROLE = "You are an expert agent playing a text-based game."
@@ -50,8 +55,12 @@ _OBSERVATION_MARK = re.compile(r"[Yy]our current observation is: ?")
 _OBSERVATION_END = re.compile(
     r"\s*\n\s*(?:Your admissible actions of the current situation are:|"
     r"Now it's your turn to take an action\.)")
-_END_PHRASES = ("Your admissible actions of the current situation are:",
-                "Now it's your turn to take an action.")
+#: What introduces the admissible actions in a prompt (ours and verl-agent's).
+ADMISSIBLE_MARK = "Your admissible actions of the current situation are:"
+_END_PHRASES = (ADMISSIBLE_MARK, "Now it's your turn to take an action.")
+# One quoted action of a listed admissible set, after optional separators (our prompts join
+# Python reprs with ", "; verl-agent's join '…' with "\n ").
+_LISTED = re.compile(r"""[\s,]*('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
 
 
 def extract_action(response: str) -> str | None:
@@ -177,7 +186,7 @@ def build_prompt(
         lines.append(f"Your current observation is: {observation.strip()}")
     if admissible is not None:
         listed = ", ".join(repr(a) for a in admissible)
-        lines.append(f"Your admissible actions of the current situation are: [{listed}].")
+        lines.append(f"{ADMISSIBLE_MARK} [{listed}].")
         answer = "choose an admissible action for the current step"
     else:
         answer = f"write your action ({action_hint or 'free text'}) for the current step"
@@ -253,3 +262,43 @@ def _line_break_before(text: str, at: int) -> bool:
         if text[at] == "\n":
             return True
     return False
+
+
+def admissible_actions(prompt: str) -> list[str] | None:
+    """The admissible actions a :func:`build_prompt` prompt (or a verl-agent one) lists for
+    its current step: the last list after :data:`ADMISSIBLE_MARK`, read by
+    :func:`read_action_list`; None when the prompt lists none in that form.
+
+    >>> admissible_actions(build_prompt("t", "A hall.", ["go east", "take the 'key'"]))
+    ['go east', "take the 'key'"]
+    >>> admissible_actions(ADMISSIBLE_MARK + " ['look'\\n 'go to desk 1'].")
+    ['look', 'go to desk 1']
+    >>> admissible_actions(build_prompt("t", "A hall.", None)) is None
+    True
+    """
+    at = (prompt or "").rfind(ADMISSIBLE_MARK)
+    return None if at < 0 else read_action_list(prompt, at + len(ADMISSIBLE_MARK))
+
+
+def read_action_list(text: str, start: int = 0) -> list[str] | None:
+    """The actions of a bracketed list of quoted strings at ``text[start:]`` (after
+    whitespace): ``['a', "b's"]`` (Python reprs, as :func:`build_prompt` writes them; JSON's
+    double-quoted strings read the same), or verl-agent's ``['a'\\n 'b']``. None when no
+    such list starts there.
+
+    >>> read_action_list(' ["open drawer 1", "look"]')
+    ['open drawer 1', 'look']
+    >>> read_action_list("go east") is None
+    True
+    """
+    pos = len(text) - len(text[start:].lstrip())
+    if not text.startswith("[", pos):
+        return None
+    pos += 1
+    actions = []
+    while (found := _LISTED.match(text, pos)) is not None:
+        quoted = found.group(1)
+        actions.append(ast.literal_eval(quoted) if "\\" in quoted else quoted[1:-1])
+        pos = found.end()
+    rest = text[pos:pos + 64].lstrip(" \t\n,")
+    return actions if rest.startswith("]") else None

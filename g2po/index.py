@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from g2po.errors import StepTableError
-from g2po.state_keys import StateKeyFn, exact
+from g2po.state_keys import StateKeyFn, apply_strategy, exact
 from g2po.steps import trajectory_problems
 
 __all__ = ["StepIndex", "index_steps", "merge_rate", "MAX_ABS_REWARD"]
@@ -197,7 +197,8 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex
     node, n_nodes = exact_node, n_exact
     if state_key is not exact:
         merged = np.empty(len(keys), dtype=object)
-        merged[order] = np.asarray(state_key(keys.iloc[order], group[order]), dtype=object)
+        merged[order] = np.asarray(apply_strategy(state_key, steps, order, group, traj),
+                                   dtype=object)
         canonical = pd.Series(merged, index=keys.index)
         kid, n_kid = _codes(canonical, sort=False)
         raw, n_nodes = _combine(group, kid, n_kid, sort=False)

@@ -66,6 +66,7 @@ from g2po.envs.base import (
     register_env,
 )
 from g2po.envs.textworld_env import _PARSE_LOCK, TextWorldEnv, clean_feedback
+from g2po.state_keys import AlfworldAnchor
 
 __all__ = [
     "ALFWorldEnv",
@@ -105,9 +106,6 @@ _NOTHING = "nothing happens."
 #: ALFWorld state keys: ``observation`` (the observation alone, the default) or
 #: ``observation_admissible`` (the authors' key, :class:`PaperAnchor`).
 ANCHORS = ("observation", "observation_admissible")
-#: Observations after which the authors' key also carries the next state's observation: the
-#: object's new condition (heated, cooled, cleaned, lamp on) is not visible in later text.
-_INVISIBLE_EFFECTS = ("You heat", "You cool", "You clean", "You turn on")
 
 
 def alfworld_data() -> Path:
@@ -182,15 +180,14 @@ def alfworld_anchor(observation: str, previous: str | None = None) -> str:
     return key
 
 
-class PaperAnchor:
-    """The authors' ALFWorld state key (their env manager's ``anchor``), one per episode.
-
-    Each state is its observation followed by its admissible actions. "Nothing happens." adds
-    no state: the key stays the current one. After "You heat/cool/clean/turn on …" the next
-    key joins that observation and the next one, so a heated mug's state differs from the
-    unheated one's even where the text reads alike. One difference from the original: their
-    first key is the raw first observation and a "Nothing happens." on the first step keys on
-    the whole first prompt, two keys for one state; here both are the first state's key.
+class PaperAnchor(AlfworldAnchor):
+    """The authors' ALFWorld state key (their env manager's ``anchor``), one per episode: the
+    rules of :class:`g2po.state_keys.AlfworldAnchor` (each state its observation and admissible
+    actions; "Nothing happens." adds none; after "You heat/cool/clean/turn on …" the key joins
+    that observation and the next). One difference from the original: their first key is the
+    raw first observation and a "Nothing happens." on the first step keys on the whole first
+    prompt, two keys for one state; here both are the first state's key (the ``alfworld``
+    state key read from a log follows the original).
 
     >>> a = PaperAnchor("You are in a room.", ["go to microwave 1"])
     >>> a.key.splitlines()
@@ -202,28 +199,11 @@ class PaperAnchor:
     True
     """
 
+    __slots__ = ()
+
     def __init__(self, observation: str, admissible: list[str]) -> None:
-        self._states = [self.entry(observation, admissible)]
-
-    @staticmethod
-    def entry(observation: str, admissible: list[str]) -> str:
-        """One state's text: the observation and its admissible actions, as the authors join
-        them ("help" left out)."""
-        actions = "\n ".join(f"'{a}'" for a in admissible if a != "help")
-        return f"{observation}\nAdmissible actions:\n {actions}\n"
-
-    @property
-    def key(self) -> str:
-        """The current state's key."""
-        if len(self._states) >= 2 and self._states[-2].startswith(_INVISIBLE_EFFECTS):
-            return " ".join(self._states[-2:])
-        return self._states[-1]
-
-    def step(self, observation: str, admissible: list[str]) -> str:
-        """The key after a step that answered ``observation``."""
-        if not observation.startswith("Nothing happens"):
-            self._states.append(self.entry(observation, admissible))
-        return self.key
+        first = self.entry(observation, admissible)
+        super().__init__(first, first)
 
 
 class ALFWorldEnv(TextWorldEnv):

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from g2po.agent_format import (
+    admissible_actions,
     build_prompt,
     current_observation,
     extract_action,
@@ -153,3 +154,24 @@ def test_the_observation_ends_where_the_regex_ends_it(pieces):
         found = _OBSERVATION_END.search(prompt[end:])
         expected = (prompt[end:][:found.start()] if found else prompt[end:]).strip()
     assert current_observation(prompt) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=30), max_size=6),
+       st.lists(st.tuples(st.text(max_size=20), st.text(max_size=10)), max_size=3))
+def test_a_prompt_gives_back_its_admissible_actions(actions, history):
+    """Any action text (quotes, brackets, backslashes, newlines) reads back as written, after
+    a history that may quote anything."""
+    prompt = build_prompt("a task [with] 'quotes'", "A hall.", actions, history)
+    assert admissible_actions(prompt) == actions
+    assert admissible_actions(build_prompt("t", "A hall.", None, history)) is None
+
+
+def test_verl_agents_list_and_broken_lists():
+    listed = "Your admissible actions of the current situation are: ['look'\n 'go to desk 1']."
+    assert admissible_actions("Your current observation is: x\n" + listed) == \
+        ["look", "go to desk 1"]
+    assert admissible_actions("Your admissible actions of the current situation are: "
+                              "['look', 'go") is None
+    assert admissible_actions("Your admissible actions of the current situation are: look") \
+        is None
