@@ -59,7 +59,7 @@ def read_advantage(frame: pd.DataFrame, source: str, report: LoadReport,
         report.note(f"{ADVANTAGE} (the trainer's recorded advantage) read from column "
                     f"{alias!r}")
     column = frame[ADVANTAGE]
-    if column.dtype != object:
+    if pd.api.types.is_numeric_dtype(column.dtype):
         return frame
     values = step_values(column, source, label)
     if values is column:
