@@ -81,7 +81,7 @@ SCALES = ("binary10", "binary1", "score")
 _FAMILY = {**dict.fromkeys(ALARM_KINDS, "alarm"), **dict.fromkeys(INTEGRITY_KINDS, "integrity"),
            **dict.fromkeys(RECORDED_KINDS, "recorded"), "healthy": "healthy",
            "converged": "healthy"}
-_NONSENSE = ("dance", "look around carefully", "take the sword", "open sesame", "")
+_NONSENSE = ("dance", "look around carefully", "take the sword", "open sesame", "(no action)")
 _EXITS = ("go left", "go right", "go straight", "climb up", "crawl through")
 
 
