@@ -23,9 +23,10 @@ from g2po.index import StepIndex
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 from g2po.segments import NORM_MODES
+from g2po.steps import REQUIRED_COLUMNS
 
 __all__ = ["GRID", "ATOL", "RTOL", "Candidate", "candidates", "close", "group_keys",
-           "fit_credit", "FIT_COLUMNS"]
+           "estimator_input", "fit_credit", "FIT_COLUMNS"]
 
 #: The values tried of each main parameter an estimator takes (with its default and the
 #: run's value added).
@@ -92,6 +93,14 @@ def candidates(rule: OutcomeRule, params: G2POParams,
     return out
 
 
+def estimator_input(steps: pd.DataFrame) -> pd.DataFrame:
+    """Only the columns an estimator reads (the required ones, ``train_step`` and
+    ``step_reward`` where present): text columns such as observations are not validated
+    again on every call."""
+    return steps[[c for c in (*REQUIRED_COLUMNS, "train_step", "step_reward")
+                  if c in steps.columns]]
+
+
 def group_keys(steps: pd.DataFrame, ix: StepIndex) -> pd.DataFrame:
     """(n_groups,) rows: ``train_step`` (0 where the table has none, as in the groups table)
     and ``group_id`` of each group code of ``ix``, in code order."""
@@ -100,7 +109,7 @@ def group_keys(steps: pd.DataFrame, ix: StepIndex) -> pd.DataFrame:
     step = steps["train_step"].to_numpy(dtype=np.int64)[first] if "train_step" in steps \
         else np.zeros(ix.n_groups, dtype=np.int64)
     return pd.DataFrame({"train_step": step,
-                         "group_id": steps["group_id"].to_numpy()[first]})
+                         "group_id": steps["group_id"].iloc[first].to_numpy()})
 
 
 def _scores(recorded: np.ndarray, adv: np.ndarray, ix: StepIndex, atol: float, rtol: float
@@ -128,6 +137,7 @@ def fit_credit(steps: pd.DataFrame, recorded: np.ndarray, *, rule: OutcomeRule,
     Candidates that cannot run on the table (a parameter out of range) are skipped.
     """
     tried = list(tried if tried is not None else candidates(rule, params))
+    steps = estimator_input(steps)
     ix = None
     best_match = best_err = best = None
     for number, cand in enumerate(tried):

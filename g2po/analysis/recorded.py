@@ -37,7 +37,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.credit_fit import ATOL, RTOL, close, fit_credit, group_keys
+from g2po.analysis.credit_fit import (
+    ATOL,
+    RTOL,
+    close,
+    estimator_input,
+    fit_credit,
+    group_keys,
+)
 from g2po.errors import G2POError
 from g2po.estimators import estimate
 from g2po.index import StepIndex
@@ -195,7 +202,8 @@ def audit_recorded(
     if np.isnan(recorded).all():
         raise NoRecordedAdvantageError("column 'advantage' holds no value (every row null)")
     kwargs = {**params.for_estimator(estimator, rule), **dict(estimator_params or {})}
-    columns, ix = estimate(steps, estimator, state_key=params.state_key, **kwargs)
+    columns, ix = estimate(estimator_input(steps), estimator, state_key=params.state_key,
+                           **kwargs)
     recomputed = np.asarray(columns["adv"], dtype=np.float64)
     step_table, cause, neighbour, broadcast_traj = _compare(recorded, recomputed, ix, atol, rtol)
     groups = _group_table(steps, ix, recorded, recomputed, cause, neighbour, broadcast_traj)
@@ -203,10 +211,11 @@ def audit_recorded(
         groups = _with_fit(groups, steps, ix, recorded, rule=rule, params=params,
                            limit=fit_limit, atol=atol, rtol=rtol)
     groups = _judge(groups, estimator)
-    table = step_table.assign(
+    table = step_table.assign(  # the ids as they are (no text converted row by row)
         train_step=steps["train_step"].to_numpy(dtype=np.int64) if "train_step" in steps
-        else np.int64(0), group_id=steps["group_id"].to_numpy(),
-        traj_id=steps["traj_id"].to_numpy(), t=steps["t"].to_numpy(dtype=np.int64))
+        else np.int64(0), group_id=steps["group_id"].reset_index(drop=True),
+        traj_id=steps["traj_id"].reset_index(drop=True),
+        t=steps["t"].to_numpy(dtype=np.int64))
     table.index = steps.index
     return RecordedAudit(groups, table[STEP_COLUMNS], estimator, kwargs)
 
@@ -215,57 +224,72 @@ def _compare(r: np.ndarray, c: np.ndarray, ix: StepIndex, atol: float, rtol: flo
              ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
     """Per step: the table's numbers, the cause code (index into :data:`CAUSES`, -1 where it
     matches or has no record), the neighbour it matches (-1 before, +1 after, 0) and, per
-    trajectory, (n_traj,) bool: recorded as one value where the recomputation varies."""
+    trajectory, (n_traj,) bool: recorded as one value where the recomputation varies. Only
+    the trajectories holding a differing step are looked at beyond the comparison."""
+    n = len(r)
     has = ~np.isnan(r)
     matches = has & close(r, c, atol, rtol)
     differ = has & ~matches
-    finite = np.isfinite(r)
-    # Trajectory by trajectory, step by step (the canonical order).
-    o = ix.order
-    traj = ix.traj[o]
-    start = np.ones(len(o), dtype=bool)
-    start[1:] = traj[1:] != traj[:-1]
+    cause = np.full(n, -1, dtype=np.int64)
+    neighbour = np.zeros(n, dtype=np.int64)
+    broadcast_traj = np.zeros(ix.n_traj, dtype=bool)
+    if differ.any():
+        # The differing trajectories, trajectory by trajectory, step by step.
+        o = ix.order[np.isin(ix.traj[ix.order], np.unique(ix.traj[differ]))]
+        broadcast_traj = _flat_trajectories(r[o], c[o], ix.traj[o], ix.n_traj, atol, rtol)
+        neighbour[o] = _neighbours(r[o], c[o], ix.group[o], atol, rtol)
+        d = np.flatnonzero(differ)
+        rd, cd = r[d], c[d]
+        finite = np.isfinite(rd)
+        tests = [
+            finite & (np.abs(rd) <= atol),                                       # zeroed
+            broadcast_traj[ix.traj[d]],                                          # broadcast
+            finite & close(-rd, cd, atol, rtol) & (np.abs(cd) > atol),           # negated
+            neighbour[d] != 0,                                                   # misaligned
+            finite & (rd * cd < 0) & (np.abs(rd) > atol) & (np.abs(cd) > atol),  # sign
+            ~finite,                                                             # nonfinite
+        ]
+        code = np.select(tests, np.arange(len(tests)), default=len(tests))       # or differs
+        cause[d] = code
+    neighbour = np.where(differ, neighbour, 0)
+    table = pd.DataFrame({"recorded": r, "recomputed": c, "diff": r - c, "matches": matches,
+                          "cause": pd.Categorical.from_codes(cause + 1, ["", *CAUSES]),
+                          "neighbour": neighbour})
+    return table, cause, neighbour, broadcast_traj
+
+
+def _flat_trajectories(r: np.ndarray, c: np.ndarray, traj: np.ndarray, n_traj: int,
+                       atol: float, rtol: float) -> np.ndarray:
+    """(n_traj,) bool: of the trajectories in ``traj`` (rows sorted by trajectory, then step),
+    those whose recorded finite values are one value (≥ 2 of them) while the recomputed ones
+    vary."""
+    start = np.r_[True, traj[1:] != traj[:-1]]
     starts = np.flatnonzero(start)
-    ro, co = r[o], c[o]
-    live = has[o] & finite[o]
-    r_hi = np.maximum.reduceat(np.where(live, ro, -np.inf), starts)
-    r_lo = np.minimum.reduceat(np.where(live, ro, np.inf), starts)
-    c_hi = np.maximum.reduceat(np.where(live, co, -np.inf), starts)
-    c_lo = np.minimum.reduceat(np.where(live, co, np.inf), starts)
+    live = np.isfinite(r)
+    r_hi = np.maximum.reduceat(np.where(live, r, -np.inf), starts)
+    r_lo = np.minimum.reduceat(np.where(live, r, np.inf), starts)
+    c_hi = np.maximum.reduceat(np.where(live, c, -np.inf), starts)
+    c_lo = np.minimum.reduceat(np.where(live, c, np.inf), starts)
     n_live = np.add.reduceat(live.astype(np.int64), starts)
     scale = np.maximum(np.abs(c_hi), np.abs(c_lo))
-    flat_traj = (n_live >= 2) & (r_hi - r_lo <= atol + rtol * scale) & \
+    flat = (n_live >= 2) & (r_hi - r_lo <= atol + rtol * scale) & \
         (c_hi - c_lo > atol + rtol * scale)
-    broadcast_traj = np.zeros(ix.n_traj, dtype=bool)
-    broadcast_traj[traj[starts]] = flat_traj
-    # The neighbouring rows in that order, inside the same group.
-    grp = ix.group[o]
-    prev_ok = np.zeros(len(o), dtype=bool)
-    prev_ok[1:] = grp[1:] == grp[:-1]
-    c_prev = np.roll(co, 1)
-    c_next = np.roll(co, -1)
-    next_ok = np.roll(prev_ok, -1)
-    by_prev = prev_ok & close(ro, c_prev, atol, rtol) & ~close(c_prev, co, atol, rtol)
-    by_next = next_ok & close(ro, c_next, atol, rtol) & ~close(c_next, co, atol, rtol)
-    neighbour = np.zeros(len(r), dtype=np.int64)
-    neighbour[o] = np.where(by_prev, -1, np.where(by_next, 1, 0))
+    out = np.zeros(n_traj, dtype=bool)
+    out[traj[starts]] = flat
+    return out
 
-    tests = [
-        finite & (np.abs(r) <= atol),                                    # zeroed
-        broadcast_traj[ix.traj],                                         # broadcast
-        finite & close(-r, c, atol, rtol) & (np.abs(c) > atol),          # negated
-        neighbour != 0,                                                  # misaligned
-        finite & (r * c < 0) & (np.abs(r) > atol) & (np.abs(c) > atol),  # sign
-        ~finite,                                                         # nonfinite
-        np.ones(len(r), dtype=bool),                                     # differs
-    ]
-    cause = np.full(len(r), -1, dtype=np.int64)
-    for code, test in enumerate(tests):
-        cause = np.where(differ & (cause < 0) & test, code, cause)
-    names = np.array(["", *CAUSES], dtype=object)[cause + 1]
-    table = pd.DataFrame({"recorded": r, "recomputed": c, "diff": r - c, "matches": matches,
-                          "cause": names, "neighbour": np.where(differ, neighbour, 0)})
-    return table, cause, np.where(differ, neighbour, 0), broadcast_traj
+
+def _neighbours(r: np.ndarray, c: np.ndarray, group: np.ndarray, atol: float, rtol: float
+                ) -> np.ndarray:
+    """Per row (sorted by trajectory, then step): -1 where its recorded value is the
+    recomputed value of the row before it in the same group (and that differs from its own),
+    +1 where it is the next row's, else 0."""
+    same = np.r_[False, group[1:] == group[:-1]]
+    c_prev, c_next = np.r_[np.nan, c[:-1]], np.r_[c[1:], np.nan]
+    by_prev = same & close(r, c_prev, atol, rtol) & ~close(c_prev, c, atol, rtol)
+    by_next = np.r_[same[1:], False] & close(r, c_next, atol, rtol) & \
+        ~close(c_next, c, atol, rtol)
+    return np.where(by_prev, -1, np.where(by_next, 1, 0))
 
 
 def _group_table(steps: pd.DataFrame, ix: StepIndex, r: np.ndarray, c: np.ndarray,
@@ -352,17 +376,19 @@ def _judge(groups: pd.DataFrame, estimator: str) -> pd.DataFrame:
     explained = groups["explained"].to_numpy(dtype=bool)
     kind = np.where(explained & (main != ""), "other_estimator", main)
     groups = groups.assign(kind=kind)
-    groups["reason"] = [_reason(row, estimator) for row in groups.itertuples(index=False)]
+    groups["reason"] = [_reason(row, estimator, cause)
+                        for row, cause in zip(groups.itertuples(index=False), main, strict=True)]
     groups["fix"] = [KINDS[k].fix if k else "" for k in kind]
     groups = groups.sort_values(["severity", "mismatched"], ascending=False, kind="stable")
     return groups.reset_index(drop=True)[GROUP_COLUMNS]
 
 
-def _reason(row, estimator: str) -> str:
-    """The group's finding in one sentence, with its evidence."""
+def _reason(row, estimator: str, cause: str) -> str:
+    """The group's finding in one sentence, with its evidence (``cause``: the main cause of
+    its differing steps, said beside an estimator that explains them)."""
     if not row.kind:
         return "" if row.recorded else "no recorded advantage"
-    detail = {
+    details = {
         "zeroed": f"{row.zeroed} step(s) recorded as 0 where {estimator} gives credit",
         "broadcast": f"{row.broadcast_trajs} trajectory(ies) carry one value on every step "
                      f"where {estimator}'s vary",
@@ -370,9 +396,13 @@ def _reason(row, estimator: str) -> str:
         "misaligned": f"{row.misaligned} step(s) carry the value of the {row.shift}",
         "sign": f"{row.sign_flips} step(s) have the opposite sign of {estimator}'s",
         "nonfinite": f"{row.nonfinite} step(s) are not finite",
-        "other_estimator": f"reproduced by {row.best_fit}, not by the audited {estimator}",
         "differs": f"differs from {estimator}'s recomputation in no pattern named",
-    }[row.kind]
+    }
+    if row.kind == "other_estimator":
+        detail = f"reproduced by {row.best_fit}, not by the audited {estimator}" + \
+            (f": {details[cause]}" if cause != "differs" else "")
+    else:
+        detail = details[row.kind]
     fitted = ""
     if row.kind != "other_estimator" and isinstance(row.best_fit, str):
         fitted = f"; no registered estimator explains it (closest: {row.best_fit}, " \

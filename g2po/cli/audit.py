@@ -22,17 +22,25 @@ def _say(text: str) -> None:
     print(f"g2po audit: {text}", file=sys.stderr)
 
 
-def _read(log, train_steps: list[int]):
-    """The audited columns of ``train_steps``, one frame (state keys and actions as text)."""
+def _read(log, train_steps: list[int], state_key: str):
+    """The audited columns of ``train_steps``, one frame. State keys and actions that come as
+    Parquet dictionaries are given as their codes, in short text, under the exact state key
+    (one code per distinct key of a step file, and a group lies in one file: the same nodes),
+    else as their text."""
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
     parts = []
     for step, frame in log.columns_of_steps(train_steps, AUDIT_READ):
         frame = frame.assign(train_step=np.int64(step))
-        for col in ("state_key", "action"):  # Parquet dictionaries: the same strings, no copy
+        for col in ("state_key", "action"):
             if isinstance(frame[col].dtype, pd.CategoricalDtype):
-                frame[col] = frame[col].astype(object)
+                if state_key == "exact" or col == "action":
+                    codes = frame[col].cat.codes.to_numpy().astype(np.int64)
+                    frame[col] = pa.array(codes, mask=codes < 0).cast(pa.string()).to_pandas()
+                else:
+                    frame[col] = frame[col].astype(object)
         parts.append(frame)
     return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
 
@@ -67,7 +75,7 @@ def _audit(args: argparse.Namespace) -> int:
         estimator, origin = (stated, "the run's manifest") \
             if isinstance(stated, str) and stated in list_estimators() else ("g2po", "default")
     steps = log.train_steps() if args.step is None else [args.step]
-    frame = _read(log, steps)
+    frame = _read(log, steps, str(params.state_key))
     if "advantage" not in frame.columns or frame["advantage"].isna().all():
         raise ValueError(_no_advantage(args.path, len(steps)))
     found = audit_recorded(frame, rule=rule, params=params, estimator=estimator,
