@@ -33,8 +33,8 @@ Planted kinds (:data:`KINDS`), each a group of the run:
   ``history_key`` (the state key carries the path so far), ``partial_group`` (3 of 8
   rollouts, 2 of 4, 6 of 16), ``duplicate_rows`` (one rollout again under a new trajectory
   id; with :func:`write_run`'s table formats its rows also appear twice verbatim, which a
-  loader drops and reports), ``length_weighted`` (short wins beside long losses, so step-row
-  statistics and trajectory statistics disagree);
+  loader drops and reports), ``length_weighted`` (short wins beside long losses, in a pit or
+  cut at the limit, so step-row statistics and trajectory statistics disagree);
 - recorded-credit kinds, on healthy data: the ``advantage`` column is the run estimator's
   recomputation (:func:`g2po.estimators.estimate`: a correct trainer, stored as float32) on
   every other group and broken here: ``rec_zeroed`` (0 on every step but each trajectory's
@@ -283,13 +283,13 @@ def _walks(kind: str, world: World, spec: _Spec, rng: np.random.Generator
         walks = [_rollout(world, rng, **{**roll, "skill": 0.05}, mode="wander")
                  for _ in range(n)]
         return walks if sum(e == "cut" for _, e in walks) > n // 2 else None
-    if kind == "length_weighted":
+    if kind == "length_weighted":  # long losses (a pit, or cut at the limit), short wins
         long = max(1, n // 4)
-        walks = [_rollout(world, rng, **roll, mode="losing", wander=max(limit - 8, 4))
+        walks = [_rollout(world, rng, **roll, mode="losing", wander=max(limit - 6, 4))
                  for _ in range(long)]
         walks += [_rollout(world, rng, **{**roll, "skill": 0.95}) for _ in range(n - long)]
         lengths = [len(w) for w, _ in walks]
-        return walks if world.pits and all(e == "lost" for _, e in walks[:long]) and \
+        return walks if all(e != "won" for _, e in walks[:long]) and \
             sum(e == "won" for _, e in walks[long:]) >= n // 2 and \
             min(lengths[:long]) >= 2 * max(lengths[long:]) else None
     if kind == "hub":
