@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from g2po.errors import G2POError
 from g2po.estimators import estimate, estimator_params, list_estimators, shared_params
 from g2po.index import StepIndex
 from g2po.outcomes import OutcomeRule
@@ -134,7 +135,8 @@ def fit_credit(steps: pd.DataFrame, recorded: np.ndarray, *, rule: OutcomeRule,
     Returns one row per group: ``train_step`` (0 where absent), ``group_id``, ``best_fit``
     (:meth:`Candidate.describe`), ``fit_match`` (share of its recorded steps reproduced),
     ``fit_error`` (mean |recorded − fit|) and ``explained`` (every recorded step reproduced).
-    Candidates that cannot run on the table (a parameter out of range) are skipped.
+    Candidates that cannot run on the table (a parameter out of range, a user's estimator
+    with a parameter that has no default) are skipped.
     """
     tried = list(tried if tried is not None else candidates(rule, params))
     steps = estimator_input(steps)
@@ -144,8 +146,8 @@ def fit_credit(steps: pd.DataFrame, recorded: np.ndarray, *, rule: OutcomeRule,
         try:
             columns, ix = estimate(steps, cand.estimator, state_key=params.state_key,
                                    **cand.kwargs(rule))
-        except ValueError:
-            continue
+        except (ValueError, TypeError, G2POError):  # a parameter out of range, or one that a
+            continue                                  # user's estimator needs without default
         match, err = _scores(recorded, np.asarray(columns["adv"], dtype=np.float64), ix,
                              atol, rtol)
         if best is None:

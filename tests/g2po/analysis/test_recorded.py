@@ -16,7 +16,7 @@ from g2po.analysis.recorded import (
     audit_recorded,
     step_words,
 )
-from g2po.estimators import compute_advantages
+from g2po.estimators import compute_advantages, list_estimators
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 from tests.g2po.analysis.groups import random_walks
@@ -169,3 +169,12 @@ def test_every_kind_and_cause_has_its_words():
         words = step_words({"cause": kind.name, "recorded": 0.5, "recomputed": -0.25})
         assert "0.5" in words and "0.25" in words
     assert step_words({"cause": "", "recorded": 1.0, "recomputed": 1.0}) == ""
+
+
+@pytest.mark.parametrize("name", list_estimators())
+def test_every_estimators_own_record_is_healthy(walks, name):
+    params = G2POParams().for_estimator(name, RULE)
+    steps = walks.assign(advantage=compute_advantages(walks, name, **params)["adv"]
+                         .to_numpy(np.float32).astype(np.float64))
+    found = audit(steps, estimator=name, fit=False)
+    assert found.findings.empty and (found.groups["severity"] == 0).all()
