@@ -25,8 +25,9 @@ are fitted (:func:`g2po.analysis.credit_fit.fit_credit`): which registered estim
 parameters explain the recorded values best, or that none does. The group's ``severity`` is the
 share of its credit that differs, Σ|r − c| over the differing steps / (Σ|r| + Σ|c|) over its
 recorded steps, in [0, 1] (1 for a non-finite record): 0 for a trainer that recorded exactly
-this recomputation; ``kind`` is its main finding (:data:`KINDS`), with words for the group, the
-run and one step, and a fix.
+this recomputation; ``kind`` is its main finding (:data:`KINDS`): ``other_estimator`` where
+another candidate reproduces every recorded step, else the cause of at least half of its
+differing steps, else ``differs``; with words for the group, the run and one step, and a fix.
 """
 
 from __future__ import annotations
@@ -336,12 +337,15 @@ def _group_table(steps: pd.DataFrame, ix: StepIndex, r: np.ndarray, c: np.ndarra
 
 
 def _main_cause(g: np.ndarray, n: int, cause: np.ndarray) -> np.ndarray:
-    """(n,) object: the cause most of each group's differing steps have ('' where none)."""
+    """(n,) object: the cause at least half of each group's differing steps have, else
+    ``differs`` (no single pattern); '' where no step differs."""
     differ = cause >= 0
     counts = np.zeros((n, len(CAUSES)), dtype=np.int64)
     np.add.at(counts, (g[differ], cause[differ]), 1)
-    main = np.array(CAUSES, dtype=object)[counts.argmax(axis=1)]
-    return np.where(counts.sum(axis=1) > 0, main, "")
+    total = counts.sum(axis=1)
+    top = counts.argmax(axis=1)
+    main = np.where(2 * counts[np.arange(n), top] >= total, top, CAUSES.index("differs"))
+    return np.where(total > 0, np.array(CAUSES, dtype=object)[main], "")
 
 
 def _with_fit(groups: pd.DataFrame, steps: pd.DataFrame, ix: StepIndex, r: np.ndarray, *,
@@ -396,7 +400,8 @@ def _reason(row, estimator: str, cause: str) -> str:
         "misaligned": f"{row.misaligned} step(s) carry the value of the {row.shift}",
         "sign": f"{row.sign_flips} step(s) have the opposite sign of {estimator}'s",
         "nonfinite": f"{row.nonfinite} step(s) are not finite",
-        "differs": f"differs from {estimator}'s recomputation in no pattern named",
+        "differs": f"differs from {estimator}'s recomputation in no single pattern"
+                   + _breakdown(row),
     }
     if row.kind == "other_estimator":
         detail = f"reproduced by {row.best_fit}, not by the audited {estimator}" + \
@@ -409,6 +414,14 @@ def _reason(row, estimator: str, cause: str) -> str:
                  f"{row.fit_match:.0%} of steps)"
     return f"{detail} ({row.mismatched} of {row.recorded} recorded steps differ, largest " \
            f"|difference| {row.max_abs_diff:.3g}){fitted}"
+
+
+def _breakdown(row) -> str:
+    """The named patterns among a group's differing steps, e.g. " (6 opposite sign, 3 zeroed)"."""
+    parts = [f"{count} {words}" for count, words in (
+        (row.zeroed, "zeroed"), (row.negated, "negated"), (row.misaligned, "misaligned"),
+        (row.sign_flips, "opposite sign"), (row.nonfinite, "not finite")) if count]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def run_findings(groups: pd.DataFrame, estimator: str = "g2po") -> list[str]:
