@@ -133,24 +133,26 @@ def step_features(steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def _features(groups: pd.DataFrame, extra: pd.DataFrame | None) -> pd.DataFrame:
-    """The measures of each row of the groups table (NaN where a measure is not known)."""
-    rollouts = groups["rollouts"].to_numpy(dtype=np.float64)
-    mean_length = groups["steps"].to_numpy(dtype=np.float64) / np.maximum(rollouts, 1)
-    out = pd.DataFrame({
-        "rollouts": rollouts, "mean_length": mean_length,
-        "length_spread": (groups["longest"].to_numpy(dtype=np.float64)
-                          - groups["shortest"].to_numpy(dtype=np.float64))
-        / np.maximum(mean_length, 1e-9),
-        **{m.name: groups[m.name].to_numpy(dtype=np.float64) for m in MEASURES
-           if m.name in groups.columns and m.name not in ("rollouts",)},
-    }, index=groups.index)
-    keys = [c for c in ("train_step", "group_id") if c in groups.columns]
+    """The measures of each row of the groups table (NaN where a measure is not known: a
+    column the table lacks, or a step-table measure without the step table)."""
+
+    def column(name: str) -> np.ndarray:
+        return groups[name].to_numpy(dtype=np.float64) if name in groups.columns \
+            else np.full(len(groups), np.nan)
+
+    rollouts = column("rollouts")
+    mean_length = column("steps") / np.maximum(rollouts, 1)
+    out = pd.DataFrame({m.name: column(m.name) for m in MEASURES}, index=groups.index)
+    out["mean_length"] = mean_length
+    out["length_spread"] = (column("longest") - column("shortest")) / np.maximum(mean_length,
+                                                                                 1e-9)
     if extra is not None:
-        extra_keys = [c for c in keys if c in extra.columns]
-        joined = groups[keys].merge(extra, on=extra_keys, how="left")
+        keys = [c for c in ("train_step", "group_id") if c in groups.columns
+                and c in extra.columns]
+        joined = groups[keys].merge(extra, on=keys, how="left")
         for col in ("start_states", "branching", "distinct_paths"):
             out[col] = joined[col].to_numpy(dtype=np.float64)
-    return out.reindex(columns=[m.name for m in MEASURES])
+    return out[[m.name for m in MEASURES]]
 
 
 def _windows(steps: np.ndarray, size: int) -> dict[int, np.ndarray]:
