@@ -16,7 +16,10 @@ column                    dtype       meaning
 
 Optional columns (kept when present): ``train_step`` (int64), ``observation`` (str),
 ``response`` (str), ``step_reward`` (float64), ``done`` (bool), ``won`` (bool), ``env`` (str),
-``task`` (str), ``prompt_tokens`` / ``response_tokens`` (int64), ``logprob_mean`` (float64).
+``task`` (str), ``prompt_tokens`` / ``response_tokens`` (int64), ``logprob_mean`` (float64),
+``advantage`` (float64: the advantage a trainer recorded for that step, NaN where it recorded
+none; a fact about the run, audited against the recomputation by
+:mod:`g2po.analysis.recorded`, never shown as if it were the recomputation).
 
 Node ids, values, TD errors and advantages are derived by :mod:`g2po.estimators`, never stored
 as truth.
@@ -63,6 +66,7 @@ OPTIONAL_COLUMNS: dict[str, str] = {
     "prompt_tokens": "int64",
     "response_tokens": "int64",
     "logprob_mean": "float64",
+    "advantage": "float64",
 }
 
 #: Columns that identify one step; within a training step they are unique.

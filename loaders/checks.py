@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from g2po.steps import KEY_COLUMNS, check_steps
+from loaders.advantage import read_advantage
 from loaders.errors import LogFormatError
 from loaders.report import LoadReport, attach_report
 
@@ -60,9 +61,11 @@ def drop_exact_duplicates(frame: pd.DataFrame, source: str, report: LoadReport,
 
 def finish_steps(frame: pd.DataFrame, source: str, report: LoadReport,
                  label: str = "line") -> pd.DataFrame:
-    """Deduplicate, validate (raising :class:`g2po.errors.StepTableError` naming rows by
-    ``label``), give canonical dtypes and a fresh index, and attach the report."""
+    """Deduplicate, read the recorded advantage (:func:`loaders.advantage.read_advantage`),
+    validate (raising :class:`g2po.errors.StepTableError` naming rows by ``label``), give
+    canonical dtypes and a fresh index, and attach the report."""
     frame = drop_exact_duplicates(frame, source, report, label)
+    frame = read_advantage(frame, source, report, label)
     frame = check_steps(frame, source=f"{source} (rows named by {label} number)")
     frame = frame.reset_index(drop=True)
     attach_report(frame, report)

@@ -32,12 +32,14 @@ __all__ = [
 
 MappingSpec = Mapping[str, str] | str | Path | Sequence[str] | None
 
-#: Column names other code bases use for step-table columns (verl-agent's batch keys).
+#: Column names other code bases use for step-table columns (verl-agent's batch keys; verl's
+#: ``advantages`` for the advantage a trainer recorded, :mod:`loaders.advantage`).
 ALIASES: dict[str, tuple[str, ...]] = {
     "group_id": ("uid",),
     "traj_id": ("traj_uid",),
     "state_key": ("anchor_obs",),
     "episode_reward": ("episode_rewards",),
+    "advantage": ("advantages",),
 }
 
 _KNOWN = {**REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}

@@ -128,6 +128,13 @@ def _frame(obj: object, source: str, report: LoadReport) -> pd.DataFrame:
     columns, meta = batch_columns(obj, source)
     flat = {k: v for k, v in columns.items() if v.ndim == 1}
     frame = pd.DataFrame(flat)
+    for name in ("advantage", "advantages"):  # per-token credit: a list per row, reduced later
+        tokens = columns.get(name)
+        if name not in flat and tokens is not None and tokens.ndim == 2:
+            mask = columns.get("response_mask")
+            if mask is not None and mask.shape == tokens.shape:
+                tokens = np.where(mask.astype(bool), tokens, 0.0)
+            frame[name] = list(tokens.astype(np.float64))
     if "action" not in frame.columns:
         text = next((c for c in _ACTION_TEXT if c in frame.columns), None)
         if text is not None:

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule
 from g2po.steps import check_steps
+from loaders.advantage import advantage_sources, read_advantage
 from loaders.checks import finish_steps
 from loaders.curves import TIMESTAMP
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
@@ -624,7 +625,8 @@ class Run(Log):
         return self.step_file(train_step)
 
     def step_columns(self, train_step: int, columns: Sequence[str]) -> pd.DataFrame:
-        """Only ``columns`` of the step file (those it has), state keys and actions as
+        """Only ``columns`` of the step file (those it has; a recorded advantage under its
+        alias too, :mod:`loaders.advantage`), state keys and actions as
         Categoricals from the Parquet dictionaries: a training step's ~500-character
         observations are never expanded into one string per row. Unlike :meth:`load_step`,
         the rows are not deduplicated or validated here (the estimators validate them)."""
@@ -632,11 +634,12 @@ class Run(Log):
         try:
             file = pq.ParquetFile(path, read_dictionary=["state_key", "action"])
             names = file.schema_arrow.names
-            table = file.read(columns=[c for c in columns if c in names])
+            table = file.read(columns=[c for c in advantage_sources(columns) if c in names])
         except (pa.ArrowException, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
         table = table.replace_schema_metadata(None)
-        return _ids_as_text(parquet_frame(table, path, LoadReport()))
+        frame = _ids_as_text(parquet_frame(table, path, LoadReport()))
+        return read_advantage(frame, str(path), LoadReport(), "row")
 
     def load_step(self, train_step: int) -> pd.DataFrame:
         path = self.step_file(train_step)

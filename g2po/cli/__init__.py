@@ -17,9 +17,8 @@ from g2po.errors import G2POError
 __all__ = ["main", "build_parser"]
 
 # Modules contributing sub-commands, each with add_parser(subparsers).
-_COMMAND_MODULES = ("g2po.cli.analysis", "g2po.cli.triage", "g2po.cli.rollouts", "g2po.cli.logs",
-                    "g2po.cli.train", "g2po.cli.seeds",
-                    "g2po.cli.whatif")
+_COMMAND_MODULES = ("g2po.cli.analysis", "g2po.cli.triage", "g2po.cli.audit", "g2po.cli.rollouts",
+                    "g2po.cli.logs", "g2po.cli.train", "g2po.cli.seeds", "g2po.cli.whatif")
 
 
 def build_parser() -> argparse.ArgumentParser:

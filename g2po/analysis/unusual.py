@@ -1,0 +1,268 @@
+"""What is unusual for this run: each group scored against the run's other groups, so that a
+defect no check names still rises.
+
+The measures are the groups table's (:func:`g2po.analysis.triage.triage_groups`: rollouts,
+steps, state nodes, merge rate, invalid rate, reward spread, lengths, …) and three cheap ones
+from the step table (:func:`step_features`: distinct start states, branching, distinct paths).
+Each group is compared with its *peers* (:func:`unusual_groups`): the groups of the nearest
+training steps (a window of at least ``window_groups`` groups, so a run that learns is compared
+with itself at the same stage, never its late steps with its early ones) that have the same
+outcome (none, some or every rollout succeeded, so a solved task is compared with solved
+tasks, and a task solved along one path with tasks *converged* so); where fewer than
+:data:`MIN_PEERS` share the outcome, with the whole window (a converged group then not on the
+measures convergence itself sets, :data:`CONVERGED_SETS`).
+
+A measure's robust z-score is (value − peers' median) / scale, the scale being the peers'
+1.4826 · median absolute deviation, but at least the measure's floor (:class:`Measure`: an
+absolute one, and one relative to the median), so that a measure every peer has alike (every
+group 8 rollouts) still scores a group that differs, by how much it differs. A group's
+``unusual`` score is its largest |z|; it fires when that reaches :data:`THRESHOLD`, with
+``severity`` = 1 − THRESHOLD / score (0 below), and the measures past the threshold, largest
+first, as its reason (value and the peers' usual value), and the fix of the first.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Measure", "MEASURES", "THRESHOLD", "MIN_PEERS", "UNUSUAL_COLUMNS", "CONVERGED_SETS",
+           "step_features", "unusual_groups", "run_findings"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure a group is compared on.
+
+    name : column of the feature table; words : how the reason names it; floor, rel : the
+    smallest scale a z-score divides by is max(floor, rel · |median|); fix : what to look at
+    when it is the group's most unusual measure.
+    """
+
+    name: str
+    words: str
+    floor: float
+    rel: float
+    fix: str
+
+
+#: The measures, in the order reasons list ties.
+MEASURES: tuple[Measure, ...] = (
+    Measure("rollouts", "rollouts", 0.25, 0.05,
+            "a group with another number of rollouts than its peers: a partial group, or two "
+            "groups under one id; check how rollouts are given their group id"),
+    Measure("start_states", "start states", 0.1, 0.0,
+            "the rollouts do not share one initial state: the group id may mix tasks"),
+    Measure("mean_length", "mean length", 0.5, 0.25,
+            "rollouts of another length than their peers': check the step limit and the "
+            "task"),
+    Measure("length_spread", "length spread", 0.25, 0.25,
+            "rollouts of very unequal lengths: step-row statistics weight the long ones more"),
+    Measure("merge_rate", "merge rate", 0.05, 0.0,
+            "states merge unlike their peers': check the state key (history carried in it, "
+            "or a key shared by different states)"),
+    Measure("branching", "branching", 0.25, 0.2,
+            "the graph branches unlike its peers': check the state key and the actions"),
+    Measure("distinct_paths", "distinct paths", 0.1, 0.0,
+            "rollouts repeat each other unlike their peers': duplicated trajectories, or a "
+            "policy collapsed on this task"),
+    Measure("invalid_rate", "invalid rate", 0.05, 0.0,
+            "invalid actions unlike their peers': check the action parser on this task"),
+    Measure("reward_std", "reward spread", 1e-9, 0.25,
+            "rewards spread unlike their peers': check the reward of this task"),
+    Measure("truncated_share", "truncated share", 0.1, 0.0,
+            "rollouts cut at the step limit unlike their peers'"),
+    Measure("zero_adv_share", "zero-advantage share", 0.1, 0.0,
+            "credit vanishes on this group's steps unlike its peers'"),
+    Measure("adv_abs_mean", "mean |A|", 0.05, 0.25,
+            "credit of another size than its peers': check the rewards and the state key"),
+)
+#: The measures a policy that converged on a task sets by itself (one path, every rollout
+#: alike): a converged group compared with groups that did not converge is not scored on them.
+CONVERGED_SETS = ("distinct_paths", "length_spread", "reward_std", "zero_adv_share",
+                  "adv_abs_mean", "merge_rate", "branching")
+#: A group whose largest |z| reaches this fires.
+THRESHOLD = 5.0
+#: Fewer peers with the group's outcome than this: the whole window is its peers.
+MIN_PEERS = 8
+#: Groups fewer than this in a window: nothing is said (too few to tell what is usual).
+MIN_WINDOW = 8
+UNUSUAL_COLUMNS = ["train_step", "group_id", "unusual", "severity", "reason", "fix",
+                   "measure", "value", "usual", *(f"z_{m.name}" for m in MEASURES)]
+
+
+def step_features(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per group of ``steps`` (``train_step`` where present, ``group_id``) with the
+    measures the groups table lacks: ``start_states`` (distinct state keys at t = 0),
+    ``branching`` (distinct (state, next state) pairs per state left by a step, 1 on a
+    chain) and ``distinct_paths`` (distinct (state, action) sequences per rollout).
+    Vectorised; the state keys are compared exactly."""
+    keys = [c for c in ("train_step", "group_id") if c in steps.columns]
+    group = steps.groupby(keys, sort=True, observed=True).ngroup().to_numpy()
+    traj = steps.groupby([*keys, "traj_id"], sort=True, observed=True).ngroup().to_numpy()
+    state = pd.factorize(steps["state_key"])[0].astype(np.int64)
+    action = pd.factorize(steps["action"])[0].astype(np.int64)
+    t = steps["t"].to_numpy(dtype=np.int64)
+    order = np.lexsort((t, traj))
+    g, tr, s, a, tt = group[order], traj[order], state[order], action[order], t[order]
+    n_groups = int(group.max()) + 1 if len(group) else 0
+    has_next = np.r_[tr[1:] == tr[:-1], False]
+    nxt = np.r_[s[1:], -1]
+    edges = pd.DataFrame({"g": g[has_next], "s": s[has_next], "n": nxt[has_next]})
+    n_edges = np.bincount(edges.drop_duplicates()["g"], minlength=n_groups)
+    n_sources = np.bincount(edges[["g", "s"]].drop_duplicates()["g"], minlength=n_groups)
+    starts = pd.DataFrame({"g": g[tt == 0], "s": s[tt == 0]}).drop_duplicates()
+    # A trajectory's path as a sum of pseudo-random numbers of (position, state, action).
+    mix = np.sin((s * 1_000_003 + a + 1) * 12.9898 + tt * 78.233) * 43758.5453
+    path = np.bincount(tr, weights=mix - np.floor(mix))
+    length = np.bincount(tr)
+    traj_group = np.zeros(len(length), dtype=np.int64)
+    traj_group[tr] = g
+    paths = pd.DataFrame({"g": traj_group, "p": np.round(path, 9), "n": length})
+    n_paths = np.bincount(paths.drop_duplicates()["g"], minlength=n_groups)
+    rollouts = np.bincount(traj_group, minlength=n_groups)
+    first = np.full(n_groups, len(group), dtype=np.int64)
+    np.minimum.at(first, group, np.arange(len(group)))
+    return steps[keys].iloc[first].reset_index(drop=True).assign(
+        start_states=np.bincount(starts["g"], minlength=n_groups),
+        branching=np.where(n_sources > 0, n_edges / np.maximum(n_sources, 1), 1.0),
+        distinct_paths=n_paths / np.maximum(rollouts, 1))
+
+
+def _features(groups: pd.DataFrame, extra: pd.DataFrame | None) -> pd.DataFrame:
+    """The measures of each row of the groups table (NaN where a measure is not known: a
+    column the table lacks, or a step-table measure without the step table)."""
+
+    def column(name: str) -> np.ndarray:
+        return groups[name].to_numpy(dtype=np.float64) if name in groups.columns \
+            else np.full(len(groups), np.nan)
+
+    rollouts = column("rollouts")
+    mean_length = column("steps") / np.maximum(rollouts, 1)
+    out = pd.DataFrame({m.name: column(m.name) for m in MEASURES}, index=groups.index)
+    out["mean_length"] = mean_length
+    out["length_spread"] = (column("longest") - column("shortest")) / np.maximum(mean_length,
+                                                                                 1e-9)
+    if extra is not None:
+        keys = [c for c in ("train_step", "group_id") if c in groups.columns
+                and c in extra.columns]
+        joined = groups[keys].merge(extra, on=keys, how="left")
+        for col in ("start_states", "branching", "distinct_paths"):
+            out[col] = joined[col].to_numpy(dtype=np.float64)
+    return out[[m.name for m in MEASURES]]
+
+
+def _windows(steps: np.ndarray, size: int) -> dict[int, np.ndarray]:
+    """Training step → its window: the rows (of ``steps``, (n,) int64) of the nearest
+    training steps, widened evenly until it holds at least ``size`` rows (or all)."""
+    distinct, counts = np.unique(steps, return_counts=True)
+    cum = np.r_[0, np.cumsum(counts)]
+    out = {}
+    for j, step in enumerate(distinct):
+        lo, hi = j, j + 1
+        while cum[hi] - cum[lo] < size and (lo > 0 or hi < len(distinct)):
+            lo, hi = max(lo - 1, 0), min(hi + 1, len(distinct))
+        out[int(step)] = distinct[lo:hi]
+    return out
+
+
+def unusual_groups(groups: pd.DataFrame, steps: pd.DataFrame | None = None, *,
+                   window_groups: int = 40, threshold: float = THRESHOLD) -> pd.DataFrame:
+    """Each group of a groups table (:data:`g2po.analysis.triage.TRIAGE_COLUMNS`) scored
+    against its peers; ``steps``, the step table it was made from, adds the measures of
+    :func:`step_features`. Returns :data:`UNUSUAL_COLUMNS`, most unusual first: ``unusual``
+    (largest |z|), ``severity``, ``reason``, ``fix``, the top ``measure`` with its ``value``
+    and the peers' ``usual`` (median), and ``z_<measure>`` for every measure.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"train_step": 0, "group_id": [f"g{i}" for i in range(12)],
+    ...     "rollouts": [8] * 11 + [3], "steps": [40] * 11 + [15], "shortest": 4,
+    ...     "longest": 6, "success_rate": 0.5})
+    >>> out = unusual_groups(table)
+    >>> out.loc[0, ["group_id", "measure", "reason"]].tolist()
+    ['g11', 'rollouts', "rollouts 3 (peers' usual 8)"]
+    >>> int((out["severity"] > 0).sum())
+    1
+    """
+    extra = step_features(steps) if steps is not None else None
+    x = _features(groups, extra).to_numpy(dtype=np.float64)
+    n, m = x.shape
+    step = groups["train_step"].to_numpy(dtype=np.int64) if "train_step" in groups.columns \
+        else np.zeros(n, dtype=np.int64)
+    success = groups["success_rate"].to_numpy(dtype=np.float64) \
+        if "success_rate" in groups.columns else np.full(n, 0.5)
+    outcome = np.where(success <= 0, 0, np.where(success >= 1, 2, 1))
+    names = [ms.name for ms in MEASURES]
+    if "distinct_paths" in names:  # solved along one path: converged, its own outcome
+        paths = x[:, names.index("distinct_paths")]
+        rollouts = x[:, names.index("rollouts")]
+        outcome = np.where((outcome == 2) & (paths * rollouts <= 1.0 + 1e-9), 3, outcome)
+    set_by_convergence = np.isin(names, CONVERGED_SETS)
+    median = np.full((n, m), np.nan)
+    scale = np.full((n, m), np.nan)
+    floor = np.array([ms.floor for ms in MEASURES])
+    rel = np.array([ms.rel for ms in MEASURES])
+    for s, window in _windows(step, window_groups).items():
+        in_window = np.isin(step, window)
+        if in_window.sum() < MIN_WINDOW:
+            continue
+        for o in (0, 1, 2, 3):
+            mine = (step == s) & (outcome == o)
+            if not mine.any():
+                continue
+            peers = in_window & (outcome == o)
+            if peers.sum() < MIN_PEERS:
+                peers = in_window
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a measure nobody has: NaN
+                med = np.nanmedian(x[peers], axis=0)
+                mad = 1.4826 * np.nanmedian(np.abs(x[peers] - med), axis=0)
+            if o == 3 and peers.sum() and not (outcome[peers] == 3).all():
+                med = np.where(set_by_convergence, np.nan, med)  # what solving sets is no news
+            median[mine] = med
+            scale[mine] = np.fmax(np.fmax(mad, floor), rel * np.abs(med))
+    with np.errstate(all="ignore"):
+        z = (x - median) / scale
+    z = np.where(np.isfinite(z), z, 0.0)
+    top = np.abs(z).argmax(axis=1) if m else np.zeros(n, dtype=np.int64)
+    score = np.abs(z)[np.arange(n), top]
+    severity = np.where(score >= threshold, 1.0 - threshold / np.maximum(score, threshold),
+                        0.0)
+    reasons = [_reason(x[i], z[i], median[i], threshold) for i in range(n)]
+    keys = [c for c in ("train_step", "group_id") if c in groups.columns]
+    out = groups[keys].reset_index(drop=True).assign(
+        unusual=score, severity=severity, reason=reasons,
+        fix=[MEASURES[t].fix if sev > 0 else "" for t, sev in zip(top, severity, strict=True)],
+        measure=[MEASURES[t].name for t in top], value=x[np.arange(n), top],
+        usual=median[np.arange(n), top],
+        **{f"z_{ms.name}": z[:, j] for j, ms in enumerate(MEASURES)})
+    out = out.sort_values(["severity", "unusual"], ascending=False, kind="stable")
+    return out.reset_index(drop=True)[[c for c in UNUSUAL_COLUMNS if c in out.columns]]
+
+
+def _number(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
+
+
+def _reason(x: np.ndarray, z: np.ndarray, median: np.ndarray, threshold: float) -> str:
+    """The measures past the threshold, most unusual first, each with the peers' usual."""
+    past = np.flatnonzero(np.abs(z) >= threshold)
+    past = past[np.argsort(-np.abs(z[past]), kind="stable")]
+    return "; ".join(f"{MEASURES[j].words} {_number(x[j])} (peers' usual "
+                     f"{_number(median[j])})" for j in past[:3])
+
+
+def run_findings(unusual: pd.DataFrame) -> list[str]:
+    """The run's words: how many groups stand out, and on which measures most often."""
+    fired = unusual[unusual["severity"] > 0]
+    if fired.empty:
+        return []
+    by = fired["measure"].value_counts()
+    words = {ms.name: ms.words for ms in MEASURES}
+    parts = ", ".join(f"{words[k]} {n:,}" for k, n in by.items())
+    return [f"{len(fired):,} of {len(unusual):,} groups stand out from their peers "
+            f"(by their most unusual measure: {parts})"]

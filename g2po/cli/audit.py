@@ -1,0 +1,160 @@
+"""``g2po audit``: the advantage a trainer recorded, per step, against the recomputation with
+the run's estimator, parameters and outcome rule (:mod:`g2po.analysis.recorded`): one row per
+group whose recorded credit differs, worst first, with what differs and the fix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from g2po.cli.analysis import _EstimatorNames
+from g2po.cli.logs import add_log_options, log_options
+
+__all__ = ["add_parser", "AUDIT_READ"]
+
+#: The columns of each training step the audit reads (those the log has).
+AUDIT_READ = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
+              "is_action_valid", "step_reward", "advantage"]
+
+
+def _say(text: str) -> None:
+    print(f"g2po audit: {text}", file=sys.stderr)
+
+
+def _read(log, train_steps: list[int], state_key: str):
+    """The audited columns of ``train_steps``, one frame. State keys and actions that come as
+    Parquet dictionaries are given as their codes, in short text, under the exact state key
+    (one code per distinct key of a step file, and a group lies in one file: the same nodes),
+    else as their text."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    parts = []
+    for step, frame in log.columns_of_steps(train_steps, AUDIT_READ):
+        frame = frame.assign(train_step=np.int64(step))
+        for col in ("state_key", "action"):
+            if isinstance(frame[col].dtype, pd.CategoricalDtype):
+                if state_key == "exact" or col == "action":
+                    codes = frame[col].cat.codes.to_numpy().astype(np.int64)
+                    frame[col] = pa.array(codes, mask=codes < 0).cast(pa.string()).to_pandas()
+                else:
+                    frame[col] = frame[col].astype(object)
+        parts.append(frame)
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+
+def _no_advantage(path: str, n_steps: int) -> str:
+    from loaders.advantage import ADVANTAGE
+    from loaders.mapping import ALIASES
+
+    names = " or ".join(repr(n) for n in (ADVANTAGE, *ALIASES[ADVANTAGE]))
+    return (f"{path}: no recorded advantage in {n_steps} training step(s): looked for a column "
+            f"{names} (tables, run directories, batch dumps), a key of that name on the "
+            "lines of a verl dump (its reward extras; verl's v1 trainer may write none), and "
+            "a column named with --map advantage=COLUMN")
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from g2po.analysis.recorded import audit_recorded
+    from g2po.cli.analysis import params_and_rule, parse_params
+    from g2po.estimators import list_estimators
+    from g2po.params import G2POParams
+    from loaders.opener import open_log
+
+    log = open_log(args.path, **log_options(args))
+    values = parse_params(args.param)
+    own = {k: v for k, v in values.items() if k not in G2POParams.names()
+           and k not in log.rule().estimator_kwargs()}
+    params, rule = params_and_rule({k: v for k, v in values.items() if k not in own},
+                                   log.rule(), args.state_key, rule_keys=False)
+    estimator, origin = args.estimator, "--estimator"
+    if estimator is None:
+        stated = log.manifest.get("estimator")
+        estimator, origin = (stated, "the run's manifest") \
+            if isinstance(stated, str) and stated in list_estimators() else ("g2po", "default")
+    steps = log.train_steps() if args.step is None else [args.step]
+    frame = _read(log, steps, str(params.state_key))
+    if "advantage" not in frame.columns or frame["advantage"].isna().all():
+        raise ValueError(_no_advantage(args.path, len(steps)))
+    found = audit_recorded(frame, rule=rule, params=params, estimator=estimator,
+                           estimator_params=own, fit=not args.no_fit)
+    for note in log.report.notes:
+        _say(f"note: {note}")
+    shown = ", ".join(f"{k}={v}" for k, v in found.params.items())
+    _say(f"recomputed with {estimator} ({origin}): {shown}; state key {params.state_key}")
+    for text in found.run_text():
+        _say(f"run: {text}")
+    return _show(args, found)
+
+
+def _show(args: argparse.Namespace, found) -> int:
+    from g2po.cli.text import terminal_table
+
+    groups = found.groups if args.all else found.findings
+    if args.steps:
+        keys = groups[[c for c in ("train_step", "group_id") if c in groups.columns]]
+        table = found.steps.merge(keys, on=list(keys.columns))
+        if not args.all:
+            table = table[table["cause"] != ""]
+    else:
+        table = groups
+    if args.top is not None:
+        table = table.head(args.top)
+    if args.output == "csv":
+        sys.stdout.write(table.to_csv(index=False, lineterminator="\r\n"))
+    elif args.output == "json":
+        print(json.dumps(table.to_dict(orient="records"), indent=1, ensure_ascii=False,
+                         default=str))
+    elif args.steps:
+        print(terminal_table(table, max_rows=args.max_rows))
+    else:
+        brief = table[[c for c in ("train_step", "group_id", "severity", "kind", "reason")
+                       if c in table.columns]]
+        print(f"{len(found.findings):,} of {len(found.groups):,} group(s) with findings"
+              + ("" if args.all else " (--all: every group)")
+              + " · every column: --format csv")
+        if len(brief):
+            print(terminal_table(brief, max_rows=args.max_rows, stretch="reason"))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "audit", help="the advantage the trainer recorded against the recomputation: "
+                      "groups whose recorded credit differs, worst first",
+        description="Recompute the credit of a log that records the advantage each step was "
+                    "trained with (a column 'advantage' / 'advantages', a verl dump's extra "
+                    "of that name, or --map advantage=COLUMN) with the run's estimator "
+                    "(--estimator, default: the run's manifest, else g2po), parameters (-p) "
+                    "and outcome rule, and report per group: the difference, steps recorded "
+                    "as 0, sign flips, one value broadcast over a trajectory, values of the "
+                    "neighbouring row, and which registered estimator and parameters explain "
+                    "the recorded values best.")
+    p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
+                                "batch dump")
+    p.add_argument("--step", type=int, metavar="N", help="only training step N (default: all)")
+    p.add_argument("--estimator", "-e", choices=_EstimatorNames(),
+                   help="the estimator the run trained with (default: the run's manifest, "
+                        "else g2po)")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
+                   help="its parameters: gamma, w, mode, penalty, or the estimator's own "
+                        "(e.g. -p omega=0.8)")
+    p.add_argument("--state-key", default="exact",
+                   help="exact | normalized | regex:PATTERN | similarity[:THRESHOLD]")
+    p.add_argument("--format", dest="output", choices=["table", "csv", "json"],
+                   default="table", help="output: a table for the terminal (default), CSV or "
+                                         "JSON records")
+    p.add_argument("--steps", action="store_true",
+                   help="one row per step instead: recorded beside recomputed, the difference "
+                        "and its cause (of the groups with findings, or --all)")
+    p.add_argument("--all", action="store_true", help="every group (or step), not only those "
+                                                      "with findings")
+    p.add_argument("--top", type=int, metavar="K", help="only the first K rows")
+    p.add_argument("--no-fit", action="store_true",
+                   help="skip the search for the estimator and parameters that explain the "
+                        "recorded values")
+    p.add_argument("--max-rows", type=int, default=200, help="rows printed as a table")
+    add_log_options(p, format_option="--log-format")
+    p.set_defaults(func=_audit)
