@@ -12,7 +12,8 @@ order, so shuffling a table never changes a number.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -73,6 +74,8 @@ class StepIndex:
     canonical_key : (n_steps,) str Series, the state key after the state-key strategy.
     order : (n_steps,) int64, rows sorted by trajectory code, then step index: the canonical
         order every sum runs in.
+    columns : further step columns an estimator declares it reads (its
+        :class:`~g2po.estimators.spec.StepColumn`), by name, each (n_steps,) in row order.
     """
 
     group: np.ndarray
@@ -93,6 +96,7 @@ class StepIndex:
     n_groups: int
     n_traj: int
     n_nodes: int
+    columns: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -160,11 +164,13 @@ def _traj_desc(steps: pd.DataFrame) -> str:
     return ("train_step / " if "train_step" in steps.columns else "") + "group_id / traj_id"
 
 
-def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex:
+def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact,
+                columns: Iterable[str] = ()) -> StepIndex:
     """Build the :class:`StepIndex` of a step table whose columns passed
     :func:`g2po.steps.column_problems`; raises :class:`StepTableError` when a trajectory's step
     indices skip or repeat, its episode reward changes, or a reward exceeds
-    :data:`MAX_ABS_REWARD`.
+    :data:`MAX_ABS_REWARD`. ``columns`` are further step columns to carry (those of them the
+    table has), as :attr:`StepIndex.columns`.
 
     The state-key strategy sees the rows in the canonical order (trajectory by trajectory, each in
     step order), so a strategy that depends on the order it meets keys (the similarity rule's
@@ -224,4 +230,5 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact) -> StepIndex
         node_group=node_group, traj_group=traj_group,
         traj_reward=traj_reward, canonical_key=canonical, order=order,
         n_groups=n_groups, n_traj=n_traj, n_nodes=n_nodes,
+        columns={c: steps[c].to_numpy() for c in columns if c in steps.columns},
     )

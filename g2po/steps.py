@@ -27,6 +27,8 @@ as truth.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -122,10 +124,12 @@ def validate_steps(steps: pd.DataFrame) -> list[str]:
     return problems
 
 
-def column_problems(steps: pd.DataFrame) -> list[str]:
+def column_problems(steps: pd.DataFrame, extra: Mapping[str, str] | None = None) -> list[str]:
     """The per-column half of :func:`validate_steps`: the table's shape (a DataFrame with
     unique, flat column names), presence, nulls, and that every known column holds what its
-    dtype says (numbers that are real, finite and in range; whole numbers; booleans; text)."""
+    dtype says (numbers that are real, finite and in range; whole numbers; booleans; text).
+    ``extra`` (column → dtype) are further known optional columns, such as the step columns
+    an estimator declares (:func:`g2po.estimators.step_columns`)."""
     if not isinstance(steps, pd.DataFrame):
         return [f"the step table must be a pandas DataFrame (one row per agent step), got "
                 f"{type(steps).__name__}"]
@@ -147,7 +151,7 @@ def column_problems(steps: pd.DataFrame) -> list[str]:
             if null.any():
                 problems.append(f"column {col!r} has null/NaN values in "
                                 f"{_rows(null, steps.index)}")
-    for col, dtype in {**REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}.items():
+    for col, dtype in {**(extra or {}), **REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}.items():
         if col in steps.columns:
             problems.extend(_dtype_problems(steps[col], col, dtype, steps.index))
     return problems
@@ -304,21 +308,23 @@ def check_steps(steps: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
     return coerce_steps(steps)
 
 
-def coerce_steps(steps: pd.DataFrame) -> pd.DataFrame:
+def coerce_steps(steps: pd.DataFrame, extra: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Cast known columns to the schema's dtypes; keys become strings, unknown columns stay.
+    ``extra`` (column → dtype) are further known optional columns (see
+    :func:`column_problems`).
 
     Columns already in the right dtype are not copied. An optional column with nulls keeps them
     (as NaN or None) rather than inventing values.
     """
     changed: dict[str, pd.Series] = {}
-    for col, dtype in {**REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}.items():
+    for col, dtype in {**(extra or {}), **REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}.items():
         if col not in steps.columns:
             continue
         s = steps[col]
         if dtype == "str":
             if not _is_text(s):
                 changed[col] = s.astype(str).where(s.notna(), None)
-        elif s.hasnans and col in OPTIONAL_COLUMNS:
+        elif s.hasnans and col not in REQUIRED_COLUMNS:
             continue
         elif dtype == "bool":
             if s.dtype != bool:

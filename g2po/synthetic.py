@@ -7,11 +7,13 @@ actions), so the state graph merges like a real agent's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-__all__ = ["synthetic_steps"]
+__all__ = ["synthetic_steps", "with_step_columns"]
 
 
 def synthetic_steps(
@@ -71,3 +73,29 @@ def synthetic_steps(
     if distinct_strings:
         frame = pa.Table.from_pandas(frame, preserve_index=False).to_pandas()
     return frame
+
+
+def with_step_columns(steps: pd.DataFrame, columns: Mapping[str, str],
+                      seed: int = 0) -> pd.DataFrame:
+    """``steps`` with a synthetic value in each of ``columns`` (name → dtype: ``bool``,
+    ``float64``, ``int64``, ``str``), such as the step columns estimators declare
+    (:func:`g2po.estimators.step_columns`), for benchmarks and tests of every estimator.
+
+    A step's value is drawn from a hash of its (group, trajectory, step) and the column's name,
+    so the table's row order never changes it: a bool is True on about one step in four, a
+    float lies in [-10, 10], an integer in 0 … 3, a text is one of four words.
+    """
+    key = steps[["group_id", "traj_id"]].astype(str).assign(t=steps["t"].astype(np.int64))
+    added = {}
+    for name, dtype in columns.items():
+        salt = f"{name}:{seed}".encode().hex()[:16].ljust(16, "0")
+        h = pd.util.hash_pandas_object(key, index=False, hash_key=salt).to_numpy()
+        if dtype == "bool":
+            added[name] = h % 4 == 0
+        elif dtype == "float64":
+            added[name] = (h % 2001).astype(np.float64) / 100.0 - 10.0
+        elif dtype == "int64":
+            added[name] = (h % 4).astype(np.int64)
+        else:
+            added[name] = np.array(["alpha", "beta", "gamma", "delta"], dtype=object)[h % 4]
+    return steps.assign(**added)

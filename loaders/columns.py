@@ -14,9 +14,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+from g2po.steps import REQUIRED_COLUMNS
 from loaders.errors import LogFormatError
-from loaders.mapping import ALIASES
+from loaders.mapping import ALIASES, known_columns
 
 __all__ = ["table_columns", "suggest_mapping", "missing_columns"]
 
@@ -77,7 +77,7 @@ def suggest_mapping(columns: Sequence[str]) -> dict[str, str]:
     """
     free = [str(c) for c in columns]
     out: dict[str, str] = {}
-    roles = [*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS]
+    roles = list(known_columns())
     for role in roles:  # exact names first, so no guess takes a column that is exact
         if role in free:
             out[role] = role

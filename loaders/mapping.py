@@ -28,6 +28,7 @@ __all__ = [
     "apply_mapping",
     "require_columns",
     "expected_columns_text",
+    "known_columns",
 ]
 
 MappingSpec = Mapping[str, str] | str | Path | Sequence[str] | None
@@ -42,7 +43,15 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "advantage": ("advantages",),
 }
 
-_KNOWN = {**REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}
+
+def known_columns() -> dict[str, str]:
+    """Every step-table column a mapping may feed, with its dtype: the step table's own
+    (:mod:`g2po.steps`), then those an estimator declares it reads
+    (:func:`g2po.estimators.step_columns`)."""
+    from g2po.estimators import step_columns
+
+    declared = {name: column.dtype for name, column in step_columns().items()}
+    return {**REQUIRED_COLUMNS, **OPTIONAL_COLUMNS, **declared}
 
 
 def expected_columns_text() -> str:
@@ -74,11 +83,12 @@ def parse_mapping(spec: MappingSpec) -> dict[str, str]:
             if not sep or not key.strip() or not value.strip():
                 raise LoaderError(f"--map expects STEP_COLUMN=SOURCE_COLUMN, got {pair!r}")
             mapping[key.strip()] = value.strip()
-    unknown = [k for k in mapping if k not in _KNOWN]
+    known = known_columns()
+    unknown = [k for k in mapping if k not in known]
     if unknown:
         raise LoaderError(
             f"{origin}: unknown step-table column(s) {', '.join(map(repr, unknown))}; known: "
-            + ", ".join(_KNOWN)
+            + ", ".join(known)
         )
     bad = [k for k, v in mapping.items() if not isinstance(v, str) or not v]
     if bad:

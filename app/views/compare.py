@@ -21,7 +21,7 @@ from app.context import AppContext
 from app.navigation import open_explorer_at
 from app.safe import fmt, truncate
 from app.tables import short_ids, style_diverging
-from app.ui import chosen_graph, group_page, md, picked_row, show_error
+from app.ui import chosen_graph, group_page, md, picked_row, show_error, show_short_error
 from g2po.analysis.compare import (
     DEFAULT_ESTIMATORS,
     Comparison,
@@ -36,7 +36,7 @@ from g2po.analysis.compare import (
     zscore,
 )
 from g2po.errors import G2POError
-from g2po.estimators import estimator_params, list_estimators
+from g2po.estimators import estimator_params, get_spec, list_estimators
 from g2po.outcomes import OutcomeRule
 from g2po.params import STATE_KEY_CHOICES, G2POParams
 
@@ -84,32 +84,48 @@ def _short(text: object) -> str:
 
 
 def _param_inputs(name: str, defaults: dict[str, object]) -> dict[str, object]:
-    """One input per parameter: a choice where the estimator names its allowed values, else
-    typed by its default (a whole number stays whole)."""
+    """One input per parameter, its meaning (as the estimator declares it) as its help: a
+    choice where the estimator names its allowed values, else typed by its default (a whole
+    number stays whole)."""
     chosen: dict[str, object] = {}
     choices = parameter_choices(name)
     own = estimator_params(name)
+    docs = get_spec(name).params
     for param, value in defaults.items():
         key = f"cmp_{name}_{param}"
+        label = fmt("{}", param)
+        doc = fmt("{}", docs[param]) if param in docs else None
         if own[param] is None:  # an optional number (the success threshold): off is None
             on = st.checkbox(fmt("{} on", param), value=value is not None, key=f"{key}_on")
-            number = st.number_input(fmt("{}", param), value=0.0 if value is None else float(value),
-                                     key=key, format="%.4g", disabled=not on)
+            number = st.number_input(label, value=0.0 if value is None else float(value),
+                                     key=key, format="%.4g", disabled=not on, help=doc)
             chosen[param] = float(number) if on else None
         elif param in choices:
             options = list(choices[param])
             index = options.index(value) if value in options else 0
-            chosen[param] = st.selectbox(fmt("{}", param), options, index=index, key=key)
+            chosen[param] = st.selectbox(label, options, index=index, key=key, help=doc)
         elif isinstance(value, bool):
-            chosen[param] = st.checkbox(fmt("{}", param), value=value, key=key)
+            chosen[param] = st.checkbox(label, value=value, key=key, help=doc)
         elif isinstance(value, int):
-            chosen[param] = int(st.number_input(fmt("{}", param), value=value, step=1, key=key))
+            chosen[param] = int(st.number_input(label, value=value, step=1, key=key, help=doc))
         elif isinstance(value, float):
-            chosen[param] = st.number_input(fmt("{}", param), value=value, key=key,
-                                            format="%.4g")
+            chosen[param] = st.number_input(label, value=value, key=key, format="%.4g",
+                                            help=doc)
         else:
-            chosen[param] = st.text_input(fmt("{}", param), value=str(value), key=key)
+            chosen[param] = st.text_input(label, value=str(value), key=key, help=doc)
     return chosen
+
+
+def _estimator_heading(name: str) -> None:
+    """The estimator's name and what it declares of itself: its title, what its advantage is,
+    the step columns it reads and the original it equals."""
+    spec = get_spec(name)
+    md("**{}**{}", name, f" · {spec.title}" if spec.title else "")
+    said = [spec.summary] if spec.summary else []
+    said += [f"reads the step column {c.name} ({c.doc})" for c in spec.columns]
+    said += [f"original: {spec.original}"] if spec.original else []
+    if said:
+        st.caption(fmt("{}", "; ".join(said)))
 
 
 def render(ctx: AppContext) -> None:
@@ -139,7 +155,7 @@ def render(ctx: AppContext) -> None:
         cols = st.columns(min(len(names), 4))
         for i, name in enumerate(names):
             with cols[i % len(cols)]:
-                md("**{}**", name)
+                _estimator_heading(name)
                 params[name] = _param_inputs(name, estimator_defaults(name, ctx.params, ctx.rule))
     try:
         result = _comparison(opened.log, opened.key, ctx.train_step, ctx.group_id,
@@ -148,8 +164,8 @@ def render(ctx: AppContext) -> None:
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error(f"Cannot load group {ctx.group_id}", err)
         return
-    for name, message in result.errors.items():
-        show_error(f"{name} could not run on this group", message)
+    for name, message in result.errors.items():  # the first problem said, the rest a click away
+        show_short_error(f"{name} could not run on this group", message)
     ran = result.estimators
     if not ran:
         return

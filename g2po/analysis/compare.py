@@ -1,12 +1,13 @@
 """Several estimators on one group, side by side: the per-step table (with each step's node and
 its trajectory's outcome), each estimator's parts, rank correlations, and the steps where two
-estimators disagree in sign, with what each estimator's parts say there."""
+estimators disagree in sign, with what each estimator's parts say there.
+
+What an estimator's parts are called, how they weigh in its advantage and how each is explained
+are declared with the estimator (:class:`g2po.estimators.spec.Part`); this module knows no
+estimator by name."""
 
 from __future__ import annotations
 
-import inspect
-import re
-import typing
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +16,14 @@ import pandas as pd
 from g2po.analysis.labels import natural_key
 from g2po.analysis.state_graph import StateGraph
 from g2po.errors import G2POError
-from g2po.estimators import compute_advantages, estimate, estimator_params, get_estimator
+from g2po.estimators import (
+    Part,
+    compute_advantages,
+    estimate,
+    estimator_params,
+    get_spec,
+)
+from g2po.estimators import parameter_choices as declared_choices
 from g2po.node_ids import step_node_ids
 from g2po.outcomes import OutcomeRule, outcome_labels, truncated_steps
 from g2po.segments import NORM_MODES
@@ -24,7 +32,7 @@ __all__ = ["Comparison", "compare_estimators", "rank_correlation", "sign_disagre
            "zscore", "parameter_choices", "part_label", "trajectory_facts", "step_location",
            "explain_disagreements", "disagreement_counts", "contributions",
            "estimator_settings", "DEFAULT_ESTIMATORS", "KNOWN_CHOICES", "PART_PREFIX",
-           "TEXT_EXTRAS", "TERM_WORDS", "PART_WEIGHTS", "EPISODE_ESTIMATORS", "EPISODE_PARTS"]
+           "TEXT_EXTRAS"]
 
 DEFAULT_ESTIMATORS = ("g2po", "grpo", "gigpo")
 #: Choices of text parameters whose annotation does not list them (a user's estimator
@@ -38,38 +46,30 @@ TEXT_EXTRAS = ("response", "prompt")
 #: An estimator's output columns named ``adv_…`` are the parts of its advantage (G2PO's
 #: ``adv_ep``, ``adv_nc``, ``adv_ec``; GiGPO's ``adv_ep``, ``adv_step``; HGPO's ``adv_k1`` …).
 PART_PREFIX = "adv_"
-_PART_NAMES = {"ep": "A^EP", "nc": "A^NC", "ec": "A^EC", "step": "A^S"}
 
 
-def part_label(column: str) -> str:
-    """The name a part column is shown under: ``adv_ep`` → ``A^EP``, ``adv_step`` → ``A^S``
-    (the papers' step term), any other ``adv_x`` → ``A^x``.
+def part_label(name: str, column: str) -> str:
+    """The name estimator ``name``'s part column is shown under: the label it declares
+    (``adv_nc`` → ``A^NC``), else ``A^x`` for ``adv_x`` (a user's estimator).
 
-    >>> part_label("adv_nc"), part_label("adv_k2")
-    ('A^NC', 'A^k2')
+    >>> part_label("g2po", "adv_nc"), part_label("hgpo", "adv_k2"), part_label("g2po", "adv_q")
+    ('A^NC', 'A^k2', 'A^q')
     """
+    declared = get_spec(name).part_label(column)
     suffix = column[len(PART_PREFIX):] if column.startswith(PART_PREFIX) else column
-    return _PART_NAMES.get(suffix, f"A^{suffix}")
+    return declared or f"A^{suffix}"
 
 
 def parameter_choices(name: str) -> dict[str, tuple]:
     """Parameter → its allowed values, for an estimator's parameters that take one of a few:
-    from a ``Literal[...]`` annotation (``mode: NormMode``), else :data:`KNOWN_CHOICES` for a
-    text parameter of a known name. Parameters taking any number or text are left out."""
-    fn = get_estimator(name)
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception:  # a user's estimator with unresolvable annotations: fall back on names
-        hints = {}
-    out: dict[str, tuple] = {}
-    for param in list(inspect.signature(fn).parameters.values())[1:]:
-        hint = hints.get(param.name)
-        if typing.get_origin(hint) is typing.Literal:
-            out[param.name] = tuple(typing.get_args(hint))
-        elif param.name in KNOWN_CHOICES and (param.default is inspect.Parameter.empty or
-                                              isinstance(param.default, str)):
-            out[param.name] = KNOWN_CHOICES[param.name]
-    return out
+    those it declares (``Literal[...]`` annotations, ``mode: NormMode``), else
+    :data:`KNOWN_CHOICES` for a text parameter of a known name. Parameters taking any number
+    or text are left out."""
+    out = {}
+    for param, default in estimator_params(name).items():
+        if param in KNOWN_CHOICES and isinstance(default, str):
+            out[param] = KNOWN_CHOICES[param]
+    return {**out, **declared_choices(name)}
 
 
 @dataclass
@@ -84,7 +84,9 @@ class Comparison:
     ``texts``: the step's whole texts, rows as ``table``'s (the text column, ``response``
     and ``prompt``, the whole model input of a verl dump, where the log has them); ``parts``:
     estimator → its parts (the ``adv_…`` columns it returned, named by
-    :func:`part_label`; rows as ``table``'s; estimators without parts are absent); ``errors``:
+    :func:`part_label`; rows as ``table``'s; estimators without parts are absent);
+    ``peer_sets``: estimator → output column → (n_steps,) values, rows as ``table``'s: the
+    sets a part is weighed within where it declares them (MiGPO's ``segment``); ``errors``:
     estimator name → message for those that could not run on this group; ``params``: what
     each ran with."""
 
@@ -95,6 +97,7 @@ class Comparison:
     text_column: str = "state_key"
     parts: dict[str, pd.DataFrame] = field(default_factory=dict)
     texts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    peer_sets: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def compare_estimators(
@@ -130,7 +133,7 @@ def compare_estimators(
         "episode_reward": ordered["episode_reward"].to_numpy(dtype=np.float64),
         "valid": ordered["is_action_valid"].to_numpy(dtype=bool),
     })
-    ran, errors, parts = [], {}, {}
+    ran, errors, parts, peer_sets = [], {}, {}, {}
     for name in estimators:
         kwargs = dict(params.get(name, {}))
         try:
@@ -143,7 +146,12 @@ def compare_estimators(
         own = [c[2:] for c in out.columns if c.startswith("__" + PART_PREFIX)
                and out[c].dtype.kind == "f"]
         if own:
-            parts[name] = pd.DataFrame({part_label(c): out["__" + c].to_numpy() for c in own})
+            parts[name] = pd.DataFrame({part_label(name, c): out["__" + c].to_numpy()
+                                        for c in own})
+        sets = {p.peers for p in get_spec(name).parts if p.explain == "peers"
+                and p.peers != "node" and "__" + p.peers in out.columns}
+        if sets:
+            peer_sets[name] = {c: out["__" + c].to_numpy() for c in sorted(sets)}
         ran.append(name)
     table["action"] = ordered["action"].to_numpy()
     text_cols = [c for c in (text_col, *TEXT_EXTRAS) if c in ordered.columns]
@@ -153,7 +161,7 @@ def compare_estimators(
         table[col] = texts[col].to_numpy()
     return Comparison(table=table, estimators=ran, errors=errors,
                       params={n: dict(params.get(n, {})) for n in estimators},
-                      text_column=text_col, parts=parts, texts=texts)
+                      text_column=text_col, parts=parts, texts=texts, peer_sets=peer_sets)
 
 
 def _natural_rank(ids: pd.Series) -> dict[str, int]:
@@ -248,24 +256,6 @@ def sign_disagreements(table: pd.DataFrame, a: str, b: str,
 
 # --- Why two estimators disagree --------------------------------------------------------------
 
-#: The words for a part in explanations.
-TERM_WORDS = {"A^EP": "episode term", "A^NC": "node term", "A^EC": "edge term",
-              "A^S": "step term", "A^traj": "trajectory term", "A^credit": "credit term"}
-#: How each built-in estimator weighs its parts (a number, or the parameter holding it); the
-#: weights are checked against the estimator's advantage before they are used.
-PART_WEIGHTS: dict[str, dict[str, float | str]] = {
-    "g2po": {"A^EP": 1.0, "A^NC": "w", "A^EC": "w"},
-    "gigpo": {"A^EP": 1.0, "A^S": "omega"},
-    "graphgpo": {"A^EP": "omega_e", "A^S": "omega_s"},
-    "graphhca": {"A^traj": 1.0, "A^credit": "w"},
-}
-#: Episode-level values: estimators (and parts) that give every step of a rollout its outcome's
-#: value, by the set they normalise over (estimators.md): ``rollouts`` (one R per
-#: trajectory), ``step rows`` (R − p·invalid per step row: trajectories weigh by length),
-#: ``others`` (R minus the mean of the other rollouts' R, RLOO).
-EPISODE_ESTIMATORS = {"grpo": "rollouts", "grpo_steps": "step rows", "g2po_ep": "step rows",
-                      "rloo": "others"}
-EPISODE_PARTS = {"A^EP": "step rows", "A^traj": "rollouts"}
 _EPS = 1e-6
 
 
@@ -275,22 +265,32 @@ def estimator_settings(result: Comparison, name: str) -> dict[str, object]:
     return {**estimator_params(name), **result.params.get(name, {})}
 
 
+def _declared_weights(name: str, parts: pd.DataFrame, settings: dict) -> pd.DataFrame | None:
+    """Each part's weight per step as estimator ``name`` declares it (its ``weights``
+    function, else each :class:`~g2po.estimators.spec.Part`'s number or parameter); None when
+    it declares none of these parts."""
+    spec = get_spec(name)
+    if spec.weights is not None:
+        return spec.weights(parts, settings)
+    declared = [spec.part(c) for c in parts.columns]
+    if not all(declared):
+        return None
+    return pd.DataFrame({c: np.full(len(parts), float(settings[p.weight])
+                                    if isinstance(p.weight, str) else float(p.weight))
+                         for c, p in zip(parts.columns, declared, strict=True)})
+
+
 def contributions(result: Comparison, name: str) -> pd.DataFrame | None:
     """Each part's share of ``name``'s advantage, (n_steps, n_parts), rows as ``result.table``:
-    the part times its weight (:data:`PART_WEIGHTS`; HGPO's per-step length weights over its
-    non-zero items). None when ``name`` has no parts, or when the weighted parts do not add up
-    to its advantage (a user's estimator that does not combine its parts linearly)."""
+    the part times its weight, as the estimator declares it (a number or a parameter per part,
+    or HGPO's per-step weights). None when ``name`` has no parts, or when the weighted parts do
+    not add up to its advantage (a user's estimator that does not combine its parts
+    linearly)."""
     parts = result.parts.get(name)
     if parts is None or parts.empty:
         return None
-    settings = estimator_settings(result, name)
-    if name == "hgpo" and all(c == "A^EP" or re.fullmatch(r"A\^k\d+", c) for c in parts):
-        weights = _hgpo_weights(parts, float(settings.get("length_weight_alpha", 1.0)))
-    elif name in PART_WEIGHTS and set(PART_WEIGHTS[name]) == set(parts.columns):
-        weights = pd.DataFrame({c: np.full(len(parts), float(settings[w]) if isinstance(w, str)
-                                           else w)
-                                for c, w in PART_WEIGHTS[name].items()})[parts.columns]
-    else:  # a sum of fixed weights, fitted; kept only where it reproduces the advantage
+    weights = _declared_weights(name, parts, estimator_settings(result, name))
+    if weights is None:  # a sum of fixed weights, fitted; kept only where it reproduces adv
         fit = np.linalg.lstsq(parts.to_numpy(dtype=np.float64),
                               result.table[name].to_numpy(dtype=np.float64), rcond=None)[0]
         weights = pd.DataFrame(np.broadcast_to(fit, parts.shape), columns=parts.columns)
@@ -301,24 +301,14 @@ def contributions(result: Comparison, name: str) -> pd.DataFrame | None:
     return shares
 
 
-def _hgpo_weights(parts: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    """HGPO's weight of each item: (k+1)^α over the sum of those of the step's non-zero items
-    (k = 0 for the episode item ``A^EP``, k for ``A^k{k}``)."""
-    ks = [0 if c == "A^EP" else int(c.removeprefix("A^k")) for c in parts.columns]
-    raw = np.array([float(k + 1) ** alpha for k in ks])
-    present = parts.to_numpy(dtype=np.float64) != 0.0
-    total = (present * raw).sum(axis=1, keepdims=True)
-    return pd.DataFrame(np.broadcast_to(raw, parts.shape) / (total + _EPS),
-                        columns=parts.columns)
-
-
 def _signed(value: float) -> str:
     """+2.96 / −0.85 (a real minus sign), as the page's sentences write numbers."""
     return f"{value:+.2f}".replace("-", "\u2212")
 
 
-def _words(part: str) -> str:
-    return f"{TERM_WORDS[part]} {part}" if part in TERM_WORDS else f"term {part}"
+def _words(part: Part | None, label: str) -> str:
+    """``node term A^NC``: the part's words and label (``term A^x`` for an undeclared part)."""
+    return f"{part.words} {label}" if part is not None else f"term {label}"
 
 
 def _share(values: np.ndarray, i: int) -> str:
@@ -347,6 +337,8 @@ class _Group:
         self.shares = {n: None if v is None else v.to_numpy(dtype=np.float64)
                        for n, v in self.shares.items()}
         self.settings = {n: estimator_settings(result, n) for n in names}
+        self.specs = {n: get_spec(n) for n in names}
+        self.peer_sets = {n: result.peer_sets.get(n, {}) for n in names}
         self.node = table["node"].to_numpy()
         self.outcome = table["outcome"].astype(str).to_numpy()
         self.reward = table["episode_reward"].to_numpy(dtype=np.float64)
@@ -359,28 +351,55 @@ class _Group:
         outcome = _OUTCOME_WORDS.get(self.outcome[i], self.outcome[i])
         return f"of a {outcome} rollout (R = {self.reward[i]:g}{invalid})"
 
-    def term_context(self, name: str, part: str, i: int) -> str:
-        """Why one part is what it is at step ``i``, from the group's other steps."""
-        values = self.parts[name][part]
-        if part in ("A^EC", "A^credit"):
-            what = "TD error" if part == "A^EC" else "potential gain"
-            return f"this transition's {what} is in the group's {_share(values, i)}"
-        if part in ("A^NC", "A^S"):
-            others = self.node == self.node[i]
-            others[i] = False
-            n, node = int(others.sum()), self.node[i]
+    def declared(self, name: str, label: str) -> Part | None:
+        return self.specs[name].part(label)
+
+    def episode_kind(self, name: str, label: str | None) -> str:
+        """The set an episode-level value is normalised over: that of ``name``'s part
+        ``label``, or (None) of ``name`` itself; "" when it is no episode-level value."""
+        if label is None:
+            return self.specs[name].episode
+        part = self.declared(name, label)
+        return part.over if part is not None and part.explain == "episode" else ""
+
+    def term_context(self, name: str, label: str, i: int) -> str:
+        """Why one part is what it is at step ``i``, from the group's other steps, as the
+        estimator declares the part is explained."""
+        part = self.declared(name, label)
+        if part is None:
+            return ""
+        values = self.parts[name][label]
+        if part.explain == "rank":
+            return f"this transition's {part.of} is in the group's {_share(values, i)}"
+        if part.explain == "peers":
+            return self.peer_words(name, part, values, i)
+        if part.explain == "episode":
+            return self.rollout_words(i)
+        k = label.removeprefix(part.label.split("{k}")[0])
+        return f"its return against the steps sharing its last {k} state(s)"
+
+    def peer_words(self, name: str, part: Part, values: np.ndarray, i: int) -> str:
+        """The part's value at step ``i`` against the other steps of its set: its node's
+        other visits, or the steps sharing its value of the column ``part.peers``."""
+        ids = self.node if part.peers == "node" else self.peer_sets[name].get(part.peers)
+        if ids is None:
+            return ""
+        others = ids == ids[i]
+        others[i] = False
+        n = int(others.sum())
+        beaten = int(np.sum(values[others] < values[i]) if values[i] > 0
+                     else np.sum(values[others] > values[i]))
+        more = "more" if values[i] > 0 else "less"
+        if part.peers == "node":
+            node = self.node[i]
             if n == 0:
                 return f"node {node} is visited once"
-            beaten = int(np.sum(values[others] < values[i]) if values[i] > 0
-                         else np.sum(values[others] > values[i]))
-            what = "its next state is worth" if part == "A^NC" else "its discounted return is"
-            return (f"{what} {'more' if values[i] > 0 else 'less'} than at {beaten} of node "
-                    f"{node}'s {n} other visit{'s' if n != 1 else ''}")
-        if part in EPISODE_PARTS:
-            return self.rollout_words(i)
-        if part.startswith("A^k"):
-            return f"its return against the steps sharing its last {part[3:]} state(s)"
-        return ""
+            return (f"{part.of} {more} than at {beaten} of node {node}'s {n} other "
+                    f"visit{'s' if n != 1 else ''}")
+        if n == 0:
+            return f"it is alone among the steps {part.among}"
+        return (f"{part.of} {more} than at {beaten} of the {n} other "
+                f"step{'s' if n != 1 else ''} {part.among}")
 
     def sign_sentence(self, name: str, i: int) -> tuple[str, str]:
         """(what decides ``name``'s sign at step ``i``, the sentence saying so)."""
@@ -388,22 +407,23 @@ class _Group:
         head = f"{name} {'>' if value > 0 else '<'} 0 ({_signed(value)})"
         shares = self.shares[name]
         if shares is None:
-            if name in EPISODE_ESTIMATORS:
+            if self.episode_kind(name, None):
                 return name, (f"{head}: one value for the whole rollout, that "
                               f"{self.rollout_words(i)}")
             return name, f"{head}: its advantage has no parts to tell apart"
         labels = list(self.parts[name])
+        words = [_words(self.declared(name, c), c) for c in labels]
         row, raw = shares[i], np.array([self.parts[name][c][i] for c in labels])
         sign = np.sign(value)
         top = int(np.argmax(sign * row))
         context = self.term_context(name, labels[top], i)
-        said = f"{head}: the {_words(labels[top])} {_signed(row[top])}" + (
+        said = f"{head}: the {words[top]} {_signed(row[top])}" + (
             f" — {context} —" if context else "")
         against = [j for j in range(len(row)) if sign * row[j] < -1e-9]
         if against:
             said += " outweighs " + ", ".join(
-                f"the {_words(labels[j])} {_signed(row[j])}"
-                + (f" {self.rollout_words(i)}" if labels[j] in EPISODE_PARTS else "")
+                f"the {words[j]} {_signed(row[j])}"
+                + (f" {self.rollout_words(i)}" if self.episode_kind(name, labels[j]) else "")
                 for j in against)
         else:
             said += " and every other term points the same way"
@@ -415,8 +435,8 @@ class _Group:
         """An episode-level value at step ``i`` (the estimator ``name`` or its ``part``) and
         how it is computed, in numbers, rebuilt from the group's rewards by the spec; None
         when the value is not episode-level, or the rebuilt value does not match."""
-        kind = EPISODE_PARTS.get(part) if part else EPISODE_ESTIMATORS.get(name)
-        if kind is None:
+        kind = self.episode_kind(name, part)
+        if not kind:
             return None
         actual = self.adv[name][i] if part is None else self.parts[name][part][i]
         settings = self.settings[name]
@@ -463,11 +483,11 @@ class _Group:
         when they do not both have one, or it is the same."""
         found = []
         for name in (a, b):
-            part = next((p for p in self.parts.get(name, {}) if p in EPISODE_PARTS), None)
+            part = next((p for p in self.parts.get(name, {})
+                         if self.episode_kind(name, p)), None)
             value = self.episode_value(name, part, i)
             if value is not None:
-                kind = EPISODE_PARTS[part] if part else EPISODE_ESTIMATORS[name]
-                found.append((name, kind, *value))
+                found.append((name, self.episode_kind(name, part), *value))
         if len(found) < 2 or abs(found[0][2] - found[1][2]) < 0.005:
             return ""
         reasons = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,11 +15,12 @@ from g2po.cli.sweep import add_ray_options, sweep_runs
 if TYPE_CHECKING:
     import pandas as pd
 
+    from g2po.estimators.spec import EstimatorSpec
     from g2po.outcomes import OutcomeRule
     from g2po.params import G2POParams
 
 __all__ = ["add_parser", "parse_params", "params_and_rule", "advantage_table",
-           "check_params", "BUILTIN_ESTIMATORS"]
+           "check_params"]
 
 _STEP_COLUMNS = ["group_id", "traj_id", "t", "action", "episode_reward", "is_action_valid"]
 
@@ -250,38 +250,68 @@ def _graph(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from g2po.bench import run_benchmark
 
-    run_benchmark(sizes=args.rows, repeats=args.repeats)
+    run_benchmark(sizes=args.rows, repeats=args.repeats, estimators=args.estimator)
     return 0
 
 
-#: The estimators :mod:`g2po.estimators` registers, by name (a test keeps it equal to the
-#: registry), so that the parser of ``g2po advantages`` is built without importing them.
-BUILTIN_ESTIMATORS = ("g2po", "g2po_ec", "g2po_ep", "g2po_nc", "gigpo", "graph_gae", "graphgpo",
-                      "graphhca", "grpo", "grpo_steps", "hgpo", "rloo", "value_iteration")
+def _estimator_name(name: str) -> str:
+    """``--estimator``'s check: a registered estimator (built-in, or a plugin's registered in
+    this process). The registry is imported only here, when a command with ``-e`` runs (it
+    imports it anyway): building the parser and ``--help`` need no estimator."""
+    from g2po.estimators import list_estimators
+
+    names = list_estimators()
+    if name not in names:
+        raise argparse.ArgumentTypeError(
+            f"unknown estimator {name!r}; registered: {', '.join(names)} (g2po estimators "
+            "describes them)")
+    return name
 
 
-class _EstimatorNames:
-    """``--estimator``'s choices: the registered estimators. A built-in name is accepted as it
-    is; any other name imports the registry, so that one registered in this process (a plugin)
-    is accepted too, and argparse's "invalid choice" then lists every registered name."""
+def _estimators(args: argparse.Namespace) -> int:
+    """``g2po estimators``: every registered estimator, one line each; with names, what each
+    declares (its parameters and their meanings, the step columns it reads, its parts, the
+    original it equals)."""
+    from g2po.estimators import estimator_params, get_spec, list_estimators
 
-    def __contains__(self, name: object) -> bool:
-        if name in BUILTIN_ESTIMATORS:
-            return True
-        from g2po.estimators import list_estimators
+    if not args.names:
+        names = list_estimators()
+        width = max(map(len, names))
+        for name in names:
+            spec = get_spec(name)
+            needs = "".join(f" [needs {c.name}]" for c in spec.columns if c.required)
+            print(f"{name:<{width}}  {spec.title or '-'}: {spec.summary or '-'}{needs}")
+        return 0
+    for i, name in enumerate(args.names):
+        print(("\n" if i else "") + "\n".join(_describe(get_spec(name),
+                                                          estimator_params(name))))
+    return 0
 
-        return name in list_estimators()
 
-    def __iter__(self) -> Iterator[str]:
-        registry = sys.modules.get("g2po.estimators.registry")
-        return iter(registry.list_estimators() if registry else BUILTIN_ESTIMATORS)
+def _describe(spec: EstimatorSpec, defaults: dict) -> list[str]:
+    """The lines ``g2po estimators NAME`` prints for one estimator."""
+    lines = [f"{spec.name}: {spec.title or '(no title)'}", f"  {spec.summary or '-'}"]
+    if spec.original:
+        lines.append(f"  original: {spec.original}")
+    lines.append("  parameters:" if defaults else "  parameters: none")
+    lines += [f"    {k} = {v!r}: {spec.params.get(k, '(undocumented)')}"
+              for k, v in defaults.items()]
+    for column in spec.columns:
+        lines.append(f"  {'needs' if column.required else 'reads, where present,'} the step "
+                     f"column {column.name} ({column.dtype}): {column.doc}")
+    for part in spec.parts:
+        weight = ("weighted per step" if spec.weights is not None else
+                  f"× {part.weight if isinstance(part.weight, str) else f'{part.weight:g}'}")
+        lines.append(f"  part {part.label} ({part.column}, {weight}): {part.words}")
+    return lines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("advantages", help="per-step advantages of one or more estimators")
     _add_common(p)
-    p.add_argument("--estimator", "-e", action="append", choices=_EstimatorNames(),
-                   help="estimator (repeat to compare); default g2po")
+    p.add_argument("--estimator", "-e", action="append", type=_estimator_name,
+                   metavar="NAME", help="estimator (repeat to compare); default g2po; "
+                                        "`g2po estimators` lists them")
     p.add_argument("--out", help="write the table to FILE.csv or FILE.parquet (a folder of "
                                  "runs or --ray: to DIR, one RUN.parquet per run)")
     p.add_argument("--max-rows", type=int, default=200, help="rows printed to the terminal")
@@ -296,7 +326,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--width", type=int, default=40, help="characters of text shown per cell")
     p.set_defaults(func=_graph)
 
-    p = sub.add_parser("bench", help="time G2PO end to end on synthetic groups")
+    p = sub.add_parser("bench", help="time the estimators end to end on synthetic groups")
     p.add_argument("--rows", type=int, nargs="+", default=[30_000, 1_000_000])
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--estimator", "-e", action="append", type=_estimator_name,
+                   metavar="NAME", help="only this estimator (repeat for several); default "
+                                        "every registered one")
     p.set_defaults(func=_bench)
+
+    p = sub.add_parser("estimators", help="the registered estimators and what each declares")
+    p.add_argument("names", nargs="*", metavar="NAME", type=_estimator_name,
+                   help="describe these: parameters, step columns, parts, original")
+    p.set_defaults(func=_estimators)

@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from g2po.estimators.g2po import episode_advantage
+from g2po.estimators.g2po import EPISODE_PART, MODE_DOC, PENALTY_DOC, episode_advantage
 from g2po.estimators.registry import register_estimator
+from g2po.estimators.spec import Part
 from g2po.index import StepIndex
 from g2po.segments import NormMode, discounted_suffix_sum, powers, segment_norm
 from g2po.values import check_gamma
 
-__all__ = ["gigpo", "discounted_returns", "step_returns"]
+__all__ = ["gigpo", "discounted_returns", "step_returns", "RETURN_DOCS"]
+
+#: The parameters of GiGPO's step returns, as GiGPO and HGPO take them.
+RETURN_DOCS = {
+    "gamma": "discount γ of the step returns G = r + γ·G'",
+    "penalty": PENALTY_DOC + ", from each step's own return after the discounting",
+    "step_rewards": "false: the environment reward is R on the last step; true: the logged "
+                    "step_reward column",
+}
 
 
 def discounted_returns(ix: StepIndex, rewards: np.ndarray, gamma: float) -> np.ndarray:
@@ -53,7 +62,19 @@ def step_returns(ix: StepIndex, gamma: float, penalty: float, *, step_rewards: b
     return powers(gamma, ix.remaining) * ix.reward - penalty * ix.invalid
 
 
-@register_estimator("gigpo")
+@register_estimator(
+    "gigpo",
+    title="GiGPO",
+    summary="A^EP + ω·A^S: the episode term plus the discounted return normalised over the "
+            "steps of the same anchor state",
+    params={**RETURN_DOCS, "mode": MODE_DOC, "omega": "weight ω of the step term",
+            "penalty_in_return": "true: the penalty enters the discounted sum instead, so an "
+                                 "invalid action also lowers every earlier step's return"},
+    parts=(EPISODE_PART,
+           Part("adv_step", "A^S", "step term", "omega", explain="peers",
+                of="its discounted return is")),
+    original="verl-agent gigpo/core_gigpo.py (compute_gigpo_outcome_advantage)",
+)
 def gigpo(
     ix: StepIndex,
     gamma: float = 0.95,

@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from g2po.estimators.g2po import episode_advantage
+from g2po.estimators.g2po import (
+    MODE_DOC,
+    PENALTY_DOC,
+    SUCCESS_DOCS,
+    episode_advantage,
+)
 from g2po.estimators.registry import register_estimator
+from g2po.estimators.spec import Part
 from g2po.index import StepIndex
 from g2po.segments import NormMode, powers, segment_norm
 from g2po.values import check_gamma, terminal_values, transition_targets
@@ -44,7 +50,23 @@ def distance_to_success(ix: StepIndex, success: np.ndarray) -> tuple[np.ndarray,
     return dist, target
 
 
-@register_estimator("graphgpo")
+@register_estimator(
+    "graphgpo",
+    title="GraphGPO",
+    summary="ω_E·A^EP + ω_S·A^S: the step return 10·γ^d(s′), d the graph distance to "
+            "success, normalised over the steps of the same anchor state",
+    params={"gamma": "discount γ per graph-distance step (GraphGPO's config: 0.1 ALFWorld, "
+                     "0.2 WebShop)",
+            "omega_e": "weight ω_E of the episode term", "omega_s": "weight ω_S of the step term",
+            "penalty": PENALTY_DOC, "mode": MODE_DOC,
+            "normalize_distance": "true: exponent d(s′) − d(s) + 1 instead of d(s′)",
+            **SUCCESS_DOCS},
+    parts=(Part("adv_ep", "A^EP", "episode term", "omega_e", explain="episode",
+                over="step rows"),
+           Part("adv_step", "A^S", "step term", "omega_s", explain="peers",
+                of="its distance-discounted return is")),
+    original="verl-agent recipe/GraphGPO/core_graph.py (compute_graphgpo_outcome_advantage)",
+)
 def graphgpo(
     ix: StepIndex,
     gamma: float = 0.1,

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from g2po.estimators.g2po import MODE_DOC, SUCCESS_DOCS
 from g2po.estimators.outcome import grpo
 from g2po.estimators.registry import register_estimator
+from g2po.estimators.spec import Part
 from g2po.estimators.value_iteration import solve_graph_values
 from g2po.index import StepIndex
 from g2po.segments import NormMode, segment_norm
@@ -25,7 +27,18 @@ __all__ = ["graphhca", "PHI_FLOOR"]
 PHI_FLOOR = 1e-3
 
 
-@register_estimator("graphhca")
+@register_estimator(
+    "graphhca",
+    title="GraphHCA",
+    summary="A^GRPO + w·norm(Φ(s′) − Φ(s)): GRPO plus the change of the state's log success "
+            "potential on the group's graph (only the paper's abstract is at hand)",
+    params={"gamma": "discount γ of the success-probability recursion",
+            "w": "weight w of the credit term (0 gives GRPO)", "mode": MODE_DOC,
+            **SUCCESS_DOCS},
+    parts=(Part("adv_traj", "A^traj", "trajectory term", explain="episode", over="rollouts"),
+           Part("adv_credit", "A^credit", "credit term", "w", explain="rank",
+                of="potential gain")),
+)
 def graphhca(
     ix: StepIndex,
     gamma: float = 0.95,

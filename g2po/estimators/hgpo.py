@@ -17,14 +17,16 @@ import math
 import numpy as np
 import pandas as pd
 
-from g2po.estimators.g2po import episode_advantage
-from g2po.estimators.gigpo import step_returns
+from g2po.estimators.g2po import EPISODE_PART, MODE_DOC, episode_advantage
+from g2po.estimators.gigpo import RETURN_DOCS, step_returns
 from g2po.estimators.hgpo_sums import torch_order_sums
 from g2po.estimators.registry import register_estimator
+from g2po.estimators.spec import Part
 from g2po.index import StepIndex
 from g2po.segments import EPS, NormMode, check_mode, segment_mean_var
 
-__all__ = ["hgpo", "history_codes", "MAX_HISTORY_LENGTH", "MAX_LOG_WEIGHT", "ROUNDING"]
+__all__ = ["hgpo", "history_codes", "part_weights", "MAX_HISTORY_LENGTH", "MAX_LOG_WEIGHT",
+           "ROUNDING"]
 
 #: Largest ``history_length``: the estimator returns one column per history length, and the
 #: original's H is the number of steps of history in the prompt (its scripts use 2 and 4).
@@ -164,7 +166,36 @@ def _check(history_length: int, length_weight_alpha: float) -> None:
                          f"(k+1)^alpha would leave float64's range), got {length_weight_alpha}")
 
 
-@register_estimator("hgpo")
+def part_weights(parts: pd.DataFrame, settings: dict) -> pd.DataFrame:
+    """Each item's weight in ``adv`` at each step, (n_steps, n_items), labelled as ``parts``
+    (``A^EP`` the item of k = 0, ``A^k{k}`` that of k): (k+1)^α over the sum of the step's
+    non-zero items' (k+1)^α, + 1e-6, as :func:`hgpo` weighs them."""
+    alpha = float(settings.get("length_weight_alpha", 1.0))
+    ks = [0 if c == "A^EP" else int(c.removeprefix("A^k")) for c in parts.columns]
+    raw = np.array([float(k + 1) ** alpha for k in ks])
+    present = parts.to_numpy(dtype=np.float64) != 0.0
+    total = (present * raw).sum(axis=1, keepdims=True)
+    return pd.DataFrame(np.broadcast_to(raw, parts.shape) / (total + EPS),
+                        columns=parts.columns, index=parts.index)
+
+
+@register_estimator(
+    "hgpo",
+    title="HGPO",
+    summary="Σ_k (k+1)^α·a_k / Σ_k (k+1)^α, a_k GiGPO's return normalised over the steps "
+            "whose last k states agree with this one's",
+    params={**RETURN_DOCS, "mode": MODE_DOC,
+            "history_length": "H, the environment's history length: history groups of 1 … "
+                              "H + 1 states",
+            "length_weight_alpha": "α of the weights (k+1)^α",
+            "base_group": "true: the episode term joins as the item of k = 0",
+            "zero_within_rounding": "true: an item within the rounding of its group's mean is "
+                                    "0 (the formula's reading); false: exactly 0 only (the "
+                                    "original's)"},
+    parts=(EPISODE_PART, Part("adv_k{k}", "A^k{k}", "history term", explain="history")),
+    weights=part_weights,
+    original="verl-agent recipe/hgpo/core_hgpo.py (compute_hgpo_outcome_advantage)",
+)
 def hgpo(
     ix: StepIndex,
     gamma: float = 0.95,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g2po.estimators.g2po import episode_advantage
+from g2po.estimators.g2po import MODE_DOC, PENALTY_DOC, episode_advantage
 from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import NormMode, segment_norm
@@ -12,7 +12,14 @@ from g2po.segments import NormMode, segment_norm
 __all__ = ["grpo", "grpo_steps", "rloo"]
 
 
-@register_estimator("grpo")
+@register_estimator(
+    "grpo",
+    title="GRPO",
+    summary="one advantage per rollout: R normalised over the group's rollouts",
+    params={"mode": MODE_DOC},
+    episode="rollouts",
+    original="verl compute_grpo_outcome_advantage, fed one row per trajectory",
+)
 def grpo(ix: StepIndex, mode: NormMode = "mean_std_norm") -> dict[str, np.ndarray]:
     """``adv`` (n_steps,): norm(R_i over the group's trajectories), broadcast to the steps.
 
@@ -23,7 +30,15 @@ def grpo(ix: StepIndex, mode: NormMode = "mean_std_norm") -> dict[str, np.ndarra
     return {"adv": per_traj[ix.traj]}
 
 
-@register_estimator("grpo_steps")
+@register_estimator(
+    "grpo_steps",
+    title="multi-turn GRPO",
+    summary="R − p·invalid normalised over the group's step rows (a rollout weighs by its "
+            "length): the GRPO baseline the G2PO and GiGPO papers report",
+    params={"mode": MODE_DOC, "penalty": PENALTY_DOC},
+    episode="step rows",
+    original="verl-agent's multi-turn GRPO (one row per step)",
+)
 def grpo_steps(ix: StepIndex, mode: NormMode = "mean_std_norm",
                penalty: float = 0.1) -> dict[str, np.ndarray]:
     """``adv`` (n_steps,): multi-turn GRPO as verl-agent trains it, one row per step, score
@@ -32,7 +47,13 @@ def grpo_steps(ix: StepIndex, mode: NormMode = "mean_std_norm",
     return {"adv": episode_advantage(ix, penalty, mode)}
 
 
-@register_estimator("rloo")
+@register_estimator(
+    "rloo",
+    title="RLOO",
+    summary="R minus the mean reward of the group's other rollouts",
+    episode="others",
+    original="verl compute_rloo_outcome_advantage, fed one row per trajectory",
+)
 def rloo(ix: StepIndex) -> dict[str, np.ndarray]:
     """``adv`` (n_steps,): R_i minus the mean reward of the group's other trajectories; a lone
     trajectory has no baseline and gets 0 (verl's ``compute_rloo_outcome_advantage`` gives R)."""

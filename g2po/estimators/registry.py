@@ -1,10 +1,13 @@
-"""The estimator registry: one signature for every estimator, checked parameters.
+"""The estimator registry: one signature for every estimator, its declarations, checked
+parameters.
 
 Every estimator has the same signature, ``fn(ix: StepIndex, **params) -> dict[str, ndarray]``:
 it receives the integer codes of the step table (:class:`g2po.index.StepIndex`) and returns
-columns of shape (n_steps,), always including ``adv``. Callers never special-case one. The
-built-in estimators import this module to register themselves; :mod:`g2po.estimators.compute`
-runs them.
+columns of shape (n_steps,), always including ``adv``. Callers never special-case one. Each
+estimator module registers its function with everything declared beside it
+(:class:`g2po.estimators.spec.EstimatorSpec`: parameter meanings, step columns, parts, display
+name, original); every part of the product that lists, runs or explains estimators reads them
+here. :mod:`g2po.estimators.compute` runs them.
 """
 
 from __future__ import annotations
@@ -13,57 +16,99 @@ import inspect
 import math
 import numbers
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
 from g2po.errors import UnknownEstimatorError
+from g2po.estimators.spec import EPISODE_SETS, EstimatorSpec, Part, StepColumn
 from g2po.index import MAX_ABS_REWARD
 
 __all__ = [
     "Estimator",
     "register_estimator",
     "get_estimator",
+    "get_spec",
     "list_estimators",
     "estimator_params",
+    "parameter_choices",
+    "step_columns",
     "shared_params",
     "bind_params",
     "check_columns",
 ]
 
 Estimator = Callable[..., dict[str, np.ndarray]]
-_REGISTRY: dict[str, Estimator] = {}
+_REGISTRY: dict[str, EstimatorSpec] = {}
 
 
-def register_estimator(name: str, *, overwrite: bool = False) -> Callable[[Estimator], Estimator]:
-    """Decorator registering ``fn(ix: StepIndex, **params) -> {column: (n_steps,) array}``.
+def register_estimator(
+    name: str,
+    *,
+    overwrite: bool = False,
+    title: str = "",
+    summary: str = "",
+    params: Mapping[str, str] | None = None,
+    columns: Iterable[StepColumn] = (),
+    parts: Iterable[Part] = (),
+    episode: str = "",
+    weights: Callable | None = None,
+    original: str = "",
+) -> Callable[[Estimator], Estimator]:
+    """Decorator registering ``fn(ix: StepIndex, **params) -> {column: (n_steps,) array}``
+    under ``name``, with its declarations (the keyword arguments: the fields of
+    :class:`~g2po.estimators.spec.EstimatorSpec`). A user's estimator may give the name alone.
 
-    >>> @register_estimator("zero", overwrite=True)
+    >>> @register_estimator("zero", overwrite=True, title="Zero", summary="0 everywhere")
     ... def zero(ix):
     ...     return {"adv": np.zeros(ix.n_steps)}
-    >>> "zero" in list_estimators()
-    True
+    >>> "zero" in list_estimators(), get_spec("zero").title
+    (True, 'Zero')
+    >>> del _REGISTRY["zero"]
     """
+    if episode and episode not in EPISODE_SETS:
+        raise ValueError(f"estimator {name!r}: episode must be one of {EPISODE_SETS}, "
+                         f"got {episode!r}")
 
     def decorator(fn: Estimator) -> Estimator:
-        if name in _REGISTRY and not overwrite and _REGISTRY[name] is not fn:
+        if name in _REGISTRY and not overwrite and _REGISTRY[name].fn is not fn:
             raise ValueError(
                 f"an estimator named {name!r} is already registered; pass overwrite=True to "
                 "replace it"
             )
-        _REGISTRY[name] = fn
+        spec = EstimatorSpec(name, fn, title, summary, dict(params or {}), tuple(columns),
+                             tuple(parts), episode, weights, original)
+        _check_column_types(spec)
+        _REGISTRY[name] = spec
         return fn
 
     return decorator
 
 
-def get_estimator(name: str) -> Estimator:
+def _check_column_types(spec: EstimatorSpec) -> None:
+    """A step column declared by two estimators means one thing: the same dtype."""
+    known = {c.name: c for other in _REGISTRY.values() if other.name != spec.name
+             for c in other.columns}
+    for column in spec.columns:
+        other = known.get(column.name)
+        if other is not None and other.dtype != column.dtype:
+            raise ValueError(f"estimator {spec.name!r} declares step column {column.name!r} as "
+                             f"{column.dtype}, another estimator as {other.dtype}")
+
+
+def get_spec(name: str) -> EstimatorSpec:
+    """Estimator ``name`` with its declarations; an error naming the registered ones."""
     try:
         return _REGISTRY[name]
     except KeyError:
         raise UnknownEstimatorError(
             f"unknown estimator {name!r}; registered: {', '.join(sorted(_REGISTRY))}"
         ) from None
+
+
+def get_estimator(name: str) -> Estimator:
+    """The function of estimator ``name``."""
+    return get_spec(name).fn
 
 
 def list_estimators() -> list[str]:
@@ -78,6 +123,22 @@ def estimator_params(name: str) -> dict[str, object]:
         for p in list(sig.parameters.values())[1:]
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
+
+
+def parameter_choices(name: str) -> dict[str, tuple]:
+    """The allowed values of each of estimator ``name``'s parameters that takes one of a few:
+    those annotated ``Literal[...]`` (``mode: NormMode``).
+
+    >>> parameter_choices("g2po")["terminal"]
+    ('binary', 'reward')
+    """
+    return _choices(get_estimator(name))
+
+
+def step_columns() -> dict[str, StepColumn]:
+    """Every step column a registered estimator reads beyond the required ones, by name: the
+    columns the loaders accept beside the step table's own (``--map``, suggestions)."""
+    return {c.name: c for spec in _REGISTRY.values() for c in spec.columns}
 
 
 def shared_params(name: str, values: dict[str, object]) -> dict[str, object]:

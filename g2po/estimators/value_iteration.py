@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from g2po.estimators.g2po import MODE_DOC, SUCCESS_DOCS
 from g2po.estimators.registry import register_estimator
 from g2po.index import StepIndex
 from g2po.segments import NormMode, discounted_suffix_sum, segment_norm
 from g2po.values import Terminal, check_gamma, terminal_values
+
+_PARAMS = {"gamma": "discount γ of the graph values (< 1, so that cycles converge)",
+           "mode": MODE_DOC, **SUCCESS_DOCS,
+           "terminal": "binary: the success terminal is worth success_reward, failure 0; "
+                       "reward: R itself"}
 
 __all__ = ["value_iteration", "graph_gae", "solve_graph_values", "graph_td"]
 
@@ -61,7 +67,13 @@ def graph_td(ix: StepIndex, gamma: float, success_reward: float, terminal: Termi
     return node_value, next_value, gamma * next_value - node_value
 
 
-@register_estimator("value_iteration")
+@register_estimator(
+    "value_iteration",
+    title="graph value iteration",
+    summary="norm(γ·V(s′) − V(s)) over the group, V solved on the group's empirical graph "
+            "(GRAFT; only the abstract is at hand)",
+    params=_PARAMS,
+)
 def value_iteration(
     ix: StepIndex,
     gamma: float = 0.95,
@@ -83,7 +95,13 @@ def value_iteration(
     }
 
 
-@register_estimator("graph_gae")
+@register_estimator(
+    "graph_gae",
+    title="Graph GAE",
+    summary="norm(Σ_l (γλ)^l·δ_{t+l}) over the group, δ the graph TD error (GRAFT's Eq. 9; "
+            "only the abstract is at hand)",
+    params={**_PARAMS, "lam": "λ of the GAE sum (0: the one-step TD error)"},
+)
 def graph_gae(
     ix: StepIndex,
     gamma: float = 0.95,

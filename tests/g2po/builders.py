@@ -6,11 +6,21 @@ import statistics
 
 import pandas as pd
 
+from g2po.estimators import step_columns
+from g2po.synthetic import with_step_columns
+
 
 def z(values: list[float]) -> list[float]:
     """mean_std_norm by hand, for hand-worked expectations: (x - mean) / (sample std + 1e-6)."""
     mean, std = statistics.mean(values), statistics.stdev(values)
     return [(v - mean) / (std + 1e-6) for v in values]
+
+
+def with_declared_columns(steps: pd.DataFrame) -> pd.DataFrame:
+    """``steps`` with a synthetic value in every step column a registered estimator declares
+    it reads (:func:`g2po.synthetic.with_step_columns`: the same value for a step in any row
+    order), so that a test walking the registry can run every estimator on it."""
+    return with_step_columns(steps, {n: c.dtype for n, c in step_columns().items()})
 
 
 def trajectories(spec: dict, group: str = "g") -> pd.DataFrame:

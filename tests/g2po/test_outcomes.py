@@ -17,6 +17,7 @@ from g2po.outcomes import (
     success_threshold_from_won,
     truncated_trajectories,
 )
+from tests.g2po.builders import with_declared_columns
 
 
 def steps(rewards, won=None, done_last=None, length=2):
@@ -236,7 +237,7 @@ def test_the_graph_ends_cut_trajectories_at_the_truncated_terminal_by_the_rule()
 def test_the_estimators_value_truncation_as_failure_whatever_the_rule(name):
     """The rule's truncate_at is no estimator parameter: every estimator's numbers on a log
     with cut episodes are those of the same log with them marked done=False, or not at all."""
-    frame = cut_log()
+    frame = with_declared_columns(cut_log())  # every step column an estimator reads
     marked = frame.assign(done=~frame["traj_id"].isin(["r0", "r1", "r2"]))
     plain = compute_advantages(frame, name)
     with_done = compute_advantages(marked, name)

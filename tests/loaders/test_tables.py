@@ -109,6 +109,32 @@ def test_mapping_errors(tmp_path):
         load_steps(tmp_path / "s.csv", mapping=tmp_path / "m.yaml")
 
 
+def test_a_step_column_an_estimator_declares_can_be_mapped(tmp_path):
+    """The loaders take the columns estimators declare from the registry: ``--map`` feeds one,
+    the suggestions find it by name, and the estimator reads it."""
+    from g2po.estimators import StepColumn, compute_advantages, register_estimator, registry
+    from loaders.columns import suggest_mapping
+
+    @register_estimator("test_mapped_est", overwrite=True,
+                        columns=(StepColumn("test_mapped_flag", "bool", "a flag"),))
+    def test_mapped_est(ix):
+        return {"adv": ix.columns["test_mapped_flag"].astype(float)}
+
+    try:
+        table = step_table()
+        table.assign(raw_flag=np.arange(len(table)) % 2 == 0).to_csv(tmp_path / "s.csv",
+                                                                     index=False)
+        steps = load_steps(tmp_path / "s.csv", mapping=["test_mapped_flag=raw_flag"])
+        out = compute_advantages(steps, "test_mapped_est")
+        assert out["adv"].tolist() == [float(i % 2 == 0) for i in range(len(table))]
+        assert suggest_mapping(["test_mapped_flag", "uid"])["test_mapped_flag"] == \
+            "test_mapped_flag"
+    finally:
+        registry._REGISTRY.pop("test_mapped_est", None)
+    with pytest.raises(ValueError, match="unknown step-table column\\(s\\) 'test_mapped_flag'"):
+        load_steps(tmp_path / "s.csv", mapping=["test_mapped_flag=raw_flag"])
+
+
 def test_jsonl_truncated_last_line_is_skipped_with_a_warning(tmp_path):
     path = tmp_path / "s.jsonl"
     step_table().to_json(path, orient="records", lines=True)

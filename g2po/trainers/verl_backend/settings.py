@@ -132,7 +132,7 @@ def estimator_settings(name: str, algorithm: Mapping | None) -> EstimatorSetting
 
 
 def _estimator_problems(name: str, section: dict[str, Any]) -> list[str]:
-    from g2po.estimators import estimate, estimator_params
+    from g2po.estimators import check_estimator_params, estimator_params
     from g2po.segments import NORM_MODES
     from g2po.state_keys import resolve_state_key
 
@@ -157,13 +157,9 @@ def _estimator_problems(name: str, section: dict[str, Any]) -> list[str]:
     if problems:
         return problems
     # Let the estimator itself judge the values (gamma range, terminal, ...) on a tiny table.
-    import pandas as pd
-
-    probe = pd.DataFrame({"group_id": "g", "traj_id": ["a", "b"], "t": 0, "state_key": "s",
-                          "action": "x", "episode_reward": [1.0, 0.0], "is_action_valid": True})
     params = {k: v for k, v in section.items() if k not in _OWN_KEYS}
     try:
-        estimate(probe, name, **params)
+        check_estimator_params(name, **params)
     except (G2POError, ValueError, TypeError) as err:
         problems.append(f"{where}: {err}")
     return problems

@@ -123,18 +123,42 @@ def test_normalisation_highlight_text_column_and_state_key(runs_root):
     assert "under this page's state key" in texts(at)  # node ids are not the explorer's then
 
 
-def test_every_registered_estimator_runs_on_the_page(runs_root):
-    """Built-in, a helper's or a plugin's: each appears and runs through the registry."""
-    from g2po.estimators import list_estimators
+@pytest.fixture
+def column_estimator():
+    """A registered estimator that needs a step column the test logs do not have."""
+    from g2po import estimators
+
+    @estimators.register_estimator(
+        "test_column_est", overwrite=True, title="Needs a column", summary="the flag",
+        columns=(estimators.StepColumn("test_flag_col", "bool", "a flag per step"),))
+    def test_column_est(ix):
+        return {"adv": ix.columns["test_flag_col"].astype(float)}
+
+    yield "test_column_est"
+    estimators.registry._REGISTRY.pop("test_column_est", None)
+
+
+def test_every_registered_estimator_runs_on_the_page(runs_root, column_estimator):
+    """Built-in, a helper's or a plugin's: each appears and runs through the registry; one
+    that needs a step column the log lacks says which, and the others run."""
+    from g2po.estimators import get_spec, list_estimators
 
     at = app_test("compare", ["--log", str(runs_root)])
     everything = list_estimators()
     assert set(at.multiselect(key="cmp_estimators").options) == set(everything)
     at.multiselect(key="cmp_estimators").set_value(everything).run()
     assert not at.exception
-    assert not [e.value for e in at.error]
-    assert set(everything) <= set(at.dataframe[0].value.columns)
+    needing = {n for n in everything if any(c.required for c in get_spec(n).columns)}
+    assert column_estimator in needing
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert len(errors) == len(needing)
+    for name in needing:
+        column = next(c.name for c in get_spec(name).columns if c.required)
+        assert any(f"{name} could not run" in e and f"needs the step column '{column}'" in e
+                   for e in errors), (name, errors)
+    assert set(everything) - needing <= set(at.dataframe[0].value.columns)
     assert not [t for t in at.text_input if t.key and t.key.startswith("cmp_")]
+    assert "Needs a column" in texts(at)
 
 
 def test_numbers_come_before_text_and_ids_show_what_tells_them_apart(long_ids_run):

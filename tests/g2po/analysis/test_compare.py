@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 
 from g2po.analysis.compare import (
-    TERM_WORDS,
     compare_estimators,
     contributions,
     disagreement_counts,
@@ -19,7 +18,7 @@ from g2po.analysis.compare import (
     zscore,
 )
 from g2po.analysis.state_graph import state_graph
-from g2po.estimators import compute_advantages, register_estimator
+from g2po.estimators import Part, compute_advantages, get_spec, register_estimator
 from g2po.outcomes import OutcomeRule
 from tests.app.builders import group_steps
 from tests.g2po.builders import THREE, trajectories
@@ -150,7 +149,8 @@ def test_a_users_estimator_shows_its_adv_columns_as_parts():
         assert result.parts["test_parts_est"].columns.tolist() == ["A^half"]
     finally:
         registry._REGISTRY.pop("test_parts_est", None)
-    assert part_label("adv_step") == "A^S" and part_label("adv_k3") == "A^k3"
+    assert part_label("gigpo", "adv_step") == "A^S" and part_label("hgpo", "adv_k3") == "A^k3"
+    assert part_label("graphhca", "adv_credit") == "A^credit"
 
 
 def test_step_location_is_the_steps_node_and_edge():
@@ -243,7 +243,8 @@ def test_each_disagreement_names_the_term_that_sets_each_sign():
         sign = np.sign(row.g2po)
         # the deciding part pushes the way the advantage goes, more than any other part
         assert sign * share[term] > 0 and sign * share[term] == (sign * share).max()
-        assert f"the {TERM_WORDS[term]} {term} {_signed(share[term])}" in said
+        words = get_spec("g2po").part(term).words
+        assert f"the {words} {term} {_signed(share[term])}" in said
         assert said.startswith(f"g2po {'>' if sign > 0 else '<'} 0 ({_signed(row.g2po)})")
         assert f"grpo {'<' if sign > 0 else '>'} 0" in said
         decided.add(term)
@@ -312,3 +313,44 @@ def test_the_comparison_keeps_the_response_and_the_whole_prompt():
         key = (result.table["traj_id"].iloc[i], result.table["t"].iloc[i])
         assert result.texts["prompt"].iloc[i] == ordered.loc[key, "prompt"]
         assert result.texts["response"].iloc[i] == ordered.loc[key, "response"]
+
+
+def test_a_part_explained_within_its_own_sets_says_so():
+    """A part normalised within sets of the estimator's own (declared ``peers`` column) is
+    explained against the other steps of the step's set, in the words it declares."""
+    from g2po.estimators import registry
+
+    @register_estimator(
+        "test_sets_est", overwrite=True, title="Sets", summary="the reward within its set",
+        parts=(Part("adv_set", "A^Q", "set term", explain="peers", of="its reward is",
+                    peers="bucket", among="in the same bucket"),))
+    def test_sets_est(ix):
+        bucket = (ix.t >= 1).astype(np.int64)
+        x = ix.reward.copy()
+        for b in (0, 1):
+            x[bucket == b] -= x[bucket == b].mean()
+        return {"adv": x, "adv_set": x, "bucket": bucket}
+
+    try:
+        steps = trajectories(THREE)  # rows a0 a1 | c0 c1 c2 | b0 b1 b2 by trajectory
+        result = compare_estimators(steps, ["test_sets_est", "grpo"], rule=OutcomeRule())
+        assert result.peer_sets["test_sets_est"]["bucket"].tolist() == [0, 1, 0, 1, 1, 0, 1, 1]
+        why = explain_disagreements(result, "test_sets_est", "grpo",
+                                    result.table[["traj_id", "t"]])
+        # a1 (R 10) in bucket 1 beside b1, b2, c1, c2 (R 0): 10 - mean 2, more than all 4
+        a1 = why["why"].iloc[1]
+        assert "the set term A^Q +8.00 — its reward is more than at 4 of the 4 other steps " \
+               "in the same bucket —" in a1
+    finally:
+        registry._REGISTRY.pop("test_sets_est", None)
+
+
+def test_every_part_of_a_builtin_is_named_and_explained_as_declared():
+    result = compare_estimators(one_group(), ["hgpo", "graphhca", "grpo"],
+                                {"hgpo": {"base_group": True}}, rule=OutcomeRule())
+    assert result.parts["hgpo"].columns.tolist()[:2] == ["A^EP", "A^k1"]
+    assert result.parts["graphhca"].columns.tolist() == ["A^traj", "A^credit"]
+    why = explain_disagreements(result, "hgpo", "graphhca")
+    said = " ".join(why["why"])
+    assert "history term A^k" in said or "episode term A^EP" in said
+    assert "trajectory term A^traj" in said or "credit term A^credit" in said

@@ -84,6 +84,29 @@ def test_bench_prints_its_figures():
     assert any(line.startswith("g2po") for line in lines[1:])
 
 
+def test_bench_runs_the_estimators_named(capsys):
+    assert main(["bench", "--rows", "600", "--repeats", "1", "-e", "gigpo", "-e", "rloo"]) == 0
+    named = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert named == ["gigpo", "rloo", "(index"]
+
+
+def test_estimators_lists_every_registered_one_and_describes_those_named(capsys):
+    from g2po.estimators import get_spec, list_estimators
+
+    assert main(["estimators"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list_estimators()
+    assert main(["estimators", "gigpo"]) == 0
+    said = capsys.readouterr().out
+    spec = get_spec("gigpo")
+    assert said.startswith(f"gigpo: {spec.title}\n  {spec.summary}\n  original: {spec.original}")
+    assert f"    omega = 1.0: {spec.params['omega']}" in said
+    assert "  part A^S (adv_step, × omega): step term" in said
+    with pytest.raises(SystemExit):
+        main(["estimators", "no_such_estimator"])
+    assert "unknown estimator 'no_such_estimator'; registered: g2po, " in capsys.readouterr().err
+
+
 def _long_actions(tmp_path):
     steps = trajectories(THREE)
     steps["action"] = steps["action"] + " because" + " the agent explained itself" * 20

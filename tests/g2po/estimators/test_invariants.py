@@ -1,5 +1,6 @@
 """Properties every registered estimator keeps (found through the registry, so a new estimator is
-covered without touching this file), and agreement with the loop-by-loop references."""
+covered without touching this file: every table carries a synthetic value in each step column an
+estimator declares), and agreement with the loop-by-loop references."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from g2po.errors import StepTableError
 from g2po.estimators import registry
 from g2po.index import MAX_ABS_REWARD
 from tests.g2po import reference
-from tests.g2po.builders import CYCLE, THREE, TWO, trajectories
+from tests.g2po.builders import CYCLE, THREE, TWO, with_declared_columns
+from tests.g2po.builders import trajectories as plain_trajectories
+
+
+def trajectories(spec: dict, group: str = "g") -> pd.DataFrame:
+    """:func:`tests.g2po.builders.trajectories` with every declared step column."""
+    return with_declared_columns(plain_trajectories(spec, group))
 
 BUILT_IN = ["g2po", "g2po_nc", "g2po_ec", "g2po_ep", "grpo", "grpo_steps", "rloo", "gigpo",
             "graphgpo", "value_iteration", "graph_gae", "graphhca", "hgpo"]
@@ -37,7 +44,7 @@ def step_tables(draw, max_groups: int = 3, rewards=st.sampled_from([0.0, 10.0]))
                     "episode_reward": reward,
                     "is_action_valid": draw(st.booleans()),
                 })
-    return pd.DataFrame(rows)
+    return with_declared_columns(pd.DataFrame(rows))
 
 
 finite_rewards = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
@@ -271,7 +278,7 @@ def test_train_steps_are_separate_groups():
 def test_empty_table_gives_empty_columns(name):
     steps = pd.DataFrame({"group_id": [], "traj_id": [], "t": [], "state_key": [], "action": [],
                           "episode_reward": [], "is_action_valid": []})
-    assert len(compute_advantages(steps, name)) == 0
+    assert len(compute_advantages(with_declared_columns(steps), name)) == 0
 
 
 SUCCESS_RULED = [n for n in ALL if "success_reward" in estimator_params(n)]

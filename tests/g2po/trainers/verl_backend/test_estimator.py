@@ -13,7 +13,7 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 
 from g2po import compute_advantages
 from g2po.analysis.diagnostics import batch_metrics
-from g2po.estimators import estimate, list_estimators
+from g2po.estimators import estimate, list_estimators, step_columns
 from g2po.synthetic import synthetic_steps
 from g2po.trainers.verl_backend.estimator import (
     MissingStepFieldsError,
@@ -26,7 +26,7 @@ from g2po.trainers.verl_backend.settings import (
     library_estimator,
     verl_estimator_name,
 )
-from tests.g2po.builders import TWO, trajectories
+from tests.g2po.builders import TWO, trajectories, with_declared_columns
 from tests.g2po.trainers.verl_backend.batches import (
     data_proto,
     extra_fields_of,
@@ -50,6 +50,8 @@ def steps() -> pd.DataFrame:
     table = synthetic_steps(700, rollouts=4, max_len=12, states_per_task=6, invalid_rate=0.15,
                             key_chars=40, seed=3)
     table["group_id"] = table["group_id"].str.replace("task-", "uid", regex=False)
+    # with a value in every step column an estimator declares, as an environment reporting it
+    table = with_declared_columns(table)
     return table.sample(frac=1.0, random_state=0).reset_index(drop=True)
 
 
@@ -57,6 +59,8 @@ def batch(steps: pd.DataFrame):
     lengths = response_lengths(len(steps), RESPONSE_LENGTH, seed=1)
     fields = step_fields_from_rows(keys_of(steps), tags_of(steps, lengths),
                                    extra_fields_of(steps))
+    # the agent loop's records carry no estimator-declared column yet: handed over as extras
+    fields.extra.update({c: steps[c].to_numpy() for c in step_columns() if c in steps})
     return fields, data_proto(steps, lengths, RESPONSE_LENGTH)
 
 
