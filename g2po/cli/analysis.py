@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from g2po.outcomes import OutcomeRule
     from g2po.params import G2POParams
 
-__all__ = ["add_parser", "parse_params", "params_and_rule", "advantage_table",
+__all__ = ["add_parser", "estimator_name", "parse_params", "params_and_rule", "advantage_table",
            "check_params"]
 
 _STEP_COLUMNS = ["group_id", "traj_id", "t", "action", "episode_reward", "is_action_valid"]
@@ -254,7 +254,7 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _estimator_name(name: str) -> str:
+def estimator_name(name: str) -> str:
     """``--estimator``'s check: a registered estimator (built-in, or a plugin's registered in
     this process). The registry is imported only here, when a command with ``-e`` runs (it
     imports it anyway): building the parser and ``--help`` need no estimator."""
@@ -309,7 +309,7 @@ def _describe(spec: EstimatorSpec, defaults: dict) -> list[str]:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("advantages", help="per-step advantages of one or more estimators")
     _add_common(p)
-    p.add_argument("--estimator", "-e", action="append", type=_estimator_name,
+    p.add_argument("--estimator", "-e", action="append", type=estimator_name,
                    metavar="NAME", help="estimator (repeat to compare); default g2po; "
                                         "`g2po estimators` lists them")
     p.add_argument("--out", help="write the table to FILE.csv or FILE.parquet (a folder of "
@@ -329,12 +329,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="time the estimators end to end on synthetic groups")
     p.add_argument("--rows", type=int, nargs="+", default=[30_000, 1_000_000])
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--estimator", "-e", action="append", type=_estimator_name,
+    p.add_argument("--estimator", "-e", action="append", type=estimator_name,
                    metavar="NAME", help="only this estimator (repeat for several); default "
                                         "every registered one")
     p.set_defaults(func=_bench)
 
     p = sub.add_parser("estimators", help="the registered estimators and what each declares")
-    p.add_argument("names", nargs="*", metavar="NAME", type=_estimator_name,
+    p.add_argument("names", nargs="*", metavar="NAME", type=estimator_name,
                    help="describe these: parameters, step columns, parts, original")
     p.set_defaults(func=_estimators)

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from g2po.cli.analysis import _EstimatorNames
+from g2po.cli.analysis import estimator_name
 from g2po.cli.logs import add_log_options, log_options
 
 __all__ = ["add_parser", "AUDIT_READ"]
@@ -135,7 +135,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
                                 "batch dump")
     p.add_argument("--step", type=int, metavar="N", help="only training step N (default: all)")
-    p.add_argument("--estimator", "-e", choices=_EstimatorNames(),
+    p.add_argument("--estimator", "-e", type=estimator_name, metavar="NAME",
                    help="the estimator the run trained with (default: the run's manifest, "
                         "else g2po)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
