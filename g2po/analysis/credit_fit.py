@@ -19,7 +19,13 @@ import numpy as np
 import pandas as pd
 
 from g2po.errors import G2POError
-from g2po.estimators import estimate, estimator_params, list_estimators, shared_params
+from g2po.estimators import (
+    estimate,
+    estimator_params,
+    list_estimators,
+    shared_params,
+    step_columns,
+)
 from g2po.index import StepIndex
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
@@ -95,10 +101,10 @@ def candidates(rule: OutcomeRule, params: G2POParams,
 
 
 def estimator_input(steps: pd.DataFrame) -> pd.DataFrame:
-    """Only the columns an estimator reads (the required ones, ``train_step`` and
-    ``step_reward`` where present): text columns such as observations are not validated
-    again on every call."""
-    return steps[[c for c in (*REQUIRED_COLUMNS, "train_step", "step_reward")
+    """Only the columns an estimator reads (the required ones, ``train_step``, ``step_reward``
+    and the step columns registered estimators declare, where present): text columns such as
+    observations are not validated again on every call."""
+    return steps[[c for c in (*REQUIRED_COLUMNS, "train_step", "step_reward", *step_columns())
                   if c in steps.columns]]
 
 

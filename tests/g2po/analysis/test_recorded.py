@@ -16,9 +16,10 @@ from g2po.analysis.recorded import (
     audit_recorded,
     step_words,
 )
-from g2po.estimators import compute_advantages, list_estimators
+from g2po.estimators import compute_advantages, list_estimators, step_columns
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
+from g2po.synthetic import with_step_columns
 from tests.g2po.analysis.groups import random_walks
 
 RULE = OutcomeRule()
@@ -28,6 +29,8 @@ PARAMS = G2POParams()
 @pytest.fixture(scope="module")
 def walks() -> pd.DataFrame:
     steps = random_walks(groups=8, rollouts=6, length=6, invalid_rate=0.1, seed=3)
+    # every column a registered estimator reads (MiGPO's milestones), so each can recompute
+    steps = with_step_columns(steps, {c.name: c.dtype for c in step_columns().values()})
     # as a trainer records it: float32 (read back as float64)
     steps["advantage"] = compute_advantages(steps, "g2po")["adv"].to_numpy(np.float32) \
         .astype(np.float64)
