@@ -31,7 +31,8 @@ from loaders.errors import LoaderError, LogFormatError
 from loaders.files import file_key
 from loaders.log import Log
 from loaders.report import LoadReport
-from loaders.rundir import META_KEY, Run
+from loaders.rundir.footer import META_KEY
+from loaders.rundir.reader import Run
 
 __all__ = ["TaskIndex", "task_index", "task_column", "load_groups", "load_groups_coded",
            "TASK_COLUMN", "HISTORY_COLUMNS"]

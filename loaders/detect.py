@@ -9,7 +9,7 @@ from loaders.errors import NoLogFoundError
 from loaders.files import SNIFF_BYTES, is_regular_file, read_prefix
 from loaders.formats import EXPECTED, LOG_FORMATS
 from loaders.pickles import is_pickle_bytes
-from loaders.rundir import MANIFEST, ROLLOUTS, is_run_dir
+from loaders.rundir.layout import MANIFEST, ROLLOUTS, is_run_dir
 from loaders.verl import is_verl_record, verl_step_files
 
 __all__ = ["detect_format", "is_rollouts_folder"]

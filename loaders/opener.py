@@ -17,7 +17,7 @@ from loaders.formats import LOG_FORMATS, TABLE, TABLE_FORMATS, check_format
 from loaders.log import Log
 from loaders.mapping import MappingSpec
 from loaders.pickles import open_pickle
-from loaders.rundir import open_run
+from loaders.rundir.reader import open_run
 from loaders.tables import open_table
 from loaders.verl_dump import open_verl_dump
 

@@ -21,7 +21,7 @@ from loaders.errors import NoLogFoundError
 from loaders.log import Log
 from loaders.opener import open_log
 from loaders.report import LoadReport, LoadWarning
-from loaders.rundir import CHECKPOINTS, stale_checkpoints
+from loaders.rundir.layout import CHECKPOINTS, stale_checkpoints
 from loaders.summary import trajectory_table, truncation_hint, with_outcomes
 from loaders.workers import worker_count, worker_pool
 
