@@ -18,7 +18,7 @@ import streamlit as st
 
 import loaders
 from app import data
-from app.context import OpenLog
+from app.context import AppContext, OpenLog
 from app.data import LogRef
 from app.options import SAMPLE_DIR, AppOptions
 from app.safe import fmt
@@ -50,10 +50,12 @@ _ERRORS = data.LOADER_ERRORS + (G2POError,)
 
 @dataclass
 class Sources:
-    """The logs the sidebar offers, and the one opened just now (to choose and show)."""
+    """The logs the sidebar offers, the one opened just now (to choose and show), and the
+    place beside the inputs for the load report of the log opened last from them."""
 
     refs: list[LogRef]
     fresh: LogRef | None = None
+    last_slot: object = None
 
 
 def roots(options: AppOptions, command_line: list[LogRef]) -> list[Path]:
@@ -96,8 +98,8 @@ def log_sources(options: AppOptions, panel) -> Sources:
         st.markdown("**Open another log**")
         fresh = _path_box(options, allowed, refs)
         fresh = _uploads(options, refs) or fresh
-        _last_report(options)
-    return Sources(_unique(refs), fresh)
+        last_slot = st.container()
+    return Sources(_unique(refs), fresh, last_slot)
 
 
 def _path_box(options: AppOptions, allowed: list[Path], refs: list[LogRef]) -> LogRef | None:
@@ -327,14 +329,26 @@ def open_chosen(refs: list[LogRef], options: AppOptions) -> list[OpenLog]:
     return logs
 
 
-def load_reports(logs: list[OpenLog]) -> None:
-    """What the loaders skipped or assumed, per log: nothing is dropped without a word (the
-    log opened last from the path box or an upload shows its report beside the input)."""
+def load_reports(ctx: AppContext) -> None:
+    """What the loaders skipped or assumed, per log: nothing is dropped without a word. Drawn
+    after the page ran, in the places the sidebar kept (``ctx.report_slot``: the reports'
+    and the one beside the inputs, where the log opened last from the path box or an upload
+    shows its report), so a line the page's reads skipped is named at once."""
+    slots = ctx.report_slot
+    if slots is None:
+        return
+    reports, beside = slots
+    if beside is not None:
+        with beside:
+            _last_report(ctx.options)
     last = st.session_state.get(LAST_OPENED)
-    for opened in logs:
-        if last is not None and opened.ref.path == last.path:
-            continue
-        _report(opened.name, opened.log)
+    if reports is None:
+        return
+    with reports:
+        for opened in ctx.logs:
+            if last is not None and opened.ref.path == last.path:
+                continue
+            _report(opened.name, opened.log)
 
 
 def _report(name: str, log: loaders.Log, expanded: bool = False) -> None:

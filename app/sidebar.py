@@ -52,6 +52,7 @@ def build_context(options: AppOptions) -> AppContext:
         choices, panel = st.container(), st.container()
         with choices:
             sources = open_logs.log_sources(options, panel)
+            ctx.report_slot = (None, sources.last_slot)  # filled after the page
             if not sources.refs:
                 _missing_without_logs(ctx)
                 return ctx
@@ -60,7 +61,7 @@ def build_context(options: AppOptions) -> AppContext:
             if not ctx.logs:
                 st.info("Choose a run above.")
                 return ctx
-            open_logs.load_reports(ctx.logs)
+            ctx.report_slot = (st.container(), sources.last_slot)
             ctx.active = _choose_active(ctx)
             ctx.rules = rules.run_rules(ctx.logs, ctx.active)
             if ctx.active is None:  # the URL names a run not open here: nothing in its place

@@ -69,7 +69,7 @@ TABLE_FORMATS = tuple(f.name for f in LOG_FORMATS.values() if f.table)
 FORMAT_CHOICES = (*FORMATS, TABLE)
 #: Options of :func:`loaders.open_log` that apply to every format (and to a log whose format
 #: is not known yet).
-COMMON_OPTIONS = ("outcome", "metrics")
+COMMON_OPTIONS = ("outcome", "metrics", "strict")
 #: What a path must hold to be a log, for messages that found none.
 EXPECTED = ("expected a g2po run directory (run.json, rollouts/step-*.parquet), a verl dump "
             "directory ({global_step}.jsonl files), or a .csv / .jsonl / .parquet table, or a "

@@ -34,6 +34,7 @@ def open_log(
     action_regex: str | None = None,
     outcome: Mapping[str, object] | None = None,
     metrics: str | Path | None = None,
+    strict: bool = False,
 ) -> Log:
     """Open any supported log for browsing; see :class:`loaders.log.Log` for what it offers.
 
@@ -54,6 +55,9 @@ def open_log(
         TensorBoard run's folder (:mod:`loaders.curves`). A verl dump without it takes the
         curves found beside it (:func:`loaders.curves.find_curves`), and says so; ``""``
         means none (nothing is looked for).
+    strict : a malformed line (a JSON line that does not parse, a CSV record with another
+        number of fields than its header) is an error naming it; by default it is skipped,
+        reported, and its trajectory marked incomplete (:mod:`loaders.incomplete`).
 
     Raises
     ------
@@ -75,13 +79,15 @@ def open_log(
     if fmt == "run":
         log = open_run(path)
     elif fmt == "verl":
-        log = open_verl_dump(path, state_regex=state_regex, action_regex=action_regex)
+        log = open_verl_dump(path, state_regex=state_regex, action_regex=action_regex,
+                             strict=strict)
     elif fmt == "pickle":
         log = open_pickle(path, trust_pickle=trust_pickle, mapping=mapping)
     elif path.is_dir():
         raise LoaderError(f"{path}: a {fmt} log is a file, not a directory")
     else:
-        log = open_table(path, fmt, mapping)
+        log = open_table(path, fmt, mapping, strict=strict)
+    log.strict = bool(strict)
     log.outcome_overrides = overrides
     if metrics == "":
         pass

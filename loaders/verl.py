@@ -33,6 +33,7 @@ This module reads one dump file; a dump directory is opened by :mod:`loaders.ver
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,6 +47,7 @@ from g2po.steps import real_numbers
 from g2po.user_regex import UserPattern, compile_user_pattern
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError
+from loaders.incomplete import mark_incomplete
 from loaders.lines import read_jsonl
 from loaders.report import LoadReport
 
@@ -59,6 +61,7 @@ __all__ = [
     "default_action",
     "is_verl_record",
     "verl_step_files",
+    "uid_of_line",
 ]
 
 #: Fields every line of a verl dump has.
@@ -432,18 +435,47 @@ def check_global_step(path: str | Path, train_step: int | None) -> None:
 
 
 def load_verl_file(path: str | Path, report: LoadReport | None = None, *,
-                   train_step: int | None = None, **options) -> pd.DataFrame:
+                   train_step: int | None = None, strict: bool = False,
+                   **options) -> pd.DataFrame:
     """One ``{global_step}.jsonl`` file as a validated step table (``options``:
-    ``state_regex``, ``action_regex``)."""
+    ``state_regex``, ``action_regex``). A malformed line is skipped and its trajectory marked
+    incomplete (:mod:`loaders.incomplete`; the line's ``uid`` tells it where the line still
+    holds one); ``strict`` makes it an error naming the line."""
     path = Path(path)
     report = report or LoadReport(str(path), "verl")
     if train_step is None:
         match = _STEP_FILE.match(path.name)
         train_step = int(match.group(1)) if match else None
     check_global_step(path, train_step)
-    records, lines = read_jsonl(path, report)
-    if not records:
+    read = read_jsonl(path, report, strict=strict)
+    if not read.rows:
         raise LogFormatError(f"{path}: no complete line to read")
-    steps = verl_steps(records, lines, str(path), report, train_step=train_step, **options)
+    steps = verl_steps(read.rows, read.numbers, str(path), report, train_step=train_step,
+                       **options)
+    steps = mark_incomplete(steps, read.malformed, str(path), report, identify=uid_of_line)
     return finish_steps(steps, str(path), report, "line")
+
+
+_UID_FIELD = re.compile(r'"uid"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def uid_of_line(text: str) -> tuple[str, str] | None:
+    """The group and trajectory of a malformed dump line, from an agent-loop ``uid``
+    (``{uid}_{session}_{index}``) its text still holds intact; None without one.
+
+    >>> uid_of_line('{"input": "user\\nA hall", "output": "go", "uid": "u7_1_3", "sco')
+    ('u7', 'u7_1')
+    """
+    found = _UID_FIELD.findall(text)
+    if not found:
+        return None
+    try:
+        uid = json.loads(found[-1])
+    except ValueError:
+        return None
+    try:
+        split = split_keys([uid]) if isinstance(uid, str) else None
+    except LogFormatError:  # a turn index too large: no trajectory of the file has it
+        return None
+    return None if split is None else (split[0][0], split[1][0])
 

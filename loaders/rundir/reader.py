@@ -19,6 +19,7 @@ from g2po.index import merge_rate
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError, NoLogFoundError
 from loaders.files import file_key
+from loaders.incomplete import with_marks
 from loaders.lines import read_jsonl
 from loaders.log import MERGE_RATE_COLUMNS, Log
 from loaders.report import LoadReport, attach_report
@@ -234,7 +235,7 @@ class Run(Log):
         try:
             file = pq.ParquetFile(path, read_dictionary=["state_key", "action"])
             names = file.schema_arrow.names
-            table = file.read(columns=[c for c in columns if c in names])
+            table = file.read(columns=with_marks(columns, names))
         except (pa.ArrowException, OSError) as err:
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
         table = table.replace_schema_metadata(None)
@@ -297,16 +298,17 @@ class Run(Log):
 
     def metrics(self) -> pd.DataFrame:
         """``metrics.jsonl`` as a frame, one row per training step (the last line wins when a
-        resumed run wrote a step twice; the earlier one is reported as skipped), unless
-        curves were given from elsewhere (:attr:`metrics_source`)."""
+        resumed run wrote a step twice; the earlier one is reported as skipped; a malformed
+        line is skipped and reported, or an error when :attr:`strict`), unless curves were
+        given from elsewhere (:attr:`metrics_source`)."""
         if self.metrics_source is not None:
             return super().metrics()
         path = self.path / METRICS
         if not path.exists() or path.stat().st_size == 0:
             return super().metrics()
         report = LoadReport(str(path), self.format)
-        rows, lines = read_jsonl(path, report)
-        frame = pd.DataFrame.from_records(rows, index=lines)
+        read = read_jsonl(path, report, strict=self.strict)
+        frame = pd.DataFrame.from_records(read.rows, index=read.numbers)
         if "train_step" not in frame.columns:
             raise LogFormatError(f"{path}: missing field 'train_step' (each line: "
                                  '{"train_step": N, "metric": value, …})')

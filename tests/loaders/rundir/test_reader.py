@@ -14,6 +14,7 @@ from loaders import (
     LogFormatError,
     RunWriter,
     load_steps,
+    open_log,
     open_run,
     report_of,
 )
@@ -150,13 +151,18 @@ def test_live_run_refresh_and_leftover_temp_files(tmp_path):
     assert log.summary().iloc[1]["n_steps"] == len(synthetic_steps(300, seed=5))
 
 
-def test_malformed_metrics_line_names_the_line(tmp_path):
+def test_a_malformed_metrics_line_is_skipped_and_named_or_refused_when_strict(tmp_path):
     writer = RunWriter(tmp_path / "r", {})
     writer.write_step(1, synthetic_steps(300))
     path = tmp_path / "r" / "metrics.jsonl"
     path.write_text("not json\n" + path.read_text())
+    log = open_run(tmp_path / "r")
+    with pytest.warns(LoadWarning, match=r"metrics\.jsonl:1"):
+        assert log.metrics()["train_step"].tolist() == [1]
+    assert log.report.n_skipped == 1
+    strict = open_log(tmp_path / "r", strict=True)
     with pytest.raises(LogFormatError, match=r"metrics\.jsonl:1: malformed JSON line"):
-        open_run(tmp_path / "r").metrics()
+        strict.metrics()
 
 
 def test_duplicated_rows_in_a_foreign_step_file(tmp_path):
