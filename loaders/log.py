@@ -87,6 +87,9 @@ class Log:
     """
 
     format: str = ""
+    #: Its groups are listed from an index apart from the rows (a run's step-file footers):
+    #: ``g2po validate --quick`` checks that index, which browsing reads.
+    groups_indexed: bool = False
 
     def __init__(self, path: Path, manifest: dict | None = None,
                  report: LoadReport | None = None):
@@ -294,6 +297,11 @@ class Log:
     def problems(self) -> list[str]:
         """Problems of the log as a whole that no single training step shows (``g2po
         validate`` lists them); none by default."""
+        return []
+
+    def validation_notes(self) -> list[str]:
+        """What ``g2po validate`` says about the log beyond its rows and report (a run's
+        checkpoints left half-written); none by default."""
         return []
 
     def step_problems(self, train_step: int, steps: pd.DataFrame) -> list[str]:

@@ -26,8 +26,8 @@ from loaders.log import TableLog
 from loaders.mapping import ALIASES, MappingSpec, apply_mapping, parse_mapping, require_columns
 from loaders.report import LoadReport
 
-__all__ = ["read_table", "load_table", "open_table", "parquet_frame",
-           "write_csv"]
+__all__ = ["read_table", "load_table", "open_table", "parquet_frame", "write_csv",
+           "count_rows", "TABLES"]
 
 # pandas' default NA strings; text columns (state keys, actions) keep them as text ("None" is a
 # fine action), only an empty cell is missing there.
@@ -227,6 +227,33 @@ def _without_malformed(text: str, path: Path, header: list[str], text_columns: t
                              f"of fields than the header (first: line {min(bad)})")
     malformed.update(bad)
     return frame, kept_lines
+
+
+def count_rows(path: str | Path, format: str, stop_after: int) -> int | None:
+    """The rows of a table file without reading it (Parquet: from its footer; JSONL: its
+    lines, 1 MiB at a time; CSV: its lines and, only when there are more than
+    ``stop_after`` (quoted fields may hold newlines), its records), counting stopped past
+    ``stop_after``; None where the file does not tell (its reader names the problem)."""
+    path = Path(path)
+    if format == "parquet":
+        try:
+            return pq.ParquetFile(path).metadata.num_rows
+        except (pa.ArrowException, OSError):
+            return None
+    rows = -1 if format == "csv" else 0  # a CSV's first line is its header
+    with open(path, "rb") as f:
+        while rows <= stop_after and (chunk := f.read(1 << 20)):
+            rows += chunk.count(b"\n")
+    if format == "csv" and rows > stop_after:
+        rows = -1
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            try:
+                for rows, _ in enumerate(csv.reader(f)):  # the header is 0
+                    if rows > stop_after:
+                        break
+            except csv.Error:
+                return None
+    return rows
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path | None = None) -> str | None:

@@ -101,7 +101,7 @@ def _validate(args: argparse.Namespace) -> int:
     print(result.path)
     print(f"  format          {result.format or 'unknown'}")
     manifest = {k: result.manifest[k] for k in ("env", "model", "estimator", "created")
-                if result.format == "run" and result.manifest.get(k) is not None}
+                if result.manifest.get(k) is not None}  # what a run's manifest says
     for key, value in manifest.items():
         print(f"  {key:<15} {value}")
     if result.train_steps:

@@ -25,12 +25,14 @@ from loaders.log import MERGE_RATE_COLUMNS, Log
 from loaders.report import LoadReport, attach_report
 from loaders.rundir.footer import META_KEY, footer_problem, parse_footer, plain
 from loaders.rundir.layout import (
+    CHECKPOINTS,
     MANIFEST,
     METRICS,
     ROLLOUTS,
     StepFiles,
     is_run_dir,
     read_manifest,
+    stale_checkpoints,
 )
 from loaders.summary import trajectory_table
 from loaders.tables import parquet_frame
@@ -55,6 +57,7 @@ class Run(Log):
     """
 
     format = "run"
+    groups_indexed = True
 
     def __init__(self, path: str | Path):
         path = Path(path)
@@ -249,6 +252,12 @@ class Run(Log):
             raise LogFormatError(f"{path}: not a readable Parquet file: {err}") from None
         return self._finish(table, path, train_step)
 
+    def validation_notes(self) -> list[str]:
+        """Checkpoint folders a killed save left half-written, with their size."""
+        return [f"{folder}: a checkpoint left half-written by a killed save "
+                f"({_size(folder)}); resuming the run removes it, or delete it"
+                for folder in stale_checkpoints(self.path / CHECKPOINTS)]
+
     def step_problems(self, train_step: int, steps: pd.DataFrame) -> list[str]:
         """What ``g2po validate`` checks beyond the rows: the footer the app browses by must
         be readable and describe these rows (each group where it says, every group listed)."""
@@ -327,6 +336,11 @@ class Run(Log):
         if report.skips:
             report.warn()
         return frame
+
+
+def _size(folder: Path) -> str:
+    total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return f"{total / 1e6:,.1f} MB"
 
 
 def open_run(path: str | Path) -> Run:
