@@ -137,7 +137,8 @@ def allowed_path(typed: str, roots: Sequence[Path]) -> Path:
         return Path(typed).expanduser().resolve()
     raise RefusedPathError(
         "not opened: the app opens only logs under the paths it was started with (--log, "
-        "--allow-dir FOLDER) and the bundled samples")
+        "--allow-dir FOLDER), the folder it was started in (while it serves this machine "
+        "only) and the bundled samples")
 
 
 def find_logs(path: str | Path, format: str | None = None,

@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from loaders.log import Log
 
 __all__ = ["LogFormat", "Sniff", "LOG_FORMATS", "FORMATS", "TABLE", "TABLE_FORMATS",
-           "FORMAT_CHOICES", "COMMON_OPTIONS", "EXPECTED", "check_format", "format_words",
-           "options_for", "upload_types"]
+           "FORMAT_CHOICES", "COMMON_OPTIONS", "EXPECTED", "CURVES_GIVEN_AS_LOG",
+           "check_format", "format_words", "options_for", "upload_types"]
 
 
 @dataclass(frozen=True)
@@ -216,7 +216,19 @@ def _jsonl_file(sniff: Sniff) -> bool:
     if sniff.suffix in _JSONL_SNIFFED and sniff.first_complete and not sniff.first_parses:
         raise NoLogFoundError(f"{sniff.path}: a JSON document, not JSON lines (one object "
                               f"per line); {EXPECTED}")
+    from loaders.curves import is_file_logger_line
+
+    if is_file_logger_line(sniff.record):
+        raise NoLogFoundError(CURVES_GIVEN_AS_LOG.format(path=sniff.path))
     return True
+
+
+#: What a file of training curves given as a log is, and how to give it.
+CURVES_GIVEN_AS_LOG = (
+    "{path}: verl's file-logger metrics (training curves: one {{\"step\": N, \"data\": "
+    "{{…}}}} line per step), not rollouts. Give it with --metrics after the --log of the dump "
+    "it belongs to (g2po validate DUMP --metrics FILE; streamlit run app/main.py -- --log "
+    "DUMP --metrics FILE); a dump finds it by itself when it lies beside it")
 
 
 def _parquet_file(sniff: Sniff) -> bool:

@@ -91,3 +91,21 @@ def test_the_registry_module_imports_no_reader():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "['loaders.errors']"
+
+
+def test_training_curves_given_as_a_log_say_what_they_are(tmp_path, capsys):
+    import json
+
+    from g2po.cli import main
+
+    path = tmp_path / "exp.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "data": {"a": 1.0}}) + "\n" for s in (1, 2)))
+    with pytest.raises(loaders.NoLogFoundError, match="verl's file-logger metrics.*--metrics"):
+        detect_format(path)
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "not rollouts. Give it with --metrics after the --log of the dump" in out
+    write_verl_dump(tmp_path / "d", 1, agent_loop_entries(1))
+    found, notes = loaders.find_logs(tmp_path)  # beside a dump: its curves, not a run
+    assert list(found) == [tmp_path / "d"]
+    assert any("exp.jsonl: verl's file-logger metrics" in n for n in notes)
