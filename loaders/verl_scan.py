@@ -163,21 +163,7 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
     if not np.isfinite(score).all() or (t > 2**62).any():
         raise _Unusual
 
-    # Each trajectory's turns run 0, 1, …, T-1 once (else the full reader explains).
-    order = np.lexsort((t, code))
-    c, ts = code[order], t[order]
-    start = np.r_[True, c[1:] != c[:-1]]
-    first_row = np.flatnonzero(start)
-    position = np.arange(len(c)) - np.repeat(first_row, np.diff(np.r_[first_row, len(c)]))
-    if (ts != position).any():
-        raise _Unusual
-    last_row = np.r_[first_row[1:] - 1, len(c) - 1]
-    episode = np.empty(len(trajs))
-    episode[c[last_row]] = score[order][last_row]  # the score of the last turn
-    varies = int((episode[code] != score).sum())
-    if varies:
-        report.note(f"{source}: score differs between the turns of {varies} line(s); "
-                    "episode_reward = the last turn's score, per-turn scores in step_reward")
+    order, first_row, episode = _episodes(code, t, score, len(trajs), source, report)
     valid = [x.is_action_valid for x in lines]
     if all(v is _UNSET for v in valid):
         invalid = np.zeros(len(lines), dtype=bool)
@@ -186,19 +172,7 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
         raise _Unusual
     else:
         invalid = ~np.array(valid, dtype=bool)
-    steps = [x.step for x in lines]
-    if any(s is not _UNSET for s in steps):
-        try:
-            given = np.array([np.nan if s is _UNSET or s is None else s for s in steps],
-                             dtype=np.float64)
-        except (OverflowError, TypeError, ValueError):
-            raise _Unusual from None
-        finite = np.isfinite(given)
-        if (finite & ((given != np.round(given)) | (np.abs(given) > 2.0**62))).any() \
-                or np.isinf(given).any():
-            raise _Unusual
-        if (given != train_step).any():
-            report.note(step_disagrees(source))
+    _check_step_field([x.step for x in lines], train_step, source, report)
 
     # The rows trajectory_table reads: one per line, keys as categories of the trajectories
     # (in sorted order, as trajectory_table sorts them).
@@ -235,6 +209,46 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
         rows["action"] = [default_action(decode(x.output)) for x in lines]
         rows["step_reward"] = score
     return rows
+
+
+def _episodes(code: np.ndarray, t: np.ndarray, score: np.ndarray, n_traj: int, source: str,
+              report: LoadReport) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lines in trajectory order, each trajectory's first place in it, and (n_traj,)
+    episode rewards (the score of its last turn); :class:`_Unusual` unless each trajectory's
+    turns run 0, 1, …, T-1 once (the full reader explains)."""
+    order = np.lexsort((t, code))
+    c, ts = code[order], t[order]
+    start = np.r_[True, c[1:] != c[:-1]]
+    first_row = np.flatnonzero(start)
+    position = np.arange(len(c)) - np.repeat(first_row, np.diff(np.r_[first_row, len(c)]))
+    if (ts != position).any():
+        raise _Unusual
+    last_row = np.r_[first_row[1:] - 1, len(c) - 1]
+    episode = np.empty(n_traj)
+    episode[c[last_row]] = score[order][last_row]  # the score of the last turn
+    varies = int((episode[code] != score).sum())
+    if varies:
+        report.note(f"{source}: score differs between the turns of {varies} line(s); "
+                    "episode_reward = the last turn's score, per-turn scores in step_reward")
+    return order, first_row, episode
+
+
+def _check_step_field(steps: list, train_step: int, source: str, report: LoadReport) -> None:
+    """The lines' ``step`` field, where given: whole numbers (:class:`_Unusual` otherwise),
+    noted where they disagree with the file's global step."""
+    if all(s is _UNSET for s in steps):
+        return
+    try:
+        given = np.array([np.nan if s is _UNSET or s is None else s for s in steps],
+                         dtype=np.float64)
+    except (OverflowError, TypeError, ValueError):
+        raise _Unusual from None
+    finite = np.isfinite(given)
+    if (finite & ((given != np.round(given)) | (np.abs(given) > 2.0**62))).any() \
+            or np.isinf(given).any():
+        raise _Unusual
+    if (given != train_step).any():
+        report.note(step_disagrees(source))
 
 
 def scan_file(path: str, train_step: int, fast: bool = True,
