@@ -62,7 +62,12 @@ def mark_incomplete(frame: pd.DataFrame, malformed: Mapping[int, str], source: s
     if not malformed or frame.empty:
         return frame
     keys = [c for c in ("train_step", "group_id", "traj_id") if c in frame.columns]
-    codes = frame.groupby(keys, sort=False, observed=True).ngroup().to_numpy()
+    try:
+        codes = frame.groupby(keys, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+    except TypeError:  # ids that are lists or mappings: the step table's check names them
+        report.note(f"{source}: {len(malformed)} malformed line(s) skipped (first: line "
+                    f"{min(malformed)}); no trajectory could be told (its ids are no text)")
+        return frame
     lines = frame.index.to_numpy()
     t = pd.to_numeric(frame["t"], errors="coerce").to_numpy(dtype=np.float64)
     n_traj = int(codes.max()) + 1

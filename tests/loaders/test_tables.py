@@ -391,3 +391,13 @@ def test_is_action_valid_must_be_zero_or_one(tmp_path, suffix):
     _write(step_table().assign(is_action_valid=2.5), tmp_path / f"s{suffix}")
     with pytest.raises(StepTableError, match="'is_action_valid' is not boolean"):
         load_steps(tmp_path / f"s{suffix}")
+
+
+def test_a_skipped_line_beside_ids_that_are_no_text_leaves_the_check_to_name_them(tmp_path):
+    path = tmp_path / "s.jsonl"
+    rows = _two_trajectories().to_dict("records")
+    rows[0]["group_id"] = ["not", "text"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]) + "{oops\n"
+                    + "".join(json.dumps(r) + "\n" for r in rows[2:]))
+    with pytest.raises(StepTableError, match="group_id"):
+        load_steps(path)
