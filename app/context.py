@@ -44,6 +44,8 @@ class AppContext:
     missing_run : the run the URL names when it is not open in this session (an upload of
         another session, say); nothing is shown in its place.
     pages : page name → ``st.Page``, for views that send the user to another page.
+    report_slot : the sidebar's place for the logs' load reports, drawn after the page ran
+        (the page's reads add to them: a line skipped in a step it read is named at once).
     """
 
     options: AppOptions
@@ -55,6 +57,7 @@ class AppContext:
     params: G2POParams = field(default_factory=G2POParams)
     missing_run: str | None = None
     pages: dict[str, Any] = field(default_factory=dict)
+    report_slot: Any = None
 
     @property
     def has_group(self) -> bool:

@@ -13,7 +13,6 @@ run's new steps are picked up and nothing stale is shown.
 from __future__ import annotations
 
 import atexit
-import csv
 import hashlib
 import re
 import shutil
@@ -26,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import streamlit as st
 
 import loaders
@@ -35,7 +32,8 @@ from app.options import AppOptions
 from g2po.analysis.state_graph import StateGraph, state_graph
 from g2po.outcomes import OutcomeRule, TruncationHint
 from g2po.params import G2POParams
-from loaders.formats import TABLE_FORMATS, options_for
+from loaders.formats import LOG_FORMATS, TABLE_FORMATS, options_for
+from loaders.tables import count_rows
 
 __all__ = [
     "LogRef",
@@ -139,7 +137,8 @@ def allowed_path(typed: str, roots: Sequence[Path]) -> Path:
         return Path(typed).expanduser().resolve()
     raise RefusedPathError(
         "not opened: the app opens only logs under the paths it was started with (--log, "
-        "--allow-dir FOLDER) and the bundled samples")
+        "--allow-dir FOLDER), the folder it was started in (while it serves this machine "
+        "only) and the bundled samples")
 
 
 def find_logs(path: str | Path, format: str | None = None,
@@ -174,9 +173,10 @@ def find_logs(path: str | Path, format: str | None = None,
 
 def _curves_within(log: Path, fmt: str, roots: Sequence[Path] | None
                    ) -> tuple[tuple[str, object], ...]:
-    """For a verl dump opened from the path box (``roots`` given): the curves found beside it
-    when they lie under ``roots``, else none (``""``), so nothing outside is read."""
-    if roots is None or fmt != "verl" or not log.is_dir():
+    """For a log opened from the path box (``roots`` given) whose curves are looked for
+    beside it (a verl dump): the curves found there when they lie under ``roots``, else none
+    (``""``), so nothing outside is read."""
+    if roots is None or not LOG_FORMATS[fmt].curves_beside or not log.is_dir():
         return ()
     from loaders.curves import find_curves
 
@@ -207,30 +207,12 @@ def table_format(ref: LogRef) -> str | None:
 
 
 def check_rows(path: str | Path, fmt: str, max_rows: int) -> None:
-    """Refuse a table of more than ``max_rows`` rows before reading it: Parquet from its
-    footer, JSONL by counting lines (1 MiB at a time, stopping past the bound), CSV by lines
-    and, only when there are more lines than the bound (quoted fields may hold newlines), by
-    its records, stopping past the bound."""
+    """Refuse a table of more than ``max_rows`` rows before reading it, counted without
+    reading it (:func:`loaders.tables.count_rows`)."""
     path = Path(path)
-    if fmt == "parquet":
-        try:
-            rows = pq.ParquetFile(path).metadata.num_rows
-        except (pa.ArrowException, OSError):
-            return  # the reader reports a broken file, naming it
-    else:
-        rows = -1 if fmt == "csv" else 0  # a CSV's first line is its header
-        with open(path, "rb") as f:
-            while rows <= max_rows and (chunk := f.read(1 << 20)):
-                rows += chunk.count(b"\n")
-        if fmt == "csv" and rows > max_rows:
-            rows = -1
-            with open(path, encoding="utf-8", errors="replace", newline="") as f:
-                try:
-                    for rows, _ in enumerate(csv.reader(f)):  # the header is 0
-                        if rows > max_rows:
-                            break
-                except csv.Error:
-                    return  # the reader reports the malformed line
+    rows = count_rows(path, fmt, max_rows)
+    if rows is None:
+        return  # the reader reports a broken file, naming it
     if rows > max_rows:
         raise loaders.LoaderError(
             f"{path.name}: more than {max_rows:,} rows; a table is read whole into memory, so "

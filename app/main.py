@@ -46,6 +46,8 @@ __all__ = ["warm_up", "WARM_MODULES", "browser_url", "sharing_warning"]
 WARM_MODULES = (
     "app.shell",
     "loaders.discover",  # the sidebar finds the logs (the loaders package imports on use)
+    "loaders.verl",  # what the format registry's detectors call (imported on first call)
+    "loaders.pickles",
     "app.views.explorer",
     "streamlit.emojis",
     "streamlit.elements.lib.pandas_styler_utils",
@@ -127,10 +129,10 @@ def sharing_warning() -> str | None:
     """The warning printed at start when the server listens beyond this machine (an address
     other than loopback given with ``--server.address``), else None. ``app/.streamlit/
     config.toml`` makes 127.0.0.1 the default."""
-    from streamlit import config
+    from app.serving import shared_address
 
-    address = config.get_option("server.address") or "0.0.0.0"  # Streamlit's own default
-    if address in ("127.0.0.1", "localhost", "::1") or address.startswith("unix://"):
+    address = shared_address()
+    if address is None:
         return None
     return (f"WARNING: the G2PO app listens on {address}: anyone who can reach this machine "
             "can use it, with no login, and open the logs under its --log and --allow-dir "

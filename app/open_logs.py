@@ -1,12 +1,16 @@
 """The sidebar's log opening: the logs of the command line, the path box and the uploads.
 
-What may be opened: the ``--log`` paths (and the logs found under them), the bundled samples,
-any ``--allow-dir`` folder, and this session's uploads (:func:`roots`); anything else typed in
-the path box is refused with one message that reveals nothing of it. A table that lacks
-required columns (from the command line, the path box or an upload) gets a column-mapping
-form, prefilled with the loaders' suggestions. A log opened from the path box or an upload is
-chosen and made the run in view at once, with its load report beside the input; errors are
-short and stand beside the input that caused them.
+What may be opened (:func:`roots`): the ``--log`` paths (and the logs found under them), the
+bundled samples, any ``--allow-dir`` folder, this session's uploads, and, while the app serves
+this machine only (its default), the folder it was started in; anything else typed in the path
+box, or named by a link, is refused with one message that reveals nothing of it. A path opened
+in the path box is kept in the URL (``?open=PATH``, repeated), so a reload or a shared link
+opens it again, for anyone the app lets open it. A table that lacks required columns (from the
+command line, the path box or an upload) gets a column-mapping form, prefilled with the
+loaders' suggestions. A log opened from the path box or an upload is chosen and made the run
+in view at once, with its load report beside the input; errors are short and stand beside
+the input that caused them. Runs are named by their folder or file, and where two share a
+name, by what tells their paths apart (:func:`distinct_names`).
 """
 
 from __future__ import annotations
@@ -18,18 +22,20 @@ import streamlit as st
 
 import loaders
 from app import data
-from app.context import OpenLog
+from app.context import AppContext, OpenLog
 from app.data import LogRef
 from app.options import SAMPLE_DIR, AppOptions
 from app.safe import fmt
+from app.serving import shared_address
 from app.ui import show_short_error
+from app.url_state import mark_read, unread_url_value
 from g2po.errors import G2POError
 from g2po.steps import REQUIRED_COLUMNS
 from loaders.columns import missing_columns, suggest_mapping, table_columns
 from loaders.formats import upload_types
 
 __all__ = ["log_sources", "choose_runs", "open_chosen", "load_reports", "roots", "Sources",
-           "EXTRA_PATHS", "UPLOAD_TYPES", "MAPPING_ROLES"]
+           "distinct_names", "EXTRA_PATHS", "OPEN_URL", "UPLOAD_TYPES", "MAPPING_ROLES"]
 
 #: Session keys: paths opened from the path box, mappings chosen in the forms, the log opened
 #: last from the path box or an upload (its report stays beside the input), upload ids seen.
@@ -39,6 +45,8 @@ LAST_OPENED = "_g2po_last_opened"
 SEEN_UPLOADS = "_g2po_seen_uploads"
 PENDING_PATH = "_g2po_pending_path"
 KNOWN_RUNS = "_g2po_known_runs"
+#: The URL's name for a path opened in the path box (repeated for several).
+OPEN_URL = "open"
 UPLOAD_TYPES = upload_types()
 #: The roles of the mapping form: the required columns, then optional ones worth naming
 #: (``task`` matches a task across training steps; ``done`` and ``won`` tell truncation and
@@ -50,17 +58,22 @@ _ERRORS = data.LOADER_ERRORS + (G2POError,)
 
 @dataclass
 class Sources:
-    """The logs the sidebar offers, and the one opened just now (to choose and show)."""
+    """The logs the sidebar offers, the one opened just now (to choose and show), and the
+    place beside the inputs for the load report of the log opened last from them."""
 
     refs: list[LogRef]
     fresh: LogRef | None = None
+    last_slot: object = None
 
 
 def roots(options: AppOptions, command_line: list[LogRef]) -> list[Path]:
     """The folders and files whose logs may be opened: the ``--log`` paths and the logs found
-    under them (symbolic links followed), the samples, ``--allow-dir`` folders, uploads."""
+    under them (symbolic links followed), the samples, ``--allow-dir`` folders, uploads, and
+    the folder the app was started in while it serves this machine only (no one else can
+    reach the path box then; shared on a network, only what it was given)."""
+    here = [str(Path.cwd())] if shared_address() is None else []
     paths = [*options.logs, *(r.path for r in command_line), str(SAMPLE_DIR),
-             *options.allow_dirs, str(data.upload_root())]
+             *options.allow_dirs, str(data.upload_root()), *here]
     out = []
     for p in paths:
         try:
@@ -96,8 +109,8 @@ def log_sources(options: AppOptions, panel) -> Sources:
         st.markdown("**Open another log**")
         fresh = _path_box(options, allowed, refs)
         fresh = _uploads(options, refs) or fresh
-        _last_report(options)
-    return Sources(_unique(refs), fresh)
+        last_slot = st.container()
+    return Sources(_unique(refs), fresh, last_slot)
 
 
 def _path_box(options: AppOptions, allowed: list[Path], refs: list[LogRef]) -> LogRef | None:
@@ -106,6 +119,7 @@ def _path_box(options: AppOptions, allowed: list[Path], refs: list[LogRef]) -> L
                           key="path_box", placeholder="/path/to/run_dir")
     if st.button("Open path", key="open_path") and typed.strip():
         state[PENDING_PATH] = typed.strip()
+    _paths_from_url(options, allowed)
     fresh = None
     pending = state.get(PENDING_PATH)
     if pending:
@@ -117,7 +131,37 @@ def _path_box(options: AppOptions, allowed: list[Path], refs: list[LogRef]) -> L
             state[EXTRA_PATHS].remove(path)  # gone since it was opened
             continue
         refs.extend(found)
+    _paths_to_url(state.get(EXTRA_PATHS, []))
     return fresh
+
+
+def _paths_from_url(options: AppOptions, allowed: list[Path]) -> None:
+    """On a session's first run, the paths the URL opens (a reload, a shared link) are
+    opened as if typed, where the roots allow them; one short refusal, naming nothing,
+    for any that they do not."""
+    if unread_url_value(OPEN_URL) is None:
+        mark_read(OPEN_URL)
+        return
+    mark_read(OPEN_URL)
+    extra = st.session_state.setdefault(EXTRA_PATHS, [])
+    for path in st.query_params.get_all(OPEN_URL):
+        try:
+            _find_typed(path, options, allowed)
+        except _ERRORS as err:
+            show_short_error("The link opens a path that cannot be opened here", err)
+            continue
+        if path not in extra:
+            extra.append(path)
+
+
+def _paths_to_url(paths: list[str]) -> None:
+    """The opened paths into the URL, one ``open`` each (a list: names repeat)."""
+    if list(st.query_params.get_all(OPEN_URL)) == list(paths):
+        return
+    if paths:
+        st.query_params[OPEN_URL] = list(paths)
+    elif OPEN_URL in st.query_params:
+        del st.query_params[OPEN_URL]
 
 
 def _find_typed(typed: str, options: AppOptions, allowed: list[Path]
@@ -158,8 +202,9 @@ def _open_typed(typed: str, options: AppOptions, allowed: list[Path]) -> LogRef 
     if opened is None:
         return None
     extra = state.setdefault(EXTRA_PATHS, [])
-    if typed not in extra:
-        extra.append(typed)
+    resolved = str(data.allowed_path(typed, allowed))  # the URL keeps where it is
+    if resolved not in extra:
+        extra.append(resolved)
     state[LAST_OPENED] = opened
     return opened
 
@@ -273,17 +318,49 @@ def _last_report(options: AppOptions) -> None:
 
 
 def _unique(refs: list[LogRef]) -> list[LogRef]:
-    seen: dict[str, int] = {}
+    """``refs`` once each (a path with the same options), named apart
+    (:func:`distinct_names`)."""
+    seen = set()
     out = []
-    paths = set()
     for ref in refs:
-        if (ref.path, ref.read) in paths:
+        if (ref.path, ref.read) not in seen:
+            seen.add((ref.path, ref.read))
+            out.append(ref)
+    names = distinct_names([r.name for r in out], [r.path for r in out])
+    return [r if n == r.name else LogRef(n, r.path, r.format, r.read)
+            for r, n in zip(out, names, strict=True)]
+
+
+def distinct_names(names: list[str], paths: list[str]) -> list[str]:
+    """Each run's name, told apart from the others of the same name by the nearest folder
+    above it in which their paths differ (``exp1/rollout_data``, ``exp2/rollout_data``;
+    ``a/…/rollout_data`` when they differ further up); runs of one path (other options) by
+    a number.
+
+    >>> distinct_names(["rollout_data", "rollout_data", "run_b"],
+    ...                ["/x/exp1/rollout_data", "/x/exp2/rollout_data", "/x/run_b"])
+    ['exp1/rollout_data', 'exp2/rollout_data', 'run_b']
+    >>> distinct_names(["d", "d"], ["/a/x/exp/d", "/b/x/exp/d"])
+    ['a/…/d', 'b/…/d']
+    """
+    out = list(names)
+    for name in set(names):
+        members = [i for i, n in enumerate(names) if n == name]
+        if len(members) < 2:
             continue
-        paths.add((ref.path, ref.read))
-        n = seen.get(ref.name, 0)
-        seen[ref.name] = n + 1
-        out.append(ref if n == 0 else LogRef(f"{ref.name} ({n + 1})", ref.path, ref.format,
-                                             ref.read))
+        parents = [Path(paths[i]).parent.parts[::-1] for i in members]
+        for i, parts in zip(members, parents, strict=True):
+            others = [p for j, p in zip(members, parents, strict=True) if j != i]
+            depth = next((d for d in range(len(parts))
+                          if all(d >= len(o) or o[d] != parts[d] for o in others)), None)
+            if depth is None:
+                continue  # the same path: numbered below
+            out[i] = f"{parts[depth]}/{name}" if depth == 0 else f"{parts[depth]}/…/{name}"
+    counts: dict[str, int] = {}
+    for i, name in enumerate(out):
+        counts[name] = counts.get(name, 0) + 1
+        if counts[name] > 1:
+            out[i] = f"{name} ({counts[name]})"
     return out
 
 
@@ -327,14 +404,26 @@ def open_chosen(refs: list[LogRef], options: AppOptions) -> list[OpenLog]:
     return logs
 
 
-def load_reports(logs: list[OpenLog]) -> None:
-    """What the loaders skipped or assumed, per log: nothing is dropped without a word (the
-    log opened last from the path box or an upload shows its report beside the input)."""
+def load_reports(ctx: AppContext) -> None:
+    """What the loaders skipped or assumed, per log: nothing is dropped without a word. Drawn
+    after the page ran, in the places the sidebar kept (``ctx.report_slot``: the reports'
+    and the one beside the inputs, where the log opened last from the path box or an upload
+    shows its report), so a line the page's reads skipped is named at once."""
+    slots = ctx.report_slot
+    if slots is None:
+        return
+    reports, beside = slots
+    if beside is not None:
+        with beside:
+            _last_report(ctx.options)
     last = st.session_state.get(LAST_OPENED)
-    for opened in logs:
-        if last is not None and opened.ref.path == last.path:
-            continue
-        _report(opened.name, opened.log)
+    if reports is None:
+        return
+    with reports:
+        for opened in ctx.logs:
+            if last is not None and opened.ref.path == last.path:
+                continue
+            _report(opened.name, opened.log)
 
 
 def _report(name: str, log: loaders.Log, expanded: bool = False) -> None:

@@ -34,8 +34,8 @@ class AppOptions:
     plugins : modules (dotted names or ``.py`` files) imported at start, for estimators
         registered with :func:`g2po.register_estimator`.
     refresh : seconds between checks for new training steps of live runs; 0 turns it off.
-    allow_dirs : folders (besides the ``--log`` paths and the samples) whose logs the path
-        box may open.
+    allow_dirs : folders (besides the ``--log`` paths, the samples and the folder the app
+        started in: :func:`app.open_logs.roots`) whose logs the path box may open.
     max_rows : the most rows a table (CSV, JSONL, Parquet; opened or uploaded) may hold: a
         table is read whole into memory (~0.5 kB a row), run directories are not.
     cache_mb : the memory the opened logs may keep between reruns, in MiB; the least
@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="check live runs for new training steps this often (0: never)")
     parser.add_argument("--allow-dir", action="append", default=[], metavar="FOLDER",
                         help="let the sidebar's path box open logs under this folder too "
-                             "(besides the --log paths and the samples; repeat)")
+                             "(besides the --log paths, the samples and, served to this "
+                             "machine only, the folder the app started in; repeat)")
     parser.add_argument("--max-rows", type=int, default=AppOptions.max_rows, metavar="N",
                         help="the most rows a CSV/JSONL/Parquet table may hold "
                              "(default %(default)s)")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from app import open_logs
 from app.context import AppContext
 from app.options import OptionsError, parse_options
 from app.sidebar import build_context, warn_missing_run
@@ -109,4 +110,5 @@ def run(argv: Sequence[str] | None = None, start_page: str | None = None) -> Non
     twin = st.Page(functools.partial(_render, start, module, title, ctx), title=title,
                    url_path=url, visibility="hidden")
     st.navigation([*pages.values(), twin]).run()
+    open_logs.load_reports(ctx)  # after the page: what its reads skipped is named too
 

@@ -18,6 +18,7 @@ from g2po.analysis.labels import lead_with_difference
 from g2po.errors import G2POError
 from g2po.params import STATE_KEY_CHOICES, G2POParams
 from g2po.segments import NORM_MODES
+from loaders.formats import LOG_FORMATS
 
 __all__ = ["build_context", "request_group", "GOTO_STEP", "MISSING_RUN", "warn_missing_run"]
 
@@ -52,6 +53,7 @@ def build_context(options: AppOptions) -> AppContext:
         choices, panel = st.container(), st.container()
         with choices:
             sources = open_logs.log_sources(options, panel)
+            ctx.report_slot = (None, sources.last_slot)  # filled after the page
             if not sources.refs:
                 _missing_without_logs(ctx)
                 return ctx
@@ -60,7 +62,7 @@ def build_context(options: AppOptions) -> AppContext:
             if not ctx.logs:
                 st.info("Choose a run above.")
                 return ctx
-            open_logs.load_reports(ctx.logs)
+            ctx.report_slot = (st.container(), sources.last_slot)
             ctx.active = _choose_active(ctx)
             ctx.rules = rules.run_rules(ctx.logs, ctx.active)
             if ctx.active is None:  # the URL names a run not open here: nothing in its place
@@ -304,8 +306,9 @@ def _seed_state_key() -> None:
 
 
 def _live_watcher(ctx: AppContext, options: AppOptions) -> None:
-    """Poll live run directories for new training steps; rerun the app when one lands."""
-    runs = [o for o in ctx.logs if o.log.format == "run"]
+    """Poll live logs (run directories, verl dumps: one file per training step) for new
+    training steps; rerun the app when one lands."""
+    runs = [o for o in ctx.logs if LOG_FORMATS[o.log.format].step_files and o.log.path.is_dir()]
     if not runs or options.refresh <= 0:
         return
     live = st.toggle(fmt("Live: watch for new training steps (every {:g} s)", options.refresh),

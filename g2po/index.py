@@ -20,7 +20,7 @@ import pandas as pd
 
 from g2po.errors import StepTableError
 from g2po.state_keys import StateKeyFn, apply_strategy, exact
-from g2po.steps import trajectory_problems
+from g2po.steps import incomplete_rows, trajectory_problems
 
 __all__ = ["StepIndex", "index_steps", "merge_rate", "MAX_ABS_REWARD"]
 
@@ -61,7 +61,10 @@ class StepIndex:
         the state-key strategy.
     exact_node : int64, node code of the raw ``state_key`` (the same array as ``node`` under the
         ``exact`` strategy); GraphGPO's anchor groups stay exact when its graph merges states.
-    t : int64, step index inside the trajectory.
+    t : int64, step index inside the trajectory: its place among the trajectory's rows, the
+        logged ``t`` but in a trajectory marked ``incomplete``, whose logged ``t`` skips where
+        a loader skipped a malformed line (:mod:`loaders.incomplete`): the estimators take the
+        turns it kept, in order, as the trajectory.
     length : int64, T_i of the row's trajectory.
     next_row : int64, row of step t+1 of the same trajectory, -1 on the last step.
     reward : float64, episode reward R_i.
@@ -151,6 +154,18 @@ def _trajectory_order(traj: np.ndarray, t: np.ndarray, n_traj: int) -> np.ndarra
     return np.argsort(traj * np.int64(width) + (t - low), kind="stable")
 
 
+def _positions(traj: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """(n,) int64: each row's place among its trajectory's rows (0, 1, …, in ``order``)."""
+    n = len(traj)
+    tr = traj[order]
+    start = np.ones(n, dtype=bool)
+    start[1:] = tr[1:] != tr[:-1]
+    place = np.arange(n) - np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    out = np.empty(n, dtype=np.int64)
+    out[order] = place
+    return out
+
+
 def _reward_problems(values: np.ndarray, column: str, labels: pd.Index) -> list[str]:
     big = np.abs(values) > MAX_ABS_REWARD
     if not big.any():
@@ -186,7 +201,9 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact,
     t = steps["t"].to_numpy(dtype=np.int64)
     reward = steps["episode_reward"].to_numpy(dtype=np.float64)
     order = _trajectory_order(traj, t, n_traj)
-    problems = trajectory_problems(traj, t, reward, steps.index, _traj_desc(steps), order)
+    may_skip = incomplete_rows(steps)
+    problems = trajectory_problems(traj, t, reward, steps.index, _traj_desc(steps), order,
+                                   may_skip)
     problems += _reward_problems(reward, "episode_reward", steps.index)
     step_reward = None
     if "step_reward" in steps.columns and not steps["step_reward"].isna().any():
@@ -194,6 +211,8 @@ def index_steps(steps: pd.DataFrame, state_key: StateKeyFn = exact,
         problems += _reward_problems(step_reward, "step_reward", steps.index)
     if problems:
         raise StepTableError(problems)
+    if may_skip is not None and may_skip.any():
+        t = _positions(traj, order)
 
     keys = steps["state_key"]
     kid, n_kid = _codes(keys, sort=False)

@@ -19,7 +19,9 @@ Optional columns (kept when present): ``train_step`` (int64), ``observation`` (s
 ``task`` (str), ``prompt_tokens`` / ``response_tokens`` (int64), ``logprob_mean`` (float64),
 ``advantage`` (float64: the advantage a trainer recorded for that step, NaN where it recorded
 none; a fact about the run, audited against the recomputation by
-:mod:`g2po.analysis.recorded`, never shown as if it were the recomputation).
+:mod:`g2po.analysis.recorded`, never shown as if it were the recomputation),
+``incomplete`` (bool: True on every row of a trajectory from which a loader skipped a
+malformed line, :mod:`loaders.incomplete`; its ``t`` may skip where the lost turn was).
 
 Node ids, values, TD errors and advantages are derived by :mod:`g2po.estimators`, never stored
 as truth.
@@ -44,6 +46,7 @@ __all__ = [
     "column_problems",
     "coerce_steps",
     "real_numbers",
+    "incomplete_rows",
 ]
 
 REQUIRED_COLUMNS: dict[str, str] = {
@@ -69,6 +72,7 @@ OPTIONAL_COLUMNS: dict[str, str] = {
     "response_tokens": "int64",
     "logprob_mean": "float64",
     "advantage": "float64",
+    "incomplete": "bool",
 }
 
 #: Columns that identify one step; within a training step they are unique.
@@ -92,14 +96,27 @@ def _trajectory_keys(steps: pd.DataFrame) -> list[str]:
     return keys
 
 
+def incomplete_rows(steps: pd.DataFrame) -> np.ndarray | None:
+    """(n,) bool: the rows of trajectories a loader marked ``incomplete`` (a malformed line
+    of theirs was skipped), whose step index may skip; None when the table has no such
+    column."""
+    if "incomplete" not in steps.columns:
+        return None
+    flags = steps["incomplete"]
+    if pd.api.types.is_bool_dtype(flags.dtype):
+        return flags.to_numpy(dtype=bool)
+    return flags.map(lambda v: str(v).strip().lower() in _TRUE).to_numpy(dtype=bool)
+
+
 def validate_steps(steps: pd.DataFrame) -> list[str]:
     """Every problem of a step table, each naming its column and rows; empty when it is valid.
 
     Checks: that it is a DataFrame with unique, flat column names; missing required columns,
     null keys; every known column's values against its dtype (numbers real, finite and in
     range, whole numbers where an integer is meant, booleans True/False or 1/0); a step index
-    that is negative, skips or repeats inside a trajectory; and an episode reward that changes
-    between the steps of one trajectory. Rows are named by the frame's index labels.
+    that is negative, repeats inside a trajectory, or skips in one not marked ``incomplete``;
+    and an episode reward that changes between the steps of one trajectory. Rows are named by
+    the frame's index labels.
 
     Examples
     --------
@@ -119,6 +136,7 @@ def validate_steps(steps: pd.DataFrame) -> list[str]:
                 real_numbers(steps["episode_reward"])[0],
                 steps.index,
                 " / ".join(keys),
+                may_skip=incomplete_rows(steps),
             )
         )
     return problems
@@ -255,12 +273,15 @@ def trajectory_problems(
     labels: pd.Index,
     traj_desc: str = "group_id / traj_id",
     order: np.ndarray | None = None,
+    may_skip: np.ndarray | None = None,
 ) -> list[str]:
     """Step indices that skip or repeat, and episode rewards that change, inside trajectories.
 
     ``traj`` (n,) int64 trajectory codes, ``t`` (n,) int64 step indices, ``reward`` (n,) float64
     episode rewards, ``labels`` the row labels used in messages, ``order`` an optional
-    precomputed ``np.lexsort((t, traj))``. Sort-based, O(n log n), no Python loop.
+    precomputed ``np.lexsort((t, traj))``, ``may_skip`` (n,) bool: rows of trajectories that
+    lost a turn (:func:`incomplete_rows`), whose indices may skip (never repeat). Sort-based,
+    O(n log n), no Python loop.
     """
     n = len(traj)
     if n == 0:
@@ -284,10 +305,14 @@ def trajectory_problems(
             + _rows(rows, labels)
         )
     else:
-        skip_traj = np.unique(tr[ts != position])
+        skipping = ts != position
+        if may_skip is not None:
+            skipping &= ~np.asarray(may_skip, dtype=bool)[order]
+        skip_traj = np.unique(tr[skipping])
         if len(skip_traj):
             problems.append(
-                "column 't' skips a step index (a trajectory must run 0, 1, …, T-1) in "
+                "column 't' skips a step index (a trajectory must run 0, 1, …, T-1, unless a "
+                "loader marked it incomplete) in "
                 + _rows(np.isin(traj, skip_traj), labels)
             )
     rs = reward[order]

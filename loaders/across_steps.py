@@ -29,9 +29,11 @@ from g2po.steps import REQUIRED_COLUMNS
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError
 from loaders.files import file_key
+from loaders.incomplete import INCOMPLETE
 from loaders.log import Log
 from loaders.report import LoadReport
-from loaders.rundir import META_KEY, Run
+from loaders.rundir.footer import META_KEY
+from loaders.rundir.reader import Run
 
 __all__ = ["TaskIndex", "task_index", "task_column", "load_groups", "load_groups_coded",
            "TASK_COLUMN", "HISTORY_COLUMNS"]
@@ -39,7 +41,7 @@ __all__ = ["TaskIndex", "task_index", "task_column", "load_groups", "load_groups
 #: The step-table column that names a task across training steps.
 TASK_COLUMN = "task"
 #: The columns a state's history needs: the required ones (the estimator's inputs) and the step.
-HISTORY_COLUMNS = ("train_step", *REQUIRED_COLUMNS)
+HISTORY_COLUMNS = ("train_step", *REQUIRED_COLUMNS, INCOMPLETE)
 _THREADS = 4
 #: (path, mtime_ns, size) → the file's ``g2po.step`` group layout and {group_id: task}; small,
 #: kept for many files. A rewritten file has a new key and is read anew.

@@ -91,12 +91,13 @@ def curves_kind(path: str | Path) -> str:
                           '({"step": N, "data": {...}} per line) or TensorBoard event files')
 
 
-def read_curves(path: str | Path) -> pd.DataFrame:
-    """The curves at ``path``, whichever logger wrote them (:func:`curves_kind`)."""
+def read_curves(path: str | Path, *, strict: bool = False) -> pd.DataFrame:
+    """The curves at ``path``, whichever logger wrote them (:func:`curves_kind`); ``strict``:
+    a malformed line of a file logger's file is an error, not a line skipped."""
     path = Path(path)
     report = LoadReport(str(path), "curves")
     if curves_kind(path) == "file":
-        return read_file_logger(path, report)
+        return read_file_logger(path, report, strict=strict)
     return read_tensorboard(path, report)
 
 
@@ -108,15 +109,18 @@ def _frame(by_step: dict[int, dict[str, object]], report: LoadReport) -> pd.Data
     return attach_report(frame, report)
 
 
-def read_file_logger(path: str | Path, report: LoadReport | None = None) -> pd.DataFrame:
+def read_file_logger(path: str | Path, report: LoadReport | None = None, *,
+                     strict: bool = False) -> pd.DataFrame:
     """verl's ``FileLogger`` file as one row per step. Lines of one step merge (verl logs a
     step's validation apart from its training metrics; for a key logged twice the later value
     wins, and the report says so); a file that starts after step 1 is noted
     (:data:`RESUMED`). Raises :class:`LogFormatError` naming the line and field of a line that
-    is not ``{"step": whole number, "data": {…}}``."""
+    is not ``{"step": whole number, "data": {…}}``; a line that is no JSON object is skipped
+    and reported (:func:`loaders.lines.read_jsonl`), or an error with ``strict``."""
     path = Path(path)
     report = report or LoadReport(str(path), "curves")
-    records, lines = read_jsonl(path, report)
+    read = read_jsonl(path, report, strict=strict)
+    records, lines = read.rows, read.numbers
     by_step: dict[int, dict[str, object]] = {}
     again: list[int] = []
     for record, line in zip(records, lines, strict=True):

@@ -1,21 +1,16 @@
-"""Which format a path holds, told by its content first and its name second."""
+"""Which format a path holds, told by its content first and its name second: the registry
+of formats (:data:`loaders.formats.LOG_FORMATS`) walked in its detection order."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from loaders.errors import NoLogFoundError
-from loaders.files import SNIFF_BYTES, is_regular_file, read_prefix
-from loaders.formats import EXPECTED, LOG_FORMATS
-from loaders.pickles import is_pickle_bytes
-from loaders.rundir import MANIFEST, ROLLOUTS, is_run_dir
-from loaders.verl import is_verl_record, verl_step_files
+from loaders.files import SNIFF_BYTES, read_prefix
+from loaders.formats import EXPECTED, LOG_FORMATS, LogFormat, Sniff
+from loaders.rundir.layout import ROLLOUTS
 
 __all__ = ["detect_format", "is_rollouts_folder"]
-
-_CSV, _JSONL, _PARQUET, _PICKLE = (LOG_FORMATS[n] for n in ("csv", "jsonl", "parquet", "pickle"))
-_TEXT_SUFFIXES = (*_CSV.suffixes, *_JSONL.suffixes, *_JSONL.sniffed)
 
 
 def _binary(head: bytes, text_suffix: bool) -> bool:
@@ -36,68 +31,63 @@ def is_rollouts_folder(path: str | Path) -> bool:
         any(p.name.startswith("step-") for p in path.iterdir())
 
 
+def _in_detection_order() -> list[LogFormat]:
+    """The formats whose content is not text first, then the text ones, each in registry
+    order."""
+    formats = list(LOG_FORMATS.values())
+    return [f for f in formats if not f.text] + [f for f in formats if f.text]
+
+
 def detect_format(path: str | Path) -> str:
     """The format of a file or directory, one of :data:`loaders.formats.FORMATS`.
 
-    Directories: ``run.json`` or ``rollouts/`` makes a run, ``N.jsonl`` files a verl dump,
-    ``.pkl`` files a batch dump. Files (regular ones only; only a bounded prefix is read):
-    Parquet and pickle by their first bytes; JSON lines whose first object has verl's fields
-    (input, output, score) are a verl dump; then the extension, checked against the content
-    (a ``.parquet`` without Parquet's magic bytes, a ``.jsonl`` whose first line is no JSON
-    object, binary bytes in a text file are no log). Raises :class:`NoLogFoundError` when
-    nothing fits.
+    A directory is the first format whose ``folder`` part takes it (a run: ``run.json`` or
+    ``rollouts/``; a verl dump: ``N.jsonl`` files; a batch dump: ``.pkl`` files). A file
+    (regular ones only; only a bounded prefix is read) is the first format whose ``file``
+    part takes it, binary formats first (Parquet and pickle by their first bytes); text
+    formats only once the file is text (not empty, not binary): JSON lines whose first object
+    has verl's fields are a verl dump, then the name, checked against the content (a
+    ``.parquet`` without Parquet's magic bytes, a ``.jsonl`` whose first line is no JSON
+    object is no log). Raises :class:`NoLogFoundError` when nothing fits.
     """
     path = Path(path)
     if not path.exists():
         raise NoLogFoundError(f"{path}: no such file or directory")
+    order = _in_detection_order()
     if path.is_dir():
-        if is_run_dir(path):
-            return "run"
-        if verl_step_files(path):
-            return "verl"
-        if any(p.suffix.lower() in _PICKLE.suffixes and is_regular_file(p)
-               for p in path.iterdir()):
-            return "pickle"
-        found = sorted(p.name for p in path.iterdir())[:8]
+        found = next((f.name for f in order if f.folder is not None and f.folder(path)), None)
+        if found is not None:
+            return found
+        names = sorted(p.name for p in path.iterdir())[:8]
         hint = f" (a run's {ROLLOUTS}/ folder? pass the run directory, {path.parent})" \
             if is_rollouts_folder(path) else ""
         raise NoLogFoundError(f"{path}: no logs found in this directory; {EXPECTED}. "
-                              f"It holds: {', '.join(found) if found else 'nothing'}{hint}")
-    if path.name == MANIFEST:
-        return "run"
-    suffix = path.suffix.lower()
+                              f"It holds: {', '.join(names) if names else 'nothing'}{hint}")
+    files = [f for f in order if f.file is not None]
     head = read_prefix(path)  # refuses FIFOs and devices before opening them
-    if head[:4] == b"PAR1":
-        return "parquet"
-    if suffix in _PARQUET.suffixes:
-        raise NoLogFoundError(f"{path}: not a Parquet file (it does not start with PAR1)")
-    if is_pickle_bytes(head) or suffix in _PICKLE.suffixes:
-        return "pickle"
-    if not head:
-        for named in (_CSV, _JSONL):
-            if suffix in named.suffixes:
-                return named.name  # the reader says empty
-        raise NoLogFoundError(f"{path}: the file is empty; {EXPECTED}")
-    if _binary(head, text_suffix=suffix in _TEXT_SUFFIXES):
-        raise NoLogFoundError(f"{path}: binary content, not a text log; {EXPECTED}")
-    first = next((line.strip() for line in head.split(b"\n") if line.strip()), b"")
-    complete = b"\n" in head or len(head) < SNIFF_BYTES
-    if suffix in _CSV.suffixes:
-        return "csv"
-    if suffix in (*_JSONL.suffixes, *_JSONL.sniffed) or first.startswith(b"{"):
-        if not first.startswith(b"{"):
-            raise NoLogFoundError(f"{path}: not JSON lines (its first line is not a JSON "
-                                  f"object); {EXPECTED}")
-        try:
-            record = json.loads(first) if complete else None
-        except (ValueError, RecursionError):
-            # A malformed first line of a .jsonl is reported by the reader, with its number;
-            # a .json file that is not one object per line is some other JSON document.
-            if suffix in _JSONL.sniffed:
-                raise NoLogFoundError(f"{path}: a JSON document, not JSON lines (one object "
-                                      f"per line); {EXPECTED}") from None
-            record = None
-        return "verl" if isinstance(record, dict) and is_verl_record(record) else "jsonl"
-    if b"," in first and not suffix:  # a name without extension, holding comma-separated text
-        return "csv"
+    sniff = Sniff(path, path.suffix.lower(), head, whole=len(head) < SNIFF_BYTES)
+    checked = False
+    for fmt in files:
+        if fmt.text and not checked:
+            empty = _text_checks(sniff, files)
+            if empty is not None:
+                return empty
+            checked = True
+        if fmt.file(sniff):
+            return fmt.name
     raise NoLogFoundError(f"{path}: unknown log format (pass --format); {EXPECTED}")
+
+
+def _text_checks(sniff: Sniff, formats: list[LogFormat]) -> str | None:
+    """What every text log passes before its format is told: content (an empty file named
+    like a text table is that table, returned, whose reader says it is empty), and text."""
+    text_suffixes = {s for f in formats if f.text for s in (*f.suffixes, *f.sniffed)}
+    if not sniff.head:
+        claimed = next((f.name for f in formats if f.text and sniff.suffix in f.suffixes),
+                       None)
+        if claimed is None:
+            raise NoLogFoundError(f"{sniff.path}: the file is empty; {EXPECTED}")
+        return claimed
+    if _binary(sniff.head, text_suffix=sniff.suffix in text_suffixes):
+        raise NoLogFoundError(f"{sniff.path}: binary content, not a text log; {EXPECTED}")
+    return None

@@ -21,6 +21,7 @@ from g2po.steps import coerce_steps
 from loaders.curves import read_curves
 from loaders.errors import LoaderError
 from loaders.files import file_key
+from loaders.incomplete import with_marks
 from loaders.report import LoadReport, attach_report, report_of, step_ranges
 from loaders.summary import (
     SUMMARY_COLUMNS,
@@ -86,6 +87,9 @@ class Log:
     """
 
     format: str = ""
+    #: Its groups are listed from an index apart from the rows (a run's step-file footers):
+    #: ``g2po validate --quick`` checks that index, which browsing reads.
+    groups_indexed: bool = False
 
     def __init__(self, path: Path, manifest: dict | None = None,
                  report: LoadReport | None = None):
@@ -99,6 +103,9 @@ class Log:
         self.outcome_overrides: dict[str, object] = {}
         self._rule: OutcomeRule | None = None
         self._rule_origin = ""
+        #: A malformed line is an error rather than a line skipped (``open_log(strict=…)``,
+        #: ``--strict``), in whatever part of the log is read (rows, metrics, curves).
+        self.strict = False
         #: Training curves kept apart from the log (verl's file logger or TensorBoard,
         #: :mod:`loaders.curves`), read by :meth:`metrics`; set by ``open_log(metrics=…)``
         #: or found beside a verl dump.
@@ -200,9 +207,10 @@ class Log:
         """The rows of one training step with only those of ``columns`` the log has, for
         analyses of a whole run that need a few columns (:mod:`g2po.analysis.triage`).
         ``state_key`` and ``action`` may come back as pandas Categoricals (run directories
-        read them as Parquet dictionaries, never one string per row)."""
+        read them as Parquet dictionaries, never one string per row). The ``incomplete`` mark
+        comes along where the rows have it (:func:`loaders.incomplete.with_marks`)."""
         steps = self.load_step(train_step)
-        return steps[[c for c in columns if c in steps.columns]]
+        return steps[with_marks(columns, steps.columns)]
 
     def columns_of_steps(self, train_steps: Sequence[int], columns: Sequence[str]
                          ) -> Iterator[tuple[int, pd.DataFrame]]:
@@ -278,7 +286,7 @@ class Log:
         files = sorted(source.rglob("*tfevents*")) if source.is_dir() else [source]
         key = tuple((str(f), *file_key(f, "metrics file")) for f in files if f.is_file())
         if self._curves is None or self._curves[0] != key:
-            frame = read_curves(source)
+            frame = read_curves(source, strict=self.strict)
             self._record(str(source), report_of(frame))
             self._curves = (key, frame)
         return self._curves[1].copy(deep=False)
@@ -289,6 +297,11 @@ class Log:
     def problems(self) -> list[str]:
         """Problems of the log as a whole that no single training step shows (``g2po
         validate`` lists them); none by default."""
+        return []
+
+    def validation_notes(self) -> list[str]:
+        """What ``g2po validate`` says about the log beyond its rows and report (a run's
+        checkpoints left half-written); none by default."""
         return []
 
     def step_problems(self, train_step: int, steps: pd.DataFrame) -> list[str]:

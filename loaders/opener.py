@@ -1,5 +1,6 @@
-"""Opening any supported log: the format detected or checked, its options checked, the reader
-chosen (:func:`open_log`), and one validated step table read through it (:func:`load_steps`).
+"""Opening any supported log: the format detected or checked, its options checked, the
+format's own opener called (:data:`loaders.formats.LOG_FORMATS`; :func:`open_log`), and one
+validated step table read through it (:func:`load_steps`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ from loaders.errors import LoaderError, NoLogFoundError
 from loaders.formats import LOG_FORMATS, TABLE, TABLE_FORMATS, check_format
 from loaders.log import Log
 from loaders.mapping import MappingSpec
-from loaders.pickles import open_pickle
-from loaders.rundir import open_run
-from loaders.tables import open_table
-from loaders.verl_dump import open_verl_dump
 
 __all__ = ["open_log", "load_steps", "check_metrics", "check_outcome_overrides"]
 
@@ -34,6 +31,7 @@ def open_log(
     action_regex: str | None = None,
     outcome: Mapping[str, object] | None = None,
     metrics: str | Path | None = None,
+    strict: bool = False,
 ) -> Log:
     """Open any supported log for browsing; see :class:`loaders.log.Log` for what it offers.
 
@@ -54,6 +52,9 @@ def open_log(
         TensorBoard run's folder (:mod:`loaders.curves`). A verl dump without it takes the
         curves found beside it (:func:`loaders.curves.find_curves`), and says so; ``""``
         means none (nothing is looked for).
+    strict : a malformed line (a JSON line that does not parse, a CSV record with another
+        number of fields than its header) is an error naming it; by default it is skipped,
+        reported, and its trajectory marked incomplete (:mod:`loaders.incomplete`).
 
     Raises
     ------
@@ -70,24 +71,22 @@ def open_log(
             raise LoaderError(f"{path}: --format table expects a .csv, .jsonl or .parquet file")
     if not path.exists():
         raise NoLogFoundError(f"{path}: no such file or directory")
-    _check_options(fmt, mapping=mapping, state_regex=state_regex, action_regex=action_regex)
+    given = {"mapping": mapping, "state_regex": state_regex, "action_regex": action_regex}
+    _check_options(fmt, **given)
+    given["trust_pickle"] = trust_pickle or None  # a flag for every log given: pickles take it
     overrides = check_outcome_overrides(outcome)
-    if fmt == "run":
-        log = open_run(path)
-    elif fmt == "verl":
-        log = open_verl_dump(path, state_regex=state_regex, action_regex=action_regex)
-    elif fmt == "pickle":
-        log = open_pickle(path, trust_pickle=trust_pickle, mapping=mapping)
-    elif path.is_dir():
+    entry = LOG_FORMATS[fmt]
+    if path.is_dir() and entry.folder is None:
         raise LoaderError(f"{path}: a {fmt} log is a file, not a directory")
-    else:
-        log = open_table(path, fmt, mapping)
+    log = entry.open(path, strict=bool(strict),
+                     **{k: v for k, v in given.items() if v is not None and k in entry.options})
+    log.strict = bool(strict)
     log.outcome_overrides = overrides
     if metrics == "":
         pass
     elif metrics is not None:
         log.metrics_source = check_metrics(metrics)
-    elif fmt == "verl" and path.is_dir():
+    elif entry.curves_beside and path.is_dir():
         log.metrics_source, notes = find_curves(path)
         for note in notes:
             log._base_report.note(note)

@@ -25,14 +25,14 @@ import pandas as pd
 from loaders.checks import finish_steps
 from loaders.errors import LogFormatError, NoLogFoundError, UntrustedPickleError
 from loaders.files import is_regular_file, regular_file
-from loaders.formats import LOG_FORMATS
 from loaders.log import TableLog
 from loaders.mapping import MappingSpec, apply_mapping, parse_mapping, require_columns
 from loaders.report import LoadReport
 
-__all__ = ["load_pickle", "open_pickle", "batch_columns", "is_pickle_bytes"]
+__all__ = ["load_pickle", "open_pickle", "batch_columns", "is_pickle_bytes", "PICKLE_SUFFIXES"]
 
-_SUFFIXES = LOG_FORMATS["pickle"].suffixes
+#: The names of pickled batch dumps (a folder of them is read file by file).
+PICKLE_SUFFIXES = (".pkl", ".pickle")
 _INACTIVE = "inactive step after the episode ended (active_masks False)"
 _ACTION_TEXT = ("action", "text_actions", "projected_action", "response_text")
 
@@ -165,7 +165,7 @@ def load_pickle(path: str | Path, *, trust_pickle: bool = False, mapping: Mappin
     mapping = parse_mapping(mapping)
     if path.is_dir():
         files = sorted(p for p in path.iterdir()
-                       if p.suffix.lower() in _SUFFIXES and is_regular_file(p))
+                       if p.suffix.lower() in PICKLE_SUFFIXES and is_regular_file(p))
         if not files:
             raise NoLogFoundError(f"{path}: no .pkl / .pickle files")
     elif path.exists():

@@ -18,10 +18,10 @@ from g2po.outcomes import OutcomeRule, TruncationHint
 from loaders.detect import detect_format
 from loaders.discover import find_logs
 from loaders.errors import NoLogFoundError
+from loaders.formats import LOG_FORMATS
 from loaders.log import Log
 from loaders.opener import open_log
 from loaders.report import LoadReport, LoadWarning
-from loaders.rundir import CHECKPOINTS, stale_checkpoints
 from loaders.summary import trajectory_table, truncation_hint, with_outcomes
 from loaders.workers import worker_count, worker_pool
 
@@ -130,7 +130,7 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
             result.truncation = log.truncation_hint(rule)
         except _READ_ERRORS as err:
             result.problems.extend(_problem_lines(err))
-        for step in result.train_steps if log.format == "run" else ():  # footers browsed by
+        for step in result.train_steps if log.groups_indexed else ():  # what browsing reads
             try:
                 log.groups(step)
             except _READ_ERRORS as err:
@@ -159,10 +159,8 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
     result.report = log.report
     if not quick:
         result.report.merge(parts)
-    if log.format == "run":
-        for folder in stale_checkpoints(log.path / CHECKPOINTS):
-            result.report.note(f"{folder}: a checkpoint left half-written by a killed save "
-                               f"({_size(folder)}); resuming the run removes it, or delete it")
+    for note in log.validation_notes():
+        result.report.note(note)
     return result
 
 
@@ -215,7 +213,7 @@ def _check_all(log: Log, train_steps: list[int], path, format, options: dict
     """:func:`_check` of every step: logs of one file per step (verl dumps, run directories)
     are checked in worker processes, a share of the steps each (their reports come back in
     ``report``; a check made here leaves it empty: the log's own report has it)."""
-    n = worker_count(len(train_steps)) if log.format in ("verl", "run") else 1
+    n = worker_count(len(train_steps)) if LOG_FORMATS[log.format].step_files else 1
     if n <= 1:
         return [_check(log, train_steps)]
     shares = [train_steps[i::n] for i in range(n)]
@@ -261,7 +259,3 @@ def _logs_below(folder: Path) -> list[str]:
     return [f"{folder} is no log itself but holds {len(names)} log(s) below it: "
             + ", ".join(names[:10]) + (" …" if len(names) > 10 else "") + "; validate each"]
 
-
-def _size(folder: Path) -> str:
-    total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    return f"{total / 1e6:,.1f} MB"

@@ -33,6 +33,7 @@ This module reads one dump file; a dump directory is opened by :mod:`loaders.ver
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,6 +47,7 @@ from g2po.steps import real_numbers
 from g2po.user_regex import UserPattern, compile_user_pattern
 from loaders.checks import finish_steps
 from loaders.errors import LoaderError, LogFormatError
+from loaders.incomplete import mark_incomplete
 from loaders.lines import read_jsonl
 from loaders.report import LoadReport
 
@@ -59,6 +61,7 @@ __all__ = [
     "default_action",
     "is_verl_record",
     "verl_step_files",
+    "uid_of_line",
 ]
 
 #: Fields every line of a verl dump has.
@@ -209,92 +212,19 @@ def verl_steps(
     Raises :class:`LogFormatError` naming the line and field when a line lacks ``input``,
     ``output`` or ``score``, or a user regex matches no line at all.
     """
-    for rec, line in zip(records, lines, strict=True):
-        missing = [k for k in VERL_FIELDS if k not in rec]
-        if missing:
-            raise LogFormatError(
-                f"{source}:{line}: missing field(s) {', '.join(map(repr, missing))}; a verl "
-                "rollout dump line holds input, output, score, step (and uid in agent-loop "
-                "runs), as trainer.rollout_data_dir writes it"
-            )
-        for key in ("input", "output"):
-            if not isinstance(rec[key], str):
-                raise LogFormatError(f"{source}:{line}: field {key!r} must be text, got "
-                                     f"{type(rec[key]).__name__}")
-        if "uid" in rec and (not isinstance(rec["uid"], str | int) or isinstance(rec["uid"], bool)):
-            raise LogFormatError(f"{source}:{line}: field 'uid' must be text (or a whole "
-                                 f"number), got {_json_kind(rec['uid'])}")
+    _check_lines(records, lines, source)
     frame = pd.DataFrame.from_records(records, index=lines)
     inputs = frame["input"].tolist()
     outputs = frame["output"].tolist()
     score = _number_field(frame, "score", source)
-
-    # Identity: group, trajectory, turn.
-    keys = [str(k) for k in frame["uid"].tolist()] if "uid" in frame.columns else None
-    split = split_keys(keys, frame.index, source) if keys is not None else None
-    if split is not None:
-        group, traj, t = split
-    else:
-        if keys is not None:
-            group = keys
-            report.note("uid is not '{uid}_{session}_{index}': each line is one trajectory of "
-                        "one step, grouped by uid")
-        else:
-            group = ["prompt-" + hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
-                     for text in inputs]
-            report.note("no uid field (older verl): each line is one trajectory of one step; "
-                        "lines with the same input form a group")
-        gser = pd.Series(group, index=frame.index)
-        if "request_id" in frame.columns:
-            traj = frame["request_id"].astype(str).tolist()
-        else:
-            traj = ("r" + gser.groupby(gser, sort=False).cumcount().astype(str)).tolist()
-        t = np.zeros(len(frame), dtype=np.int64)
-
-    # State key: the current observation.
-    state_rx = _compile(state_regex, "state_regex")
-    states: list[str] = []
-    observations: list[str] = []  # the default rule's text: what the policy saw this turn
-    missed: list[int] = []
-    for line, text in zip(frame.index, inputs, strict=True):
-        seen = default_state(text)
-        key = _user_extract(state_rx, text, source, line, "input") if state_rx is not None \
-            else seen
-        seen = text.strip() if seen is None else seen
-        if key is None:
-            missed.append(line)
-            key = seen
-        states.append(key)
-        observations.append(seen)
-    if missed:
-        if state_rx is not None and len(missed) == len(frame):
-            raise LogFormatError(f"{source}: state_regex {state_rx.pattern!r} matches no line's "
-                                 "input; fix the pattern")
-        rule = (f"state_regex {state_rx.pattern!r} did not match" if state_rx is not None
-                else "no chat role lines (user/tool/…) and no agent-prompt observation found "
-                "in input")
-        report.note(f"{source}: {rule} on {len(missed)} line(s) (first: line {missed[0]}); "
-                    "state key there = " + ("the default rule or " if state_rx else "")
-                    + "the whole input")
-
-    action_rx = _compile(action_regex, "action_regex")
-    if action_rx is None:
-        actions = [default_action(o) for o in outputs]
-    else:
-        actions = [_user_extract(action_rx, o, source, line, "output")
-                   for line, o in zip(frame.index, outputs, strict=True)]
-        n_missed = sum(a is None for a in actions)
-        if n_missed:
-            report.note(f"{source}: action_regex matched no action on {n_missed} line(s); "
-                        "action there = the whole output")
-        actions = [o.strip() if a is None else a for a, o in zip(actions, outputs, strict=True)]
-
+    group, traj, t = _identity(frame, inputs, source, report)
+    states, observations = _state_keys(frame.index, inputs, state_regex, source, report)
     steps = pd.DataFrame({
         "group_id": group,
         "traj_id": traj,
         "t": t,
         "state_key": states,
-        "action": actions,
+        "action": _actions(frame.index, outputs, action_regex, source, report),
         "observation": observations,
         "response": outputs,
         "prompt": inputs,
@@ -325,6 +255,101 @@ def verl_steps(
         if any(label is not None for label in labels):
             steps["task"] = labels
     return steps
+
+
+def _check_lines(records: list[dict], lines: list[int], source: str) -> None:
+    """Every line has verl's fields, text where text is meant; else an error naming it."""
+    for rec, line in zip(records, lines, strict=True):
+        missing = [k for k in VERL_FIELDS if k not in rec]
+        if missing:
+            raise LogFormatError(
+                f"{source}:{line}: missing field(s) {', '.join(map(repr, missing))}; a verl "
+                "rollout dump line holds input, output, score, step (and uid in agent-loop "
+                "runs), as trainer.rollout_data_dir writes it"
+            )
+        for key in ("input", "output"):
+            if not isinstance(rec[key], str):
+                raise LogFormatError(f"{source}:{line}: field {key!r} must be text, got "
+                                     f"{type(rec[key]).__name__}")
+        if "uid" in rec and (not isinstance(rec["uid"], str | int) or isinstance(rec["uid"], bool)):
+            raise LogFormatError(f"{source}:{line}: field 'uid' must be text (or a whole "
+                                 f"number), got {_json_kind(rec['uid'])}")
+
+
+def _identity(frame: pd.DataFrame, inputs: list[str], source: str, report: LoadReport
+              ) -> tuple[list[str], list[str], np.ndarray]:
+    """Each line's group, trajectory and turn: from agent-loop uids, else (older dumps) each
+    line a trajectory of one step, grouped by uid or by its input."""
+    keys = [str(k) for k in frame["uid"].tolist()] if "uid" in frame.columns else None
+    split = split_keys(keys, frame.index, source) if keys is not None else None
+    if split is not None:
+        group, traj, t = split
+    else:
+        if keys is not None:
+            group = keys
+            report.note("uid is not '{uid}_{session}_{index}': each line is one trajectory of "
+                        "one step, grouped by uid")
+        else:
+            group = ["prompt-" + hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
+                     for text in inputs]
+            report.note("no uid field (older verl): each line is one trajectory of one step; "
+                        "lines with the same input form a group")
+        gser = pd.Series(group, index=frame.index)
+        if "request_id" in frame.columns:
+            traj = frame["request_id"].astype(str).tolist()
+        else:
+            traj = ("r" + gser.groupby(gser, sort=False).cumcount().astype(str)).tolist()
+        t = np.zeros(len(frame), dtype=np.int64)
+    return group, traj, t
+
+
+def _state_keys(lines: pd.Index, inputs: list[str], state_regex, source: str,
+                report: LoadReport) -> tuple[list[str], list[str]]:
+    """Each line's state key (the default rule's current observation, or ``state_regex``'s
+    match) and observation (the default rule's text: what the policy saw this turn)."""
+    state_rx = _compile(state_regex, "state_regex")
+    states: list[str] = []
+    observations: list[str] = []  # the default rule's text: what the policy saw this turn
+    missed: list[int] = []
+    for line, text in zip(lines, inputs, strict=True):
+        seen = default_state(text)
+        key = _user_extract(state_rx, text, source, line, "input") if state_rx is not None \
+            else seen
+        seen = text.strip() if seen is None else seen
+        if key is None:
+            missed.append(line)
+            key = seen
+        states.append(key)
+        observations.append(seen)
+    if missed:
+        if state_rx is not None and len(missed) == len(lines):
+            raise LogFormatError(f"{source}: state_regex {state_rx.pattern!r} matches no line's "
+                                 "input; fix the pattern")
+        rule = (f"state_regex {state_rx.pattern!r} did not match" if state_rx is not None
+                else "no chat role lines (user/tool/…) and no agent-prompt observation found "
+                "in input")
+        report.note(f"{source}: {rule} on {len(missed)} line(s) (first: line {missed[0]}); "
+                    "state key there = " + ("the default rule or " if state_rx else "")
+                    + "the whole input")
+    return states, observations
+
+
+def _actions(lines: pd.Index, outputs: list[str], action_regex, source: str,
+             report: LoadReport) -> list[str]:
+    """Each line's action: the last ``<action>`` of its output, or ``action_regex``'s match
+    (the whole output where it matches nothing)."""
+    action_rx = _compile(action_regex, "action_regex")
+    if action_rx is None:
+        actions = [default_action(o) for o in outputs]
+    else:
+        actions = [_user_extract(action_rx, o, source, line, "output")
+                   for line, o in zip(lines, outputs, strict=True)]
+        n_missed = sum(a is None for a in actions)
+        if n_missed:
+            report.note(f"{source}: action_regex matched no action on {n_missed} line(s); "
+                        "action there = the whole output")
+        actions = [o.strip() if a is None else a for a, o in zip(actions, outputs, strict=True)]
+    return actions
 
 
 def split_keys(keys: list[str], lines: Sequence | None = None, source: str = ""
@@ -432,18 +457,47 @@ def check_global_step(path: str | Path, train_step: int | None) -> None:
 
 
 def load_verl_file(path: str | Path, report: LoadReport | None = None, *,
-                   train_step: int | None = None, **options) -> pd.DataFrame:
+                   train_step: int | None = None, strict: bool = False,
+                   **options) -> pd.DataFrame:
     """One ``{global_step}.jsonl`` file as a validated step table (``options``:
-    ``state_regex``, ``action_regex``)."""
+    ``state_regex``, ``action_regex``). A malformed line is skipped and its trajectory marked
+    incomplete (:mod:`loaders.incomplete`; the line's ``uid`` tells it where the line still
+    holds one); ``strict`` makes it an error naming the line."""
     path = Path(path)
     report = report or LoadReport(str(path), "verl")
     if train_step is None:
         match = _STEP_FILE.match(path.name)
         train_step = int(match.group(1)) if match else None
     check_global_step(path, train_step)
-    records, lines = read_jsonl(path, report)
-    if not records:
+    read = read_jsonl(path, report, strict=strict)
+    if not read.rows:
         raise LogFormatError(f"{path}: no complete line to read")
-    steps = verl_steps(records, lines, str(path), report, train_step=train_step, **options)
+    steps = verl_steps(read.rows, read.numbers, str(path), report, train_step=train_step,
+                       **options)
+    steps = mark_incomplete(steps, read.malformed, str(path), report, identify=uid_of_line)
     return finish_steps(steps, str(path), report, "line")
+
+
+_UID_FIELD = re.compile(r'"uid"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def uid_of_line(text: str) -> tuple[str, str] | None:
+    """The group and trajectory of a malformed dump line, from an agent-loop ``uid``
+    (``{uid}_{session}_{index}``) its text still holds intact; None without one.
+
+    >>> uid_of_line('{"input": "user\\nA hall", "output": "go", "uid": "u7_1_3", "sco')
+    ('u7', 'u7_1')
+    """
+    found = _UID_FIELD.findall(text)
+    if not found:
+        return None
+    try:
+        uid = json.loads(found[-1])
+    except ValueError:
+        return None
+    try:
+        split = split_keys([uid]) if isinstance(uid, str) else None
+    except LogFormatError:  # a turn index too large: no trajectory of the file has it
+        return None
+    return None if split is None else (split[0][0], split[1][0])
 

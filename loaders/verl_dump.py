@@ -21,6 +21,7 @@ from g2po.outcomes import OutcomeRule
 from g2po.state_keys import resolve_state_key
 from loaders.errors import LogFormatError, NoLogFoundError
 from loaders.files import file_key, part_stat
+from loaders.lines import MALFORMED
 from loaders.log import MERGE_RATE_COLUMNS, Log, TableLog
 from loaders.report import LoadReport, attach_report
 from loaders.summary import step_summaries
@@ -43,18 +44,25 @@ class VerlDump(Log):
     again only the files that changed or were added. The same pass counts each file's state
     nodes under the exact state key, so :meth:`merge_rates` comes with the summary; another
     strategy is counted (in the workers, kept on disk beside it) when first asked for.
+
+    A malformed line is skipped and its trajectory marked incomplete (:mod:`loaders.incomplete`)
+    wherever the dump is read; with ``strict`` it is an error naming the line (a file whose
+    summary was cached with a skipped line is read again, to say so).
     """
 
     format = "verl"
 
     def __init__(self, path: str | Path, *, state_regex: str | None = None,
-                 action_regex: str | None = None, summary_cache: bool = True):
+                 action_regex: str | None = None, strict: bool = False,
+                 summary_cache: bool = True):
         path = Path(path)
         if not path.is_dir():
             raise NoLogFoundError(f"{path}: no such directory")
         super().__init__(path, {"format": "verl", "source": str(path)},
                          LoadReport(str(path), self.format))
-        self.options = {"state_regex": state_regex, "action_regex": action_regex}
+        self.options = {"state_regex": state_regex, "action_regex": action_regex,
+                         "strict": strict}
+        self.strict = strict
         self._cache: dict[int, tuple[tuple[int, int], pd.DataFrame]] = {}
         #: each step file's trajectory table, and what the file was when read
         self._tables = StepTables()
@@ -143,15 +151,17 @@ class VerlDump(Log):
         wanted = {self._nodes_key(k): k for k in ("exact", *state_keys)}
         stats = {step: part_stat(self._files[step], "dump file") for step in steps}
         entries = self._tables.entries
+        refused = self.options["strict"]
         stale = [s for s in steps if s not in entries or not entries[s].fresh(stats[s])
                  or entries[s].name != self._files[s].name
-                 or not wanted.keys() <= entries[s].nodes.keys()]
+                 or not wanted.keys() <= entries[s].nodes.keys()
+                 or refused and MALFORMED in entries[s].report.get("skipped", {})]
         # a file unchanged keeps the counts it has (other strategies, other regexes)
         kept = {s: entries[s].nodes for s in stale if s in entries
                 and entries[s].fresh(stats[s]) and entries[s].name == self._files[s].name}
         try:
             jobs = [(str(self._files[s]), s, True, sorted(set(wanted.values())),
-                     self.options["state_regex"]) for s in stale]
+                     self.options["state_regex"], refused) for s in stale]
             for step, scan in zip(stale, scan_files(jobs)):
                 st = stats[step]
                 nodes = {**kept.get(step, {}),

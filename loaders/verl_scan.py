@@ -8,9 +8,10 @@ reader's rules (:func:`loaders.verl.split_keys`, :func:`~loaders.verl.add_reward
 :func:`~loaders.verl.task_labels`, :func:`g2po.steps.check_steps`) on them. Anything that
 is not the plain shape verl writes (a line msgspec cannot take, a legacy dump without uids,
 bad UTF-8, an unfinished last line, a repeated step, a field with an unexpected type, ``won``
-/ ``done`` / ``task`` fields) sends the file to the full reader
+/ ``done`` / ``task`` fields, a malformed line) sends the file to the full reader
 (:func:`loaders.verl.load_verl_file`), so the table, and any error, is exactly the full
-reader's. The report of a scan holds what the scan read (skips, the score and step notes,
+reader's (a malformed line: skipped, its trajectory marked incomplete, or with ``strict`` an
+error). The report of a scan holds what the scan read (skips, the score and step notes,
 the assumed validity); notes about state keys come when the rows are read.
 
 The same pass counts each file's state nodes (:func:`loaders.log.state_nodes`, for the
@@ -36,6 +37,7 @@ import pandas as pd
 
 from g2po.steps import check_steps
 from loaders.files import read_bytes
+from loaders.incomplete import INCOMPLETE, with_marks
 from loaders.log import state_nodes
 from loaders.report import LoadReport
 from loaders.summary import trajectory_table
@@ -161,21 +163,7 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
     if not np.isfinite(score).all() or (t > 2**62).any():
         raise _Unusual
 
-    # Each trajectory's turns run 0, 1, …, T-1 once (else the full reader explains).
-    order = np.lexsort((t, code))
-    c, ts = code[order], t[order]
-    start = np.r_[True, c[1:] != c[:-1]]
-    first_row = np.flatnonzero(start)
-    position = np.arange(len(c)) - np.repeat(first_row, np.diff(np.r_[first_row, len(c)]))
-    if (ts != position).any():
-        raise _Unusual
-    last_row = np.r_[first_row[1:] - 1, len(c) - 1]
-    episode = np.empty(len(trajs))
-    episode[c[last_row]] = score[order][last_row]  # the score of the last turn
-    varies = int((episode[code] != score).sum())
-    if varies:
-        report.note(f"{source}: score differs between the turns of {varies} line(s); "
-                    "episode_reward = the last turn's score, per-turn scores in step_reward")
+    order, first_row, episode = _episodes(code, t, score, len(trajs), source, report)
     valid = [x.is_action_valid for x in lines]
     if all(v is _UNSET for v in valid):
         invalid = np.zeros(len(lines), dtype=bool)
@@ -184,19 +172,7 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
         raise _Unusual
     else:
         invalid = ~np.array(valid, dtype=bool)
-    steps = [x.step for x in lines]
-    if any(s is not _UNSET for s in steps):
-        try:
-            given = np.array([np.nan if s is _UNSET or s is None else s for s in steps],
-                             dtype=np.float64)
-        except (OverflowError, TypeError, ValueError):
-            raise _Unusual from None
-        finite = np.isfinite(given)
-        if (finite & ((given != np.round(given)) | (np.abs(given) > 2.0**62))).any() \
-                or np.isinf(given).any():
-            raise _Unusual
-        if (given != train_step).any():
-            report.note(step_disagrees(source))
+    _check_step_field([x.step for x in lines], train_step, source, report)
 
     # The rows trajectory_table reads: one per line, keys as categories of the trajectories
     # (in sorted order, as trajectory_table sorts them).
@@ -235,14 +211,54 @@ def _fast(data: bytes, source: str, train_step: int, report: LoadReport, keyed: 
     return rows
 
 
+def _episodes(code: np.ndarray, t: np.ndarray, score: np.ndarray, n_traj: int, source: str,
+              report: LoadReport) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lines in trajectory order, each trajectory's first place in it, and (n_traj,)
+    episode rewards (the score of its last turn); :class:`_Unusual` unless each trajectory's
+    turns run 0, 1, …, T-1 once (the full reader explains)."""
+    order = np.lexsort((t, code))
+    c, ts = code[order], t[order]
+    start = np.r_[True, c[1:] != c[:-1]]
+    first_row = np.flatnonzero(start)
+    position = np.arange(len(c)) - np.repeat(first_row, np.diff(np.r_[first_row, len(c)]))
+    if (ts != position).any():
+        raise _Unusual
+    last_row = np.r_[first_row[1:] - 1, len(c) - 1]
+    episode = np.empty(n_traj)
+    episode[c[last_row]] = score[order][last_row]  # the score of the last turn
+    varies = int((episode[code] != score).sum())
+    if varies:
+        report.note(f"{source}: score differs between the turns of {varies} line(s); "
+                    "episode_reward = the last turn's score, per-turn scores in step_reward")
+    return order, first_row, episode
+
+
+def _check_step_field(steps: list, train_step: int, source: str, report: LoadReport) -> None:
+    """The lines' ``step`` field, where given: whole numbers (:class:`_Unusual` otherwise),
+    noted where they disagree with the file's global step."""
+    if all(s is _UNSET for s in steps):
+        return
+    try:
+        given = np.array([np.nan if s is _UNSET or s is None else s for s in steps],
+                         dtype=np.float64)
+    except (OverflowError, TypeError, ValueError):
+        raise _Unusual from None
+    finite = np.isfinite(given)
+    if (finite & ((given != np.round(given)) | (np.abs(given) > 2.0**62))).any() \
+            or np.isinf(given).any():
+        raise _Unusual
+    if (given != train_step).any():
+        report.note(step_disagrees(source))
+
+
 def scan_file(path: str, train_step: int, fast: bool = True,
-              state_keys: Sequence[str] = (), state_regex: str | re.Pattern | None = None
-              ) -> FileScan:
+              state_keys: Sequence[str] = (), state_regex: str | re.Pattern | None = None,
+              strict: bool = False) -> FileScan:
     """Summarise one ``{train_step}.jsonl`` and count its state nodes under each of
     ``state_keys`` (state-key strategies, :func:`g2po.state_keys.resolve_state_key`; the
     keys extracted by ``state_regex`` where given): the fast path, else (or with ``fast``
-    False, or a ``state_regex``) the full reader. Raises what the full reader raises for a
-    broken file."""
+    False, or a ``state_regex``) the full reader (``strict``: a malformed line is an error).
+    Raises what the full reader raises for a broken file."""
     source = str(path)
     check_global_step(source, train_step)
     if fast and state_regex is None:
@@ -255,13 +271,15 @@ def scan_file(path: str, train_step: int, fast: bool = True,
         except _Unusual:
             pass
     report = LoadReport(source, "verl")
-    steps = load_verl_file(path, report, train_step=train_step, state_regex=state_regex)
+    steps = load_verl_file(path, report, train_step=train_step, state_regex=state_regex,
+                           strict=strict)
     return FileScan(train_step, trajectory_table(steps, report.assumed), report.to_dict(),
                     "full", {k: state_nodes(steps, k) for k in state_keys})
 
 
 #: The columns :func:`scan_columns` computes on its fast path; a plain file has none of
-#: :data:`_OTHER_COLUMNS` (nor ``done`` or ``won``), which the full reader would take from it.
+#: :data:`_OTHER_COLUMNS` (nor ``done``, ``won`` or ``incomplete``: no line of it is
+#: malformed), which the full reader would take from it.
 FAST_COLUMNS = ("group_id", "traj_id", "t", "state_key", "action", "episode_reward",
                 "step_reward", "is_action_valid", "task", "train_step")
 
@@ -274,10 +292,12 @@ def scan_columns(path: str, train_step: int, columns: Sequence[str], options: di
     among :data:`FAST_COLUMNS` plus ``done`` and ``won``, and the file is in the plain shape
     with a default state key on every line, from msgspec-decoded lines (about half the full
     reader's time); otherwise with the full reader, whose errors are raised. ``options``:
-    the reader's (``state_regex``, ``action_regex``; None where not set)."""
+    the reader's (``state_regex``, ``action_regex``, None where not set; ``strict``). The
+    ``incomplete`` mark comes along wherever the rows have it."""
     source = str(path)
     check_global_step(source, train_step)
-    if not any(options.values()) and set(columns) <= {*FAST_COLUMNS, "done", "won"}:
+    plain = not options.get("state_regex") and not options.get("action_regex")
+    if plain and set(columns) <= {*FAST_COLUMNS, "done", "won", INCOMPLETE}:
         report = LoadReport(source, "verl")
         try:
             rows = _fast(read_bytes(path), source, train_step, report, keyed=True,
@@ -289,10 +309,10 @@ def scan_columns(path: str, train_step: int, columns: Sequence[str], options: di
                                traj_id=rows["traj_id"].astype(str).tolist(),
                                train_step=np.int64(train_step))
             rows = check_steps(rows, source=f"{source} (rows named by line number)")
-            return rows[[c for c in columns if c in rows.columns]], report.to_dict()
+            return rows[with_marks(columns, rows.columns)], report.to_dict()
     report = LoadReport(source, "verl")
     steps = load_verl_file(path, report, train_step=train_step, **options)
-    return steps[[c for c in columns if c in steps.columns]], report.to_dict()
+    return steps[with_marks(columns, steps.columns)], report.to_dict()
 
 
 def _scan_job(job: tuple) -> FileScan:
@@ -301,7 +321,7 @@ def _scan_job(job: tuple) -> FileScan:
 
 def scan_files(jobs: Sequence[tuple], workers: int | None = None) -> Iterator[FileScan]:
     """:func:`scan_file` of each job (its arguments: path, train_step and optionally fast,
-    state_keys, state_regex), in order, spread over worker processes
+    state_keys, state_regex, strict), in order, spread over worker processes
     (``workers``: default one per CPU, at most :data:`loaders.workers.MAX_WORKERS`; one job
     or one worker runs here; where no worker can be had, the rest runs here too). The first
     broken file's error is raised."""

@@ -1,10 +1,10 @@
 """``g2po validate``, and the log options every command that reads a log shares.
 
 ``add_log_options`` / ``log_options`` give any command ``--format``, ``--map``, ``--mapping``,
-``--trust-pickle``, ``--state-regex``, ``--action-regex`` and ``--metrics``, so each one opens
-every log format :mod:`loaders` reads (with its training curves), and the outcome rule
-(``--success-reward``, ``--success-min``, ``--truncate-at``) that every summary and estimate of
-the log then follows.
+``--trust-pickle``, ``--state-regex``, ``--action-regex``, ``--metrics`` and ``--strict``, so
+each one opens every log format :mod:`loaders` reads (with its training curves), and the
+outcome rule (``--success-reward``, ``--success-min``, ``--truncate-at``) that every summary
+and estimate of the log then follows.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ def add_log_options(p: argparse.ArgumentParser, format_option: str = "--format")
                    help="the log's training curves: verl's file-logger JSONL or a TensorBoard "
                         "run's folder (default for a verl dump: found beside it); in the "
                         "app, for the --log before it")
+    g.add_argument("--strict", action="store_true",
+                   help="refuse a log with a malformed line (default: skip the line, say "
+                        "which, and mark the trajectory that lost it incomplete)")
     o = p.add_argument_group("reading outcomes (default: the log's own rule: run.json, else "
                              "its won flags, else success reward 10)")
     o.add_argument("--success-reward", type=float, metavar="R",
@@ -80,6 +83,8 @@ def log_options(args: argparse.Namespace) -> dict:
         options["outcome"] = outcome
     if args.trust_pickle:
         options["trust_pickle"] = True
+    if getattr(args, "strict", False):
+        options["strict"] = True
     if getattr(args, "metrics", None) and not hasattr(args, "log"):  # a command's one log
         options["metrics"] = args.metrics[0][1]
     return options
@@ -96,7 +101,7 @@ def _validate(args: argparse.Namespace) -> int:
     print(result.path)
     print(f"  format          {result.format or 'unknown'}")
     manifest = {k: result.manifest[k] for k in ("env", "model", "estimator", "created")
-                if result.format == "run" and result.manifest.get(k) is not None}
+                if result.manifest.get(k) is not None}  # what a run's manifest says
     for key, value in manifest.items():
         print(f"  {key:<15} {value}")
     if result.train_steps:

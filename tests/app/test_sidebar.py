@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from tests.app.builders import app_test
+import pytest
+
+from tests.app.builders import app_test, shown, texts
 from tests.loaders.builders import agent_loop_entries, write_verl_dump
 
 
@@ -25,3 +27,34 @@ def test_verl_groups_are_listed_by_their_gts_task_name(tmp_path):
     assert all(re.search(r" · success \d+% of \d+$", label) for label in labels), labels
     assert sorted(n.split(" · ")[0] for n in named) == ["pick_and_place-Mug-0",
                                                        "pick_and_place-Mug-1"]
+
+
+def _dump_with_a_bad_line(root):
+    """A verl dump of two training steps whose step 2 lost its line 5 (a cut line)."""
+    dump = root / "rollout_data"
+    for step in (1, 2):
+        write_verl_dump(dump, step, agent_loop_entries(step, prompts=3))
+    path = dump / "2.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[4] = lines[4][:50] + "\n"
+    path.write_text("".join(lines))
+    return dump
+
+
+@pytest.mark.parametrize("page", ["overview", "groups", "group", "compare", "step_diff"])
+def test_one_bad_line_costs_one_line_on_every_page_and_the_load_report_names_it(tmp_path,
+                                                                                 page):
+    dump = _dump_with_a_bad_line(tmp_path)
+    at = app_test(page, ["--log", str(dump)])
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    said = texts(at)
+    assert "2.jsonl: 1 malformed line(s) skipped (line 5: trajectory" in shown(said)
+    assert "marked incomplete" in said
+
+
+def test_strict_app_refuses_the_log_naming_the_line(tmp_path):
+    dump = _dump_with_a_bad_line(tmp_path)
+    at = app_test("overview", ["--log", str(dump), "--strict"])
+    assert not at.exception
+    assert "2.jsonl:5: malformed JSON line" in shown(texts(at))

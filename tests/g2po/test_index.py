@@ -65,3 +65,36 @@ def test_rewards_beyond_the_bound_are_named():
     steps.loc[[2, 4], "episode_reward"] = MAX_ABS_REWARD * 10
     with pytest.raises(StepTableError, match=r"'episode_reward' exceeds .* 3 row\(s\): 2, 3, 4"):
         index_steps(steps)
+
+
+def test_an_incomplete_trajectory_is_estimated_over_the_turns_it_kept():
+    """A trajectory whose turn was lost (its logged t skips, marked incomplete) is indexed as
+    the turns it kept, in order: the same codes, links and lengths as those turns logged
+    without the gap; its step table keeps the logged t."""
+    kept = trajectories(THREE)
+    gapped = kept.copy()
+    last = gapped.index[gapped["traj_id"] == "b"][-1]
+    gapped.loc[last, "t"] += 4  # lost turns between, as a loader would leave them
+    gapped["incomplete"] = gapped["traj_id"] == "b"
+    ix, want = index_steps(gapped), index_steps(kept)
+    for name in ("t", "next_row", "length", "node", "traj"):
+        assert getattr(ix, name).tolist() == getattr(want, name).tolist(), name
+    assert ix.remaining.min() == 0
+    with pytest.raises(StepTableError, match="skips a step index"):
+        index_steps(gapped.drop(columns="incomplete"))
+
+
+@pytest.mark.parametrize("estimator", ["g2po", "gigpo", "hgpo", "value_iteration"])
+def test_every_estimator_gives_an_incomplete_trajectory_the_credit_of_its_kept_turns(
+        estimator):
+    from g2po import compute_advantages
+
+    kept = pd.concat([trajectories(THREE), trajectories(TWO, group="h")], ignore_index=True)
+    gapped = kept.copy()
+    rows = gapped.index[(gapped["group_id"] == "g") & (gapped["traj_id"] == "c")]
+    gapped.loc[rows[1:], "t"] += 1  # c lost its turn 1
+    gapped["incomplete"] = gapped.index.isin(rows)
+    got = compute_advantages(gapped, estimator)
+    want = compute_advantages(kept, estimator)
+    added = [c for c in want.columns if c not in kept.columns]
+    pd.testing.assert_frame_equal(got[added], want[added])

@@ -45,6 +45,20 @@ def test_skipped_step_index_names_the_trajectory_rows():
     assert "3 row(s): 2, 3, 4" in problem
 
 
+def test_a_trajectory_marked_incomplete_may_skip_a_step_index_never_repeat_one():
+    steps = trajectories(TWO)
+    steps.loc[4, "t"] = 3  # b lost its turn 2 to a malformed line: b runs 0, 1, 3
+    steps["incomplete"] = steps["traj_id"] == "b"
+    assert validate_steps(steps) == []
+    assert check_steps(steps)["incomplete"].dtype == bool
+    steps.loc[4, "t"] = 1
+    assert "repeats a step index" in validate_steps(steps)[0]
+    steps = trajectories(TWO)
+    steps.loc[4, "t"] = 3
+    steps["incomplete"] = steps["traj_id"] == "a"  # another trajectory's mark: no licence
+    assert "skips a step index" in validate_steps(steps)[0]
+
+
 def test_repeated_step_index():
     steps = trajectories(TWO)
     steps.loc[3, "t"] = 0

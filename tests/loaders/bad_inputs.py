@@ -160,7 +160,12 @@ def build_corpus(root: Path) -> list[Case]:
                         ("malformed", '{"group_id": "g0",, }')):
         _jsonl(root / f"line_{label}.jsonl", [], json.dumps(records[0]) + "\n" + line + "\n"
                + json.dumps(records[1]) + "\n")
-        add(f"JSONL line that is a {label}", root / f"line_{label}.jsonl")
+        # one bad line costs that line: read, saying which line and trajectory; refused
+        # only when the user asks for strictness
+        add(f"JSONL line that is a {label}", root / f"line_{label}.jsonl",
+            says=["malformed line", "line 2"])
+        add(f"JSONL line that is a {label}, --strict", root / f"line_{label}.jsonl",
+            args=["--strict"], all_names=[f"line_{label}.jsonl:2"])
     for label, value in (("text t", "a"), ("null t", None), ("list t", [1]),
                          ("dict group", {"a": 1})):
         rows = [dict(r) for r in records]
@@ -188,7 +193,11 @@ def build_corpus(root: Path) -> list[Case]:
         f"{ln},extra,more\n" for ln in rest.splitlines()))
     add("every row wider than the header", root / "ragged_wide.csv")
     (root / "ragged_one.csv").write_text(text + "a,b,c,d,e,f,g,h,i,j\n")
-    add("one row wider than the header", root / "ragged_one.csv")
+    n_lines = len(text.splitlines()) + 1
+    add("one row wider than the header", root / "ragged_one.csv",
+        says=["malformed line", f"line {n_lines}"])
+    add("one row wider than the header, --strict", root / "ragged_one.csv", args=["--strict"],
+        all_names=[f"ragged_one.csv:{n_lines}"])
     (root / "open_quote.csv").write_text(text.replace("go 1", '"go 1', 1))
     add("unclosed quote", root / "open_quote.csv")
     (root / "header_only.csv").write_text(header + "\n")
@@ -283,7 +292,12 @@ def build_corpus(root: Path) -> list[Case]:
         run = _run(root, "run_metrics_" + label.replace(" ", "_"), 1)
         with open(run / "metrics.jsonl", "a") as f:
             f.write(line + "\n")
-        add(f"metrics.jsonl {label}", run, names=["metrics.jsonl"], commands=("validate",))
+        if label in ("deep", "not an object"):  # no JSON object: a malformed line, skipped
+            add(f"metrics.jsonl {label}", run, says=["metrics.jsonl:2"], commands=("validate",))
+            add(f"metrics.jsonl {label}, --strict", run, args=["--strict"],
+                all_names=["metrics.jsonl:2"], commands=("validate",))
+        else:
+            add(f"metrics.jsonl {label}", run, names=["metrics.jsonl"], commands=("validate",))
 
     # verl dumps.
     for label, edit in (("uid null", {"uid": None}), ("uid object", {"uid": {"a": 1}}),

@@ -19,9 +19,19 @@ def test_every_bad_input_gets_a_clear_error_and_valid_ones_read_back_unchanged(t
     tally = counts(outcomes)
     assert tally["inputs"] >= 90 and tally["traceback"] == tally["hang"] == 0
     assert {o.command for o in outcomes} == set(COMMANDS)  # the CLI and the library
-    # read though not quite a run: only where the output said so (what it read, left out)
+    # read though not quite a run: only where the output said so (what it read, left out);
+    # and one malformed line in a text log: read without it, naming it (refused with
+    # --strict, the case of the same name with ", --strict")
+    malformed = {"JSONL line that is a array", "JSONL line that is a number",
+                 "JSONL line that is a string", "JSONL line that is a malformed",
+                 "one row wider than the header", "metrics.jsonl deep",
+                 "metrics.jsonl not an object"}
     assert {o.case for o in outcomes if o.kind == "said"} <= {
-        "rollouts/ of a plain table, no run.json", "rollouts/ holding a misnamed step file"}
+        "rollouts/ of a plain table, no run.json", "rollouts/ holding a misnamed step file",
+        *malformed}
+    strict = {o.case.removesuffix(", --strict") for o in outcomes
+              if o.case.endswith(", --strict") and o.kind == "clear"}
+    assert strict == malformed
     # "accepted" only for the cases built valid (tricky text, a stale checkpoint folder)
     accepted = {o.case for o in outcomes if o.kind == "accepted"}
     assert accepted == {"tricky text in our own CSV", "tricky text in JSON lines",

@@ -138,3 +138,27 @@ def test_advantages_and_validate_refuse_a_folder_named_like_a_step_file(run, tmp
     assert ("2 training step(s) cannot be read, a read of them fails (g2po validate lists "
             "them): step 1 is claimed by step-0000001.parquet and step-000001.parquet; step 7's"
             in capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("command", ["validate", "advantages", "graph", "triage"])
+def test_every_command_reads_past_a_malformed_line_naming_it_and_strict_refuses(
+        tmp_path, capsys, command):
+    """One bad line in the middle of a dump file costs that line: each command that reads a
+    log reads the rest and names the line (file:line) on stderr or in its findings;
+    ``--strict`` refuses the log, naming the line."""
+    for step in (1, 2):
+        write_verl_dump(tmp_path / "d", step, agent_loop_entries(step))
+    path = tmp_path / "d" / "2.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[4] = lines[4][:50] + "\n"
+    path.write_text("".join(lines))
+    args = [command, str(tmp_path / "d")]
+    if command == "graph":  # the group that lost the line
+        args += ["--train-step", "2", "--group",
+                 agent_loop_entries(2)[0]["uid"].rsplit("_", 2)[0]]
+    assert main(args) == 0
+    said = capsys.readouterr()
+    assert "2.jsonl:5" in said.out + said.err
+    code = main([*args, "--strict"])
+    said = capsys.readouterr()
+    assert code in (1, 2) and "2.jsonl:5: malformed JSON line" in said.out + said.err

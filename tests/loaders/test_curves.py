@@ -22,6 +22,7 @@ from loaders.curves import (
     read_tensorboard,
     tensorboard_runs,
 )
+from loaders.lines import MALFORMED
 from tests.loaders.builders import agent_loop_entries, write_verl_curves, write_verl_dump
 
 
@@ -149,7 +150,14 @@ def test_a_broken_file_logger_line_names_file_and_line(tmp_path, line, says):
     path.write_text(json.dumps({"step": 1, "data": {"a": 1.0}}) + "\n" + line + "\n"
                     + json.dumps({"step": 3, "data": {"a": 1.0}}) + "\n")
     with pytest.raises(LogFormatError, match=rf"exp.jsonl:2: .*{says}"):
-        read_file_logger(path)
+        read_file_logger(path, strict=True)
+    if says == "malformed JSON line":  # not JSON: one line lost, the curves kept
+        frame = read_file_logger(path)
+        assert frame["train_step"].tolist() == [1, 3]
+        assert report_of(frame).skips[MALFORMED].where == [f"{path}:2"]
+    else:  # JSON, but not the file logger's shape: the file is no file logger's
+        with pytest.raises(LogFormatError, match=rf"exp.jsonl:2: .*{says}"):
+            read_file_logger(path)
 
 
 def test_a_step_logged_twice_merges_and_notes_it(tmp_path):

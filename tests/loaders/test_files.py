@@ -58,11 +58,12 @@ def test_format_detection_reads_a_bounded_prefix(tmp_path):
     assert detect_format(path) == "jsonl"
 
 
-def test_deeply_nested_json_is_an_error_naming_the_line(tmp_path):
+def test_deeply_nested_json_is_a_malformed_line_named_by_its_number(tmp_path):
     path = tmp_path / "deep.jsonl"
     path.write_text('{"a": 1}\n{"x": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    assert list(read_jsonl(path, LoadReport()).malformed) == [2]
     with pytest.raises(LogFormatError, match=r"deep.jsonl:2: JSON nested too deeply"):
-        read_jsonl(path, LoadReport())
+        read_jsonl(path, LoadReport(), strict=True)
 
 
 @pytest.mark.parametrize(("name", "content", "why"), [

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from g2po.errors import StepTableError
 from loaders import LoadWarning, LogFormatError, detect_format, load_steps, open_log, report_of
+from loaders.lines import MALFORMED
 from tests.loaders.builders import step_table
 
 # The same table under the column names of a verl-agent-style export.
@@ -158,25 +159,67 @@ def test_csv_truncated_last_line_is_skipped_with_a_warning(tmp_path):
         "truncated last line (a file still being written)"].where == [f"{path}:{n_lines}"]
 
 
-def test_malformed_lines_name_file_and_line(tmp_path):
+def _two_trajectories() -> pd.DataFrame:
+    """g/a with turns 0-2, then g/b with turns 0-1: one line each, in that order."""
+    return pd.DataFrame({"group_id": "g", "traj_id": ["a", "a", "a", "b", "b"],
+                         "t": [0, 1, 2, 0, 1], "state_key": ["s0", "s1", "s2", "s0", "s3"],
+                         "action": "go", "episode_reward": [1.0] * 3 + [0.0] * 2,
+                         "is_action_valid": True})
+
+
+@pytest.mark.parametrize("bad", ['{"group_id": oops}', "[1, 2]"])
+def test_a_malformed_json_line_costs_that_line_and_marks_its_trajectory(tmp_path, bad):
     path = tmp_path / "s.jsonl"
-    step_table().to_json(path, orient="records", lines=True)
+    _two_trajectories().to_json(path, orient="records", lines=True)
     lines = path.read_text().splitlines(keepends=True)
-    lines[3] = '{"group_id": oops}\n'
+    lines[1] = bad + "\n"  # a's turn 1
+    lines[3] = "{" + "\n"  # b's turn 0
     path.write_text("".join(lines))
-    with pytest.raises(LogFormatError, match=r"s\.jsonl:4: malformed JSON line"):
+    with pytest.warns(LoadWarning, match=r"s\.jsonl:2"):
+        steps = load_steps(path)
+    assert steps["traj_id"].tolist() == ["a", "a", "b"]
+    assert steps["t"].tolist() == [0, 2, 1]  # the t the log gave them: nothing renumbered
+    assert steps["incomplete"].tolist() == [True, True, True]
+    report = report_of(steps)
+    assert report.skips[MALFORMED].where == [f"{path}:2", f"{path}:4"]
+    (note,) = [n for n in report.notes if "malformed" in n]
+    assert "line 2: trajectory 'a' of group 'g' (between two of its turns)" in note
+    assert "line 4: trajectory 'b' of group 'g' (before its first turn left" in note
+    with pytest.raises(LogFormatError, match=r"s\.jsonl:2: (malformed JSON line|expected one)"):
+        load_steps(path, strict=True)
+
+
+def test_a_csv_record_with_another_number_of_fields_costs_that_line(tmp_path):
+    path = tmp_path / "s.csv"
+    _two_trajectories().to_csv(path, index=False)
+    rows = path.read_text().splitlines(keepends=True)
+    rows[4] = rows[4].rstrip("\n") + ",extra,fields\n"  # b's turn 0, line 5
+    rows[2] = ",".join(rows[2].split(",")[:3]) + "\n"  # a's turn 1, cut short, line 3
+    path.write_text("".join(rows))
+    with pytest.warns(LoadWarning, match=r"s\.csv:3"):
+        steps = load_steps(path)
+    assert steps["t"].tolist() == [0, 2, 1]
+    assert steps["incomplete"].all()
+    assert report_of(steps).skips[MALFORMED].where == [f"{path}:3", f"{path}:5"]
+    with pytest.raises(LogFormatError, match=r"s\.csv:3: malformed CSV record: 3 field\(s\), "
+                                             r"the header names 7"):
+        load_steps(path, strict=True)
+
+
+def test_a_csv_quote_never_closed_is_an_error(tmp_path):
+    path = tmp_path / "s.csv"
+    text = _two_trajectories().to_csv(index=False)
+    path.write_text(text.replace("s1", '"s1', 1))
+    with pytest.raises(LogFormatError, match=r"s\.csv:3: a quoted field opened on this line "
+                                             "is never closed"):
         load_steps(path)
-    lines[3] = "[1, 2]\n"
-    path.write_text("".join(lines))
-    with pytest.raises(LogFormatError, match=r"s\.jsonl:4: expected one JSON object"):
+
+
+def test_a_gap_in_t_without_a_skipped_line_stays_an_error(tmp_path):
+    path = tmp_path / "s.csv"
+    _two_trajectories().drop(index=1).to_csv(path, index=False)
+    with pytest.raises(StepTableError, match="skips a step index"):
         load_steps(path)
-    csv_path = tmp_path / "s.csv"
-    step_table().to_csv(csv_path, index=False)
-    rows = csv_path.read_text().splitlines(keepends=True)
-    rows[2] = rows[2].rstrip("\n") + ",extra,fields\n"
-    csv_path.write_text("".join(rows))
-    with pytest.raises(LogFormatError, match=r"s\.csv: malformed CSV.*line 3"):
-        load_steps(csv_path)
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
@@ -339,7 +382,7 @@ def test_our_csv_of_text_with_a_bare_carriage_return_reads_back(tmp_path):
     ("group_id,traj_id,t,state_key,action,episode_reward,action\ng,r,0,s,a,1,b\n",
      r"s.csv:1: column name\(s\) 'action' appear more than once"),
     ("group_id,traj_id,t,state_key,action,episode_reward\ng,r,0,s,a,1,x,y\ng,r,1,s,a,1,x,y\n",
-     r"s.csv: the rows hold more fields than the 6 columns"),
+     r"s.csv: no record has the 6 field\(s\) the header names"),
 ])
 def test_broken_csv_headers_and_rows_are_named(tmp_path, text, match):
     (tmp_path / "s.csv").write_bytes(text.encode())
@@ -374,3 +417,13 @@ def test_is_action_valid_must_be_zero_or_one(tmp_path, suffix):
     _write(step_table().assign(is_action_valid=2.5), tmp_path / f"s{suffix}")
     with pytest.raises(StepTableError, match="'is_action_valid' is not boolean"):
         load_steps(tmp_path / f"s{suffix}")
+
+
+def test_a_skipped_line_beside_ids_that_are_no_text_leaves_the_check_to_name_them(tmp_path):
+    path = tmp_path / "s.jsonl"
+    rows = _two_trajectories().to_dict("records")
+    rows[0]["group_id"] = ["not", "text"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]) + "{oops\n"
+                    + "".join(json.dumps(r) + "\n" for r in rows[2:]))
+    with pytest.raises(StepTableError, match="group_id"):
+        load_steps(path)

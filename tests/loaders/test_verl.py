@@ -148,13 +148,48 @@ def test_truncated_last_line_is_skipped_with_a_warning(tmp_path):
         [f"{path}:{n_lines}"]
 
 
-def test_malformed_line_is_an_error_naming_file_and_line(tmp_path):
-    path = write_verl_dump(tmp_path / "d", 1, agent_loop_entries(1))
+def test_a_malformed_line_costs_that_line_and_marks_the_trajectory_that_lost_it(tmp_path):
+    entries = agent_loop_entries(1)  # prompt 0: session 0 with 3 turns, session 1 with 4
+    path = write_verl_dump(tmp_path / "d", 1, entries)
     lines = path.read_text().splitlines(keepends=True)
-    lines[2] = lines[2][:30] + "\n"
+    lines[4] = lines[4][:30] + "\n"  # session 1's turn 1: its uid cut off
     path.write_text("".join(lines))
-    with pytest.raises(LogFormatError, match=r"1\.jsonl:3: malformed JSON line"):
-        load_steps(tmp_path / "d")
+    with pytest.warns(LoadWarning, match=r"1\.jsonl:5"):
+        steps = load_steps(tmp_path / "d")
+    assert len(steps) == len(entries) - 1
+    lost = steps[steps["incomplete"]]
+    assert lost["traj_id"].nunique() == 1 and lost["traj_id"].iloc[0].endswith("_1")
+    assert lost["t"].tolist() == [0, 2, 3]  # the uid's turn index: a gap, not renumbered
+    assert not steps.loc[~steps["incomplete"], "traj_id"].isin(lost["traj_id"]).any()
+    (note,) = [n for n in report_of(steps).notes if "malformed" in n]
+    assert "line 5: trajectory" in note and "between two of its turns" in note
+    with pytest.raises(LogFormatError, match=r"1\.jsonl:5: malformed JSON line"):
+        load_steps(tmp_path / "d", strict=True)
+
+
+def test_a_malformed_line_that_still_holds_its_uid_marks_that_trajectory(tmp_path):
+    entries = agent_loop_entries(1)
+    path = write_verl_dump(tmp_path / "d", 1, entries)
+    lines = path.read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace('"output": "', '"output": ', 1)  # last turn of session 0
+    path.write_text("".join(lines))
+    with pytest.warns(LoadWarning, match=r"1\.jsonl:3"):
+        steps = load_steps(tmp_path / "d")
+    marked = steps.loc[steps["incomplete"], "traj_id"].unique().tolist()
+    assert marked == [entries[2]["uid"].rsplit("_", 1)[0]]
+    assert "its id is in the line" in " ".join(report_of(steps).notes)
+
+
+def test_a_legacy_dump_loses_a_whole_trajectory_and_marks_none(tmp_path):
+    path = write_verl_dump(tmp_path / "d", 1, legacy_entries(1))
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = "{oops\n"
+    path.write_text("".join(lines))
+    with pytest.warns(LoadWarning):
+        steps = load_steps(tmp_path / "d")
+    assert len(steps) == len(lines) - 1 and "incomplete" not in steps.columns
+    assert "a whole trajectory (each line of this file is one)" in " ".join(
+        report_of(steps).notes)
 
 
 def test_missing_field_names_field_and_format(tmp_path):
@@ -358,3 +393,34 @@ def test_a_turn_index_or_global_step_too_large_is_named_not_an_overflow(tmp_path
     with pytest.raises(LogFormatError, match=r"10{30}\.jsonl: the global step in the file "
                                              r"name \(31 digits\) is too large"):
         load_steps(tmp_path / "e")
+
+
+def test_every_read_of_a_dump_skips_a_malformed_line_and_strict_refuses_even_from_cache(
+        tmp_path):
+    """What the Run overview, the Groups table and the explorer read of a dump (summaries, a
+    group's rows, a few columns of every step, merge rates) skip one bad line; a strict open
+    refuses it, also where the summaries come from the cache."""
+    for step in (1, 2):
+        write_verl_dump(tmp_path / "d", step, agent_loop_entries(step, prompts=3))
+    path = tmp_path / "d" / "2.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[5] = lines[5][:40] + "\n"
+    path.write_text("".join(lines))
+    log = open_log(tmp_path / "d")
+    with pytest.warns(LoadWarning, match=r"2\.jsonl:6"):
+        summary = log.summary()
+        assert summary["n_steps"].tolist() == [len(lines), len(lines) - 1]
+        group = log.groups(2)[0]
+        assert log.load_group(2, group)["incomplete"].any()
+        columns = dict(log.columns_of_steps([1, 2], ["group_id", "t"]))
+    assert "incomplete" not in columns[1] and columns[2]["incomplete"].sum() == 3
+    assert len(log.merge_rates()) == 2
+    assert any("2.jsonl:6" in w for s in log.report.skips.values() for w in s.where)
+    again = open_log(tmp_path / "d")  # summaries from the cache: the skip is still said
+    assert again.summary()["n_steps"].tolist() == summary["n_steps"].tolist()
+    assert any("2.jsonl: 1 malformed line(s) skipped" in n for n in again.report.notes)
+    strict = open_log(tmp_path / "d", strict=True)
+    with pytest.raises(LogFormatError, match=r"2\.jsonl:6: malformed JSON line"):
+        strict.summary()
+    with pytest.raises(LogFormatError, match=r"2\.jsonl:6: malformed JSON line"):
+        strict.load_step(2)

@@ -12,6 +12,7 @@ import pytest
 from g2po.analysis.triage import READ_COLUMNS
 from g2po.errors import StepTableError
 from loaders import LogFormatError
+from loaders.lines import MALFORMED
 from loaders.report import LoadReport
 from loaders.verl import VALIDITY_ASSUMED, load_verl_file
 from loaders.verl_scan import FAST_COLUMNS, scan_columns, scan_file, scan_files
@@ -156,11 +157,17 @@ def test_broken_lines_raise_the_full_readers_error(tmp_path, edit, says):
     assert "1.jsonl:3: " in str(err.value) and says in str(err.value)
 
 
-def test_malformed_json_names_the_line(tmp_path):
+def test_a_malformed_line_goes_to_the_full_reader_which_skips_it(tmp_path):
     path = _dump(tmp_path, agent_loop_entries(1))
     _rewrite(path, lambda ls: [ls[0], '{"input": "x", oops\n', *ls[1:]])
+    scan = scan_file(str(path), 1)
+    full = load_verl_file(path)
+    assert scan.how == "full" and scan.report["skipped"][MALFORMED]["where"] == [f"{path}:2"]
+    assert scan.trajectories["length"].sum() == len(full)
+    frame, report = scan_columns(str(path), 1, ["traj_id", "t"], {})
+    assert frame["incomplete"].tolist() == full["incomplete"].tolist()  # kept, not asked for
     with pytest.raises(LogFormatError, match=r"1.jsonl:2: malformed JSON line"):
-        scan_file(str(path), 1)
+        scan_file(str(path), 1, strict=True)
 
 
 def test_many_files_in_worker_processes(tmp_path):
