@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from g2po.evaluation import ALFWORLD_TASK_TYPES, evaluation_metrics, validation_dir
-from g2po.outcomes import OutcomeRule
 from g2po.trainers.config import ConfigError
 from g2po.trainers.local import train
 from loaders import open_run
