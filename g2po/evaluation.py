@@ -458,23 +458,27 @@ def _escape(text: str) -> str:
 
 
 def _noise_notes(results: pd.DataFrame, env: str) -> list[str]:
-    """What the table's success numbers carry besides the policy: one run's validation noise,
-    and the bias of reporting each run's best validation step (``best_bias``)."""
-    stats = seed_table(results)
-    overall = stats[(stats["env"] == env) & (stats["metric"] == metric_name("success"))]
-    notes = []
-    panel = overall["panel_se"].dropna()
-    if len(panel):
-        notes.append(f"One run's validation noise (the panel's size): SE "
-                     f"{100 * panel.mean():.1f} points of success.")
+    """What the table's success numbers carry besides the policy: one validation's noise (its
+    episodes), and the bias of reporting each run's best validation step (``best_bias``)."""
     part = results[results["env"] == env]
+    notes = []
+    episodes = part.get(metric_name("episodes"), pd.Series(dtype=float)).dropna()
+    if len(episodes):
+        stats = seed_table(part)
+        noise = stats.loc[stats["metric"] == metric_name("success"), "panel_se"].mean()
+        few = int(episodes.min())
+        notes.append(f"Each validation plays {few}"
+                     f"{'' if few == int(episodes.max()) else f'–{int(episodes.max())}'} "
+                     f"episodes: one run's success carries a standard error of "
+                     f"{100 * noise:.1f} points here (up to {50 / math.sqrt(few):.1f} at 50 %).")
     if "best_bias" in part.columns and part["best_bias"].notna().any():
-        n_val = part["n_validations"].dropna()
+        n_val = part["n_validations"].dropna().astype(int)
+        count = f"{n_val.min()}" if n_val.min() == n_val.max() else \
+            f"{n_val.min()}–{n_val.max()}"
         notes.append(
-            f"Each run reports its best of {int(n_val.min())}–{int(n_val.max())} validations: "
-            f"biased high by about {100 * part['best_bias'].mean():.1f} points of success (the "
-            "expected maximum of that many noisy draws at the panel's noise); the last "
-            "validation is not.")
+            f"Each run reports its best of {count} validations: biased high by about "
+            f"{100 * part['best_bias'].mean():.1f} points of success (the expected maximum of "
+            "that many noisy draws at one validation's noise); the last validation is not.")
     return notes
 
 
