@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -47,6 +48,76 @@ def _stack(rows: list[torch.Tensor], width: int, device) -> torch.Tensor:
     return out.to(device)
 
 
+@dataclass
+class _Samples:
+    """One training step's samples and what the update reads of them, per sample ``i``."""
+
+    prompt_ids: Sequence[Sequence[int]]
+    response_ids: Sequence[Sequence[int]]
+    advantages: np.ndarray
+    old: dict[int, torch.Tensor] | None
+    """Log-probs under the sampling policy (None on-policy: the first forward gives them)."""
+    ref: dict[int, torch.Tensor] | None
+    """Log-probs under the reference model (None without the KL term)."""
+    logprob_mean: np.ndarray
+    pad_id: int
+    temperature: float
+    device: torch.device
+
+
+def _accumulate(model: torch.nn.Module, samples: _Samples, mb: list[int], micro: int,
+                actor_config) -> dict[str, float]:
+    """Forward and backward the mini-batch ``mb`` in micro-batches (gradients accumulate);
+    returns its ``actor/*`` scalars (losses summed over micro-batches: per mini-batch)."""
+    from g2po.trainers.loss import actor_loss, set_batch_info
+    from g2po.trainers.policy import pack, response_log_probs
+
+    response_ids, device = samples.response_ids, samples.device
+    tokens = sum(len(response_ids[i]) for i in mb)
+    set_batch_info(actor_config, batch_num_tokens=tokens, global_batch_size=len(mb))
+    sums: dict[str, float] = {}
+    for chunk in _chunks(mb, micro):
+        batch = pack([samples.prompt_ids[i] for i in chunk], [response_ids[i] for i in chunk],
+                     samples.pad_id).to(device)
+        width = batch.responses.shape[1]
+        log_prob = response_log_probs(model, batch, samples.temperature)
+        if samples.old is None:
+            old_lp = log_prob.detach()
+            for row, i in enumerate(chunk):
+                k = len(response_ids[i])
+                samples.logprob_mean[i] = float(old_lp[row, :k].mean()) if k else 0.0
+        else:
+            old_lp = _stack([samples.old[i] for i in chunk], width, device)
+        ref = samples.ref
+        ref_lp = _stack([ref[i] for i in chunk], width, device) if ref else None
+        adv = torch.as_tensor(samples.advantages[chunk], dtype=torch.float32, device=device)
+        adv = adv[:, None].expand(-1, width) * batch.response_mask
+        loss, metrics = actor_loss(log_prob, old_lp, adv, batch.response_mask, actor_config,
+                                   ref_log_prob=ref_lp)
+        loss.backward()
+        share = int(batch.response_mask.sum()) / max(tokens, 1)
+        for key, value in metrics.items():
+            if key in ("actor/pg_loss", "actor/kl_loss"):  # already global-normalised
+                sums[key] = sums.get(key, 0.0) + value
+            else:  # verl's per-micro-batch means: weight by tokens
+                sums[key] = sums.get(key, 0.0) + value * share
+    return sums
+
+
+def _optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                    grad_clip: float) -> float:
+    """Clip the gradient norm (``grad_clip`` 0: not at all) and step, unless the norm is not
+    finite (the gradients are dropped). Returns the norm before clipping."""
+    params = [p for p in model.parameters() if p.grad is not None]
+    norm = float(torch.nn.utils.clip_grad_norm_(params, grad_clip if grad_clip > 0 else
+                                                math.inf))
+    if math.isfinite(norm):
+        optimizer.step()
+    else:
+        optimizer.zero_grad(set_to_none=True)
+    return norm
+
+
 def update_policy(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -74,9 +145,6 @@ def update_policy(
         averaged over mini-batches; ``actor/grad_norm`` before clipping).
     logprob_mean : (n,) float, each sample's mean log-prob under the sampling policy.
     """
-    from g2po.trainers.loss import actor_loss, set_batch_info
-    from g2po.trainers.policy import pack, response_log_probs
-
     n = len(prompt_ids)
     device = next(model.parameters()).device
     lengths = np.array([len(p) + len(r) for p, r in zip(prompt_ids, response_ids)])
@@ -96,63 +164,28 @@ def update_policy(
             raise ValueError("update_policy: kl_coef > 0 needs the reference model")
         ref = _log_probs(ref_model, prompt_ids, response_ids, by_length, micro, pad_id,
                          temperature, device)
+    samples = _Samples(prompt_ids, response_ids, advantages, old, ref, np.zeros(n), pad_id,
+                       temperature, device)
 
     sums: dict[str, float] = {}
-    weights: dict[str, float] = {}
-    logprob_mean = np.zeros(n)
-    grad_norms, skipped, n_updates = [], 0, 0
+    grad_norms: list[float] = []
     model.train()
     for _ in range(config.ppo_epochs):
         order = torch.randperm(n).tolist() if mini < n else list(range(n))
         for mb in _chunks(order, mini):
             mb = sorted(mb, key=lambda i: lengths[i])  # micro-batches of similar length
-            tokens = sum(len(response_ids[i]) for i in mb)
-            set_batch_info(actor_config, batch_num_tokens=tokens, global_batch_size=len(mb))
             optimizer.zero_grad(set_to_none=True)
-            step_sums: dict[str, float] = {}
-            for chunk in _chunks(mb, micro):
-                batch = pack([prompt_ids[i] for i in chunk], [response_ids[i] for i in chunk],
-                             pad_id).to(device)
-                width = batch.responses.shape[1]
-                log_prob = response_log_probs(model, batch, temperature)
-                if old is None:
-                    old_lp = log_prob.detach()
-                    for row, i in enumerate(chunk):
-                        k = len(response_ids[i])
-                        logprob_mean[i] = float(old_lp[row, :k].mean()) if k else 0.0
-                else:
-                    old_lp = _stack([old[i] for i in chunk], width, device)
-                ref_lp = _stack([ref[i] for i in chunk], width, device) if ref else None
-                adv = torch.as_tensor(advantages[chunk], dtype=torch.float32, device=device)
-                adv = adv[:, None].expand(-1, width) * batch.response_mask
-                loss, metrics = actor_loss(log_prob, old_lp, adv, batch.response_mask,
-                                           actor_config, ref_log_prob=ref_lp)
-                loss.backward()
-                share = int(batch.response_mask.sum()) / max(tokens, 1)
-                for key, value in metrics.items():
-                    if key in ("actor/pg_loss", "actor/kl_loss"):  # already global-normalised
-                        step_sums[key] = step_sums.get(key, 0.0) + value
-                    else:  # verl's per-micro-batch means: weight by tokens
-                        step_sums[key] = step_sums.get(key, 0.0) + value * share
-            params = [p for p in model.parameters() if p.grad is not None]
-            max_norm = config.grad_clip if config.grad_clip > 0 else math.inf
-            norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
-            grad_norms.append(norm)
-            if math.isfinite(norm):
-                optimizer.step()
-                n_updates += 1
-            else:
-                skipped += 1
-                optimizer.zero_grad(set_to_none=True)
+            step_sums = _accumulate(model, samples, mb, micro, actor_config)
+            grad_norms.append(_optimizer_step(model, optimizer, config.grad_clip))
             for key, value in step_sums.items():
                 sums[key] = sums.get(key, 0.0) + value
-                weights[key] = weights.get(key, 0.0) + 1
     if old is not None:
         for i in range(n):
-            logprob_mean[i] = float(old[i].mean()) if len(old[i]) else 0.0
-    metrics = {k: sums[k] / weights[k] for k in sums}
+            samples.logprob_mean[i] = float(old[i].mean()) if len(old[i]) else 0.0
+    metrics = {k: v / len(grad_norms) for k, v in sums.items()}
+    n_updates = int(np.isfinite(grad_norms).sum())
     metrics["actor/grad_norm"] = float(np.mean(grad_norms)) if grad_norms else 0.0
     metrics["actor/optimizer_steps"] = n_updates
-    metrics["actor/skipped_steps"] = skipped
+    metrics["actor/skipped_steps"] = len(grad_norms) - n_updates
     metrics["actor/lr"] = optimizer.param_groups[0]["lr"]
-    return metrics, logprob_mean
+    return metrics, samples.logprob_mean
