@@ -41,6 +41,24 @@ def test_list_config(capsys):
     assert main(["train", "--list-config"]) == 0
     out = capsys.readouterr().out
     assert "kl_coef = 0.01" in out and "verl's ``kl_penalty`` estimator" in out
+    assert "params.gamma = 0.95, params.w = 1.0" in out
+    assert "outcome.success_reward = 10.0, outcome.success_threshold = None, " \
+        "outcome.terminal = 'binary'" in out
+
+
+def test_the_house_values_on_the_command_line_old_spellings_included(capsys):
+    """params.* and outcome.* set G2PO's parameters and the outcome rule; gamma=,
+    invalid_penalty= and estimator_params.w= (the README's and docs' spellings) still work; a
+    part given without its field is refused with the new spelling."""
+    assert main(["train", "gamma=0.9", "estimator_params.w=0.8", "invalid_penalty=0.2",
+                 "outcome.terminal=reward", "params.state_key=normalized",
+                 "--print-config"]) == 0
+    config = yaml.safe_load(capsys.readouterr().out)
+    assert config["params"] == {"gamma": 0.9, "w": 0.8, "mode": "mean_std_norm",
+                                "penalty": 0.2, "state_key": "normalized"}
+    assert config["outcome"]["terminal"] == "reward" and config["estimator_params"] == {}
+    assert main(["train", "terminal=reward", "--print-config"]) == 2
+    assert "did you mean outcome.terminal" in capsys.readouterr().err
 
 
 def test_errors_are_one_clear_line(tmp_path, capsys):
