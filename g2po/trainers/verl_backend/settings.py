@@ -32,6 +32,7 @@ __all__ = [
     "AGENT_LOOP",
     "STEP_FIELD",
     "MISSING_FIELD_POLICIES",
+    "OWN_KEYS",
     "EstimatorSettings",
     "EnvSettings",
     "estimator_settings",
@@ -57,7 +58,7 @@ MISSING_FIELD_POLICIES = ("error", "episode_only")
 #: Keys of ``algorithm.<estimator>`` that are ours, not the estimator's parameters: the state
 #: key (a G2POParams field passed apart), what to do without step fields, and the outcome
 #: rule's step limit (no estimator takes it; the loaders read it).
-_OWN_KEYS = ("state_key", "missing_step_fields", "truncate_at")
+OWN_KEYS = ("state_key", "missing_step_fields", "truncate_at")
 
 
 class VerlConfigError(G2POError, ValueError):
@@ -173,9 +174,9 @@ def _estimator_problems(name: str, section: dict[str, Any]) -> list[str]:
     accepted = estimator_params(name)
     problems = []
     for key in section:
-        if key not in accepted and key not in _OWN_KEYS:
+        if key not in accepted and key not in OWN_KEYS:
             problems.append(f"{where}.{key}: not a parameter of the {name} estimator; it takes "
-                            f"{', '.join([*accepted, *_OWN_KEYS])}")
+                            f"{', '.join([*accepted, *OWN_KEYS])}")
     policy = section.get("missing_step_fields", "error")
     if policy not in MISSING_FIELD_POLICIES:
         problems.append(f"{where}.missing_step_fields must be one of "
@@ -194,7 +195,7 @@ def _estimator_problems(name: str, section: dict[str, Any]) -> list[str]:
 
     probe = pd.DataFrame({"group_id": "g", "traj_id": ["a", "b"], "t": 0, "state_key": "s",
                           "action": "x", "episode_reward": [1.0, 0.0], "is_action_valid": True})
-    params = {k: v for k, v in section.items() if k not in _OWN_KEYS}
+    params = {k: v for k, v in section.items() if k not in OWN_KEYS}
     try:
         OutcomeRule(truncate_at=section.get("truncate_at"))
         estimate(probe, name, **params)

@@ -16,6 +16,7 @@ from g2po import compute_advantages
 from g2po.analysis.diagnostics import batch_metrics
 from g2po.estimators import estimate
 from g2po.trainers.verl_backend.rows import split_key
+from g2po.trainers.verl_backend.settings import OWN_KEYS
 from loaders import open_run
 from tests.g2po.trainers.verl_backend.conftest import RESPONSE_LENGTH, play
 from tests.g2po.trainers.verl_backend.servers import ScriptedReplica
@@ -95,7 +96,7 @@ def test_advantage_hook_matches_the_library(transfer_queue, scripted, trainer, e
     trainer._compute_advantage(scripted.batch, metrics)
     stored, data = stored_advantages(transfer_queue, scripted.batch)
     params = OmegaConf.to_container(trainer.config.algorithm[estimator], resolve=True)
-    for key in ("state_key", "missing_step_fields", "truncate_at"):
+    for key in OWN_KEYS:
         params.pop(key, None)
     want = compute_advantages(steps, estimator, **params)["adv"].to_numpy()
     assert np.abs(want).sum() > 0
