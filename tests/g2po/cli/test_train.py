@@ -256,8 +256,12 @@ def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run):
     val = open_run(validation_dir(out))
     assert val.train_steps() == [2, 3]
     assert Path(val.manifest["validation_of"]).resolve() == out.resolve()
+    # one panel, recorded, played whole before and after the resume (step 3)
+    panel = run.manifest["validation_panel"]
+    assert panel["env"] == ENV and len(panel["tasks"]) == 2 and panel["episodes"] == 2
     for step in (2, 3):
         rows = val.load_step(step)
+        assert sorted(rows["task"].unique()) == sorted(panel["tasks"])
         assert rows.groupby(["group_id", "traj_id"]).ngroups == 2  # 2 tasks, n = 1 each
         own = evaluation_metrics(rows, OutcomeRule(), env=ENV)
         logged = metrics.set_index("train_step").loc[step]
@@ -321,6 +325,15 @@ def test_verl_cpu_advantages_are_the_librarys(verl_cpu_run):
         assert got["critic/advantages/min"] == pytest.approx(float(per_token.min()), abs=1e-6)
         assert got["adv/total/mean"] == pytest.approx(float(adv.mean()), abs=1e-9)
         assert got["adv/total/std"] == pytest.approx(float(adv.std()), abs=1e-9)
+        # each row records the advantage it was trained with (verl's float32 tokens)
+        assert rows["advantage"].to_numpy() == pytest.approx(adv, rel=1e-6, abs=1e-6)
+    # ... and so does each line of verl's own dump
+    from loaders.verl_dump import open_verl_dump
+
+    dump = open_verl_dump(out / "verl_dump")
+    for step in run.train_steps():
+        dumped = sorted(dump.load_step(step)["advantage"].astype(float))
+        assert dumped == pytest.approx(sorted(run.load_step(step)["advantage"]), abs=1e-12)
 
 
 def test_verl_cpu_dump_merges_states_as_the_run_directory(verl_cpu_run):
