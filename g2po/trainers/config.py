@@ -201,8 +201,7 @@ class TrainConfig:
     """Show a progress bar (reward, success, seconds per step)."""
 
     def __post_init__(self) -> None:
-        problems = self._take_values()
-        problems += self.problems() if not problems else []
+        problems = self._take_values() + self.problems()
         if problems:
             raise ConfigError("invalid training configuration:\n" +
                               "\n".join(f"  - {p}" for p in problems))
