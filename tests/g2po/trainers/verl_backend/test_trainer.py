@@ -46,6 +46,8 @@ def trainer(config, tmp_path):
     """The registered trainer class, built by its real constructor (no GPU needed for that)."""
     from verl.trainer.ppo.v1 import get_trainer_cls
 
+    import g2po.trainers.verl_backend.plugin  # noqa: F401  (registers the g2po mode)
+
     cfg = OmegaConf.merge(config, {"g2po_log": {"run_dir": str(tmp_path / "run")}})
     OmegaConf.set_readonly(cfg, False)
     return get_trainer_cls(cfg.trainer.v1.trainer_mode)(cfg)
