@@ -12,7 +12,8 @@ says so and names the fix.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -156,6 +157,35 @@ class OutcomeRule:
     def with_changes(self, **changes: object) -> OutcomeRule:
         """A copy with some fields changed (checked again)."""
         return replace(self, **changes)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The rule's fields, in order: what a configuration or a manifest may set."""
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, object], base: OutcomeRule | None = None,
+                    *, where: str = "") -> OutcomeRule:
+        """``base`` (default: the reference's rule) with ``values`` set: a run's manifest, a
+        training configuration. Raises ``ValueError`` naming the field (prefixed by
+        ``where``) for an unknown name or a bad value.
+
+        >>> OutcomeRule.from_values({"terminal": "reward", "truncate_at": 30}).describe()
+        'reward = success reward 10, terminal = reward, length ≥ 30 without success ⇒ truncated'
+        """
+        names = cls.names()
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ValueError(f"{where}unknown outcome-rule field(s) {', '.join(unknown)}; "
+                             f"they are: {', '.join(names)}")
+        try:
+            return replace(base or cls(), **values)
+        except ValueError as err:
+            raise ValueError(f"{where}{err}") from None
+
+    def as_dict(self) -> dict[str, object]:
+        """The rule by field, JSON-ready (a run's manifest, a configuration)."""
+        return asdict(self)
 
     def check(self, steps: pd.DataFrame) -> OutcomeCheck:
         """:func:`check_outcomes` of a group's step rows under this rule."""

@@ -18,7 +18,6 @@ Policies are anything with ``act(turns) -> list[str]`` (:class:`Policy`); ``rand
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import logging
 import random
@@ -32,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from g2po.agent_format import build_prompt, format_response, parse_action
-from g2po.envs.base import EnvFamily, StepResult, TextEnv, env_family
+from g2po.envs.base import EnvFamily, StepResult, TextEnv
+from g2po.envs.catalog import env_family
 from g2po.errors import G2POError
 from g2po.index import merge_rate
 
@@ -178,9 +178,9 @@ class ScriptedPolicy(RandomPolicy):
 
 PolicyFactory = Callable[..., Policy]
 _POLICIES: dict[str, PolicyFactory] = {}
-#: Modules that may register the model policy ("model": a local Hugging Face path, or
-#: "tiny"), imported in turn until one has.
-MODEL_POLICY_MODULES = ("g2po.trainers.models", "g2po.model_policy")
+#: The registry key of the model policy (a local Hugging Face path, or "tiny"), which the
+#: trainers register when :mod:`g2po.trainers.models` is imported (the ``g2po rollouts``
+#: command does so; this module, below the trainers, never imports them).
 _MODEL_KEY = "model"
 
 
@@ -223,15 +223,11 @@ def make_policy(spec: str, **kwargs: Any) -> Policy:
             f"model policies need the train extra "
             f"(pip install -e .[train]): {', '.join(missing)} missing"
         )
-    for module in MODEL_POLICY_MODULES:
-        if _MODEL_KEY in _POLICIES:
-            break
-        if _importable(module):
-            importlib.import_module(module)
     if _MODEL_KEY not in _POLICIES:
         raise G2POError(
-            f"policy {spec!r} is read as a model, but no model policy is registered (one of "
-            f"{', '.join(MODEL_POLICY_MODULES)} should call register_policy('model'))"
+            f"policy {spec!r} is read as a model, but no model policy is registered: import "
+            "g2po.trainers.models first (it calls register_policy('model'); the g2po rollouts "
+            "command does so)"
         )
     return _POLICIES[_MODEL_KEY](spec=spec, **kwargs)
 

@@ -14,8 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from g2po.errors import G2POError
 from g2po.index import index_steps, merge_rate
-from g2po.outcomes import OutcomeRule, TruncationHint, rule_from_won
+from g2po.outcomes import TERMINAL_RULES, OutcomeRule, TruncationHint, rule_from_won
+from g2po.params import G2POParams
 from g2po.state_keys import StateKeyFn, resolve_state_key
 from g2po.steps import coerce_steps
 from loaders.curves import read_curves
@@ -31,7 +33,8 @@ from loaders.summary import (
     truncation_hint,
 )
 
-__all__ = ["Log", "TableLog", "manifest_rule", "state_nodes", "MERGE_RATE_COLUMNS"]
+__all__ = ["Log", "TableLog", "manifest_rule", "manifest_params", "state_nodes",
+           "MERGE_RATE_COLUMNS"]
 
 #: The columns of :meth:`Log.merge_rates`.
 MERGE_RATE_COLUMNS = ["train_step", "merge_rate"]
@@ -47,6 +50,8 @@ def state_nodes(steps: pd.DataFrame, state_key: str | StateKeyFn = "exact") -> i
 
 
 def _rule_holders(manifest: dict) -> list[dict]:
+    """Where a manifest of an earlier version keeps rule fields: at the top, under ``config``
+    (a local run), under ``estimator_params`` (a verl run: the estimator's arguments)."""
     holders = [manifest, manifest.get("config"), manifest.get("estimator_params")] \
         if isinstance(manifest, dict) else []
     return [h for h in holders if isinstance(h, dict)]
@@ -56,19 +61,83 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _first(holders: list[dict], key: str, accept) -> object:
+    return next((h[key] for h in holders if accept(h.get(key))), None)
+
+
 def manifest_rule(manifest: dict) -> OutcomeRule | None:
-    """The outcome rule a run states in its manifest (``success_reward`` and
-    ``success_threshold``, at the top, under ``config`` or ``estimator_params``), else None."""
+    """The outcome rule a run states in its manifest, whole: the ``outcome`` mapping the
+    trainers record (success reward, threshold, terminal, truncate_at), else, for runs of
+    earlier versions, the fields found at the top, under ``config`` or under
+    ``estimator_params`` (``success_reward`` at least); None when it states none or an invalid
+    one.
+
+    >>> manifest_rule({"outcome": {"success_reward": 1.0, "terminal": "reward"}}).terminal
+    'reward'
+    >>> manifest_rule({"estimator_params": {"success_reward": 1.0, "terminal": "reward"}})
+    OutcomeRule(success_reward=1.0, success_threshold=None, terminal='reward', truncate_at=None)
+    """
+    if not isinstance(manifest, dict):
+        return None
+    recorded = manifest.get("outcome")
+    if isinstance(recorded, dict):
+        try:
+            return OutcomeRule.from_values(recorded)
+        except (ValueError, TypeError):
+            return None
     holders = _rule_holders(manifest)
-    reward = next((float(h["success_reward"]) for h in holders
-                   if _number(h.get("success_reward"))), None)
+    reward = _first(holders, "success_reward", _number)
     if reward is None:
         return None
-    threshold = next((float(h["success_threshold"]) for h in holders
-                      if _number(h.get("success_threshold"))), None)
+    values = {"success_reward": float(reward),
+              "success_threshold": _first(holders, "success_threshold", _number),
+              "terminal": _first(holders, "terminal", lambda v: v in TERMINAL_RULES) or "binary",
+              "truncate_at": _first(holders, "truncate_at", _number)}
     try:
-        return OutcomeRule(success_reward=reward, success_threshold=threshold)
-    except ValueError:
+        return OutcomeRule.from_values(values)
+    except (ValueError, TypeError):
+        return None
+
+
+def manifest_params(manifest: dict) -> G2POParams | None:
+    """G2PO's parameters a run was trained with, whole: the ``params`` mapping the trainers
+    record, else, for runs of earlier versions, what their manifest kept (a local run's
+    ``config``: ``gamma``, ``invalid_penalty``, ``state_key`` and ``estimator_params``; a verl
+    run's ``estimator_params`` and ``state_key``; ``w`` and ``mode`` only from a G2PO
+    estimator's arguments, where they mean G2PO's); None when it states none or invalid ones.
+
+    >>> manifest_params({"params": {"gamma": 0.9, "w": 0.8}})
+    G2POParams(gamma=0.9, w=0.8, mode='mean_std_norm', penalty=0.1, state_key='exact')
+    >>> manifest_params({"estimator": "g2po", "config": {"gamma": 0.9, "invalid_penalty": 0.0,
+    ...                  "estimator_params": {"w": 0.8}}}).penalty
+    0.0
+    """
+    if not isinstance(manifest, dict):
+        return None
+    recorded = manifest.get("params")
+    values: dict[str, object] = {}
+    if isinstance(recorded, dict):
+        values = dict(recorded)
+    else:
+        config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+        own = [h for h in (config.get("estimator_params"), manifest.get("estimator_params"))
+               if isinstance(h, dict)]
+        g2po = str(manifest.get("estimator") or config.get("estimator") or "") \
+            .startswith("g2po")
+        found = {"gamma": _first([config, *own], "gamma", _number),
+                 "penalty": _first([*own, {"penalty": config.get("invalid_penalty")}],
+                                   "penalty", _number),
+                 "state_key": _first([manifest, config], "state_key",
+                                     lambda v: isinstance(v, str) and bool(v))}
+        if g2po:
+            found.update(w=_first(own, "w", _number),
+                         mode=_first(own, "mode", lambda v: isinstance(v, str)))
+        values = {k: v for k, v in found.items() if v is not None}
+    if not values:
+        return None
+    try:
+        return G2POParams.from_values(values)
+    except (ValueError, TypeError, G2POError):
         return None
 
 

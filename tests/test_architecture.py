@@ -1,6 +1,9 @@
 """The shape of the code: imports go down. No import circle among the modules of ``g2po/``,
-``loaders/`` and ``app/``, counting imports inside functions and a package's ``__init__`` (run
-by every import of one of its modules from outside the package); pages never import pages."""
+``loaders/`` and ``app/``, counting imports inside functions, a package's ``__init__`` (run
+by every import of one of its modules from outside the package) and imports by name: a string
+that is exactly a project module's dotted name (``importlib.import_module(name)``, a table of
+pages or commands, a lazy package's sources) counts as importing it, so a loop closed through
+a string is seen too; pages never import pages."""
 
 from __future__ import annotations
 
@@ -24,12 +27,22 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _imported(module: str, path: Path) -> set[str]:
+def _named(tree: ast.AST, modules: set[str]) -> set[str]:
+    """The project modules a module names in a string (dotted, exactly the name): imports by
+    name, which ``import`` statements do not show."""
+    return {node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and "." in node.value and node.value in modules}
+
+
+def _imported(module: str, path: Path, modules: set[str] = frozenset()) -> set[str]:
     """Every module name ``module`` imports (absolute, as written or resolved from a relative
-    import), with each ``from X import name`` also as ``X.name`` (a submodule or not)."""
+    import), with each ``from X import name`` also as ``X.name`` (a submodule or not), and
+    the project modules among ``modules`` it names in a string (:func:`_named`)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = _named(tree, modules)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -49,7 +62,7 @@ def import_graph() -> nx.DiGraph:
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
     for module, path in modules.items():
-        for name in _imported(module, path):
+        for name in _imported(module, path, set(modules)):
             while name and name not in modules:  # `from pkg.mod import function` → pkg.mod
                 name = name.rpartition(".")[0]
             if not name or name == module:
@@ -70,6 +83,17 @@ def test_the_import_graph_sees_imports_inside_functions_and_package_inits():
     assert graph.has_edge("g2po.analysis.state_graph", "g2po.estimators")
     assert graph.has_edge("g2po.estimators.g2po", "g2po.estimators.registry")
     assert not graph.has_edge("g2po.estimators.g2po", "g2po.estimators")  # its own package
+
+
+def test_imports_by_name_are_edges_too():
+    graph = import_graph()
+    assert graph.has_edge("g2po.cli", "g2po.cli.train")  # its command table names it
+    assert graph.has_edge("app.shell", "app.views.curves")  # the page table
+    # the bundled environments are imported plainly by the catalog above them, and the
+    # collector below the trainers names no trainer module
+    assert graph.has_edge("g2po.envs.catalog", "g2po.envs.textworld_env")
+    assert not graph.has_edge("g2po.envs.base", "g2po.envs.textworld_env")
+    assert not any(b.startswith("g2po.trainers") for b in graph.successors("g2po.rollouts"))
 
 
 def test_no_import_circles():

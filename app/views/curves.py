@@ -5,13 +5,17 @@ expression, one chart per metric in a grid that fills the width, every chosen ru
 chart in its own colour and named in the legend. The x-axis is the training step or the wall
 time (the logger's times, else verl's ``timing_s/step`` summed); smoothing draws a band of the
 raw values it averaged behind each curve; click a point to open that training step in the group
-explorer. What reading the curves noted (a resumed verl run's file logger lacks the steps
-before the resume) is said above the charts."""
+explorer. A validation success curve (``val/success…``, with its episode counts) gets its noise:
+each validation's 95 % band from the panel's size and the mean of the last validations, dashed
+(:func:`g2po.evaluation.validation_curve`; drawn here, computed there). What reading the curves
+noted (a resumed verl run's file logger lacks the steps before the resume) is said above the
+charts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import regex
 import streamlit as st
 
@@ -20,11 +24,11 @@ from app.charts import metric_figure
 from app.context import AppContext, OpenLog
 from app.navigation import goto_step
 from app.run_colors import run_colors
-from app.safe import fmt
+from app.safe import escape_html, fmt
 from app.ui import no_run_message, show_error
 from g2po.analysis.history import metric_namespaces, metric_series, namespace_of
 from g2po.errors import G2POError, UserPatternError
-from g2po.evaluation import metric_name
+from g2po.evaluation import episodes_metric, metric_name, validation_curve
 from g2po.user_regex import UserPattern
 from loaders import report_of
 from loaders.curves import elapsed_seconds
@@ -45,6 +49,8 @@ X_STEP, X_TIME = "training step", "wall time"
 #: Charts per row offered, and the default (W&B's panel grid holds three).
 _PER_ROW = (1, 2, 3, 4)
 _DEFAULT_PER_ROW = 3
+#: Validations averaged by the window mean of a validation success curve, by default.
+_DEFAULT_WINDOW = 3
 
 
 def matching_metrics(names: list[str], pattern: str) -> list[str]:
@@ -152,6 +158,7 @@ def render(ctx: AppContext) -> None:
                                   0.0, 0.99, 0.0, 0.01, key="cv_smooth")
     per_row = row_col.selectbox("Charts per row", _PER_ROW,
                                 index=_PER_ROW.index(_DEFAULT_PER_ROW), key="cv_per_row")
+    window = _noise_control(chosen)
     if not chosen:
         st.info("Choose at least one metric." if by_regex is None else
                 "No metric matches the regular expression.")
@@ -174,6 +181,8 @@ def render(ctx: AppContext) -> None:
         for col, name in zip(cols, names[start:start + per_row], strict=False):
             fig, trace_runs = metric_figure(series, name, colors, smoothed=smoothing > 0,
                                             x=x, x_title=x_title)
+            if window and x == "train_step":
+                _add_noise(fig, trace_runs, frames, name, colors, window)
             with col:
                 event = st.plotly_chart(fig, key=f"cv_chart:{name}", on_select="rerun",
                                         selection_mode="points")
@@ -189,6 +198,52 @@ def render(ctx: AppContext) -> None:
             goto_step(ctx, target, clicked[1])
     with st.expander("The values"):
         st.dataframe(series, hide_index=True)
+
+
+def _noise_control(chosen: list[str]) -> int:
+    """How many validations the window mean of a validation success curve averages (0: no
+    band, no window), asked for only when such a curve is charted."""
+    if not any(episodes_metric(name) for name in chosen):
+        return 0
+    on = st.checkbox("Validation noise: a 95 % band from each validation's episodes, and the "
+                     "mean of the last validations (dashed)", value=True, key="cv_noise",
+                     help="A validation success is a proportion of its panel's episodes: the "
+                          "band is its binomial noise (Wilson's interval); the window pools "
+                          "the last validations' episodes (the policy changes within it).")
+    if not on:
+        return 0
+    return int(st.number_input("Validations in the window mean", 1, 50, _DEFAULT_WINDOW,
+                               key="cv_window"))
+
+
+def _add_noise(fig: go.Figure, trace_runs: list[str], frames: dict[str, pd.DataFrame],
+               metric: str, colors: dict[str, str], window: int) -> None:
+    """Draw each run's validation noise on its chart of ``metric``: the band behind the values
+    and the window mean, each trace carrying its training steps (a click opens one)."""
+    for run in sorted(frames):
+        try:
+            curve = validation_curve(frames[run], metric, window)
+        except ValueError:  # a run that did not log this metric's episode counts
+            continue
+        if curve.empty:
+            continue
+        steps = curve["train_step"].to_numpy()
+        color = colors.get(run)
+        name = escape_html(run)
+        fig.add_trace(go.Scatter(
+            x=np.concatenate([steps, steps[::-1]]),
+            y=np.concatenate([curve["high"].to_numpy(), curve["low"].to_numpy()[::-1]]),
+            customdata=np.concatenate([steps, steps[::-1]]), fill="toself", mode="lines",
+            line={"width": 0, "color": color}, opacity=0.35, name=name, legendgroup=name,
+            showlegend=False, hoverinfo="skip"))
+        trace_runs.append(run)
+        fig.add_trace(go.Scatter(
+            x=steps, y=curve["window_mean"], customdata=steps, mode="lines", name=name,
+            legendgroup=name, showlegend=False, line={"color": color, "width": 1.5,
+                                                      "dash": "dash"},
+            hovertemplate=f"mean of the last {window} validation(s) %{{y:.1%}}"
+                          "<extra>%{fullData.name}</extra>"))
+        trace_runs.append(run)
 
 
 def _regex_choice(options: list[str]) -> list[str] | None:

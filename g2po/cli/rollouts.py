@@ -40,6 +40,16 @@ def _clear(out: Path) -> None:
     shutil.rmtree(out)
 
 
+def _register_model_policy(policy: str) -> None:
+    """Register the trainers' model policy (``--policy tiny|PATH``)."""
+    try:
+        import g2po.trainers.models  # noqa: F401
+    except ModuleNotFoundError as err:
+        raise ValueError(f"--policy {policy}: not random or scripted, so it is read as a model, "
+                         f"and model policies need the train extra (pip install -e .[train]): "
+                         f"{err}") from None
+
+
 def _rollouts(args: argparse.Namespace) -> int:
     from g2po.envs import list_envs
     from g2po.rollouts import CollectConfig, collect_run, make_policy
@@ -64,6 +74,7 @@ def _rollouts(args: argparse.Namespace) -> int:
                       train_steps=args.train_steps)
     if args.policy not in ("random", "scripted"):
         kwargs.setdefault("env", args.env)  # a model policy (e.g. tiny) is built for the env
+        _register_model_policy(args.policy)
     policy = make_policy(args.policy, **kwargs)
     out = Path(args.out)
     if args.overwrite:

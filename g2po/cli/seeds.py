@@ -5,10 +5,13 @@ A preset is either a configuration file of the local trainer (YAML/JSON, as ``g2
 from the environment and Hydra overrides as arguments). Each (estimator, seed) trains into
 ``OUT/<estimator>-s<seed>`` (its validation run beside it, ``…-s<seed>-val``); a run that is
 already there resumes (finished ones end at once). The summary reads each run's last
-validation (:func:`g2po.evaluation.evaluation_metrics` on its rows) and writes
-``OUT/results.csv`` (one row per run), ``OUT/summary.csv`` (mean, std and seed count per
-estimator and metric) and ``OUT/summary.md`` (Table 1's layout: mean ± std in percent per task
-type and overall, WebShop's score and success), and prints the markdown.
+validation (:func:`g2po.evaluation.evaluation_metrics` on its rows, under the run's recorded
+outcome rule), or with ``--best`` its best validation by success, and writes
+``OUT/results.csv`` (one row per run), ``OUT/summary.csv`` (mean, std, standard error, seed
+count and one run's validation noise per estimator and metric) and ``OUT/summary.md`` (Table
+1's layout: mean ± std (SE) in percent per task type and overall, WebShop's score and success;
+under each table the validation noise and, with ``--best``, how far the best of N validations
+is biased high), and prints the markdown.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated estimators (default g2po), e.g. g2po,grpo,gigpo")
     p.add_argument("--summary-only", action="store_true",
                    help="train nothing: summarise the runs already in --out")
+    p.add_argument("--best", action="store_true",
+                   help="summarise each run's best validation by success instead of its last "
+                   "(as papers often report; the summary says how far that is biased high)")
     p.set_defaults(func=_seeds, intermixed="overrides")
 
 
@@ -91,16 +97,47 @@ def _train_verl(preset: Path, overrides: list[str], estimator: str, seed: int,
                            f"{done.returncode}); its output is above")
 
 
-def seed_results(folder: str | Path):
+def _validation_metrics(val, step: int, rule, env: str) -> dict[str, float]:
+    from g2po.evaluation import evaluation_metrics
+
+    return evaluation_metrics(val.load_step(step), rule, env=env or None)
+
+
+def _run_row(val, best: bool) -> dict[str, object] | None:
+    """One run's summarised validation: the last, or with ``best`` the best by success (the
+    first of equals), with the number of validations and the best step's expected bias
+    (:func:`g2po.evaluation.best_step_bias` at the run's mean success and its panel's
+    episodes)."""
+    from g2po.evaluation import best_step_bias, metric_name
+    from g2po.outcomes import OutcomeRule
+    from loaders.log import manifest_rule
+
+    steps = val.train_steps()
+    if not steps:
+        return None
+    env = str(val.manifest.get("env") or "")
+    rule = manifest_rule(val.manifest) or OutcomeRule()
+    if not best:
+        return {"env": env, "val_step": steps[-1],
+                **_validation_metrics(val, steps[-1], rule, env)}
+    every = {s: _validation_metrics(val, s, rule, env) for s in steps}
+    success = metric_name("success")
+    chosen = max(steps, key=lambda s: (every[s][success], -s))
+    mean = sum(m[success] for m in every.values()) / len(every)
+    episodes = int(min(m[metric_name("episodes")] for m in every.values()))
+    return {"env": env, "val_step": chosen, "n_validations": len(steps),
+            "best_bias": best_step_bias(mean, episodes, len(steps)), **every[chosen]}
+
+
+def seed_results(folder: str | Path, *, best: bool = False):
     """One row per run in ``folder`` (named by :func:`run_name`) that has a validation run:
-    ``env``, ``estimator``, ``seed``, ``run``, ``val_step`` (the last step validated after)
-    and its evaluation metrics."""
+    ``env``, ``estimator``, ``seed``, ``run``, ``val_step`` (the last step validated after, or
+    with ``best`` the best one by success, then also ``n_validations`` and ``best_bias``) and
+    its evaluation metrics."""
     import pandas as pd
 
-    from g2po.evaluation import evaluation_metrics, validation_dir
-    from g2po.outcomes import OutcomeRule
+    from g2po.evaluation import validation_dir
     from loaders import open_run
-    from loaders.log import manifest_rule
     from loaders.rundir import MANIFEST
 
     rows = []
@@ -109,33 +146,30 @@ def seed_results(folder: str | Path):
         val_dir = validation_dir(path)
         if named is None or not (val_dir / MANIFEST).is_file():
             continue
-        val = open_run(val_dir)
-        steps = val.train_steps()
-        if not steps:
-            continue
-        env = str(val.manifest.get("env") or "")
-        rule = manifest_rule(val.manifest) or OutcomeRule()
-        metrics = evaluation_metrics(val.load_step(steps[-1]), rule, env=env or None)
-        rows.append({"env": env, "estimator": named[0], "seed": named[1], "run": str(path),
-                     "val_step": steps[-1], **metrics})
+        row = _run_row(open_run(val_dir), best)
+        if row is not None:
+            rows.append({"estimator": named[0], "seed": named[1], "run": str(path), **row})
     if not rows:
         raise ValueError(f"{folder}: no run named ESTIMATOR-sSEED with a validation run "
                          "(ESTIMATOR-sSEED-val) to summarise")
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    return table[["env", *[c for c in table.columns if c != "env"]]]
 
 
-def write_summary(folder: str | Path) -> str:
+def write_summary(folder: str | Path, *, best: bool = False) -> str:
     """Write ``results.csv``, ``summary.csv`` and ``summary.md`` into ``folder``; returns the
     markdown."""
     from g2po.evaluation import seed_table, summary_markdown
 
     folder = Path(folder)
-    results = seed_results(folder)
+    results = seed_results(folder, best=best)
     results.to_csv(folder / "results.csv", index=False)
     seed_table(results).to_csv(folder / "summary.csv", index=False)
     text = summary_markdown(results)
+    which = "best" if best else "last"
     (folder / "summary.md").write_text(
-        "# Validation over seeds (mean ± std, %)\n\n" + text, encoding="utf-8")
+        f"# Validation over seeds ({which} validation of each run; mean ± std (SE), %)\n\n"
+        + text, encoding="utf-8")
     return text
 
 
@@ -162,5 +196,5 @@ def _seeds(args: argparse.Namespace) -> int:
                 print(f"g2po seeds: {run_name(estimator, seed)}", file=sys.stderr, flush=True)
                 launch(preset, list(args.overrides), estimator, seed,
                        out / run_name(estimator, seed))
-    print(write_summary(out), end="")
+    print(write_summary(out, best=args.best), end="")
     return 0

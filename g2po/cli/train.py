@@ -40,8 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                    help="configuration overrides, anywhere among the flags: TrainConfig keys "
-                   "for --backend local (lr=1e-3 estimator_params.w=0.8, see --list-config), "
-                   "Hydra overrides for --backend verl")
+                   "for --backend local (lr=1e-3 params.w=0.8 outcome.terminal=reward, see "
+                   "--list-config), Hydra overrides for --backend verl")
     p.add_argument("--backend", choices=("local", "verl"), default="local",
                    help="local: one process, transformers, CPU or one GPU (default); "
                    "verl: Ray + vLLM + FSDP (see docs/verl.md)")
@@ -111,7 +111,11 @@ def _list_config() -> int:
     docs = field_docs()
     for name, f in config_fields().items():
         default = f.default if f.default is not MISSING else f.default_factory()
-        print(f"{name} = {default!r}\n    {docs.get(name, '')}")
+        if hasattr(default, "as_dict"):  # params, outcome: set one part as name.part=VALUE
+            parts = ", ".join(f"{name}.{k} = {v!r}" for k, v in default.as_dict().items())
+            print(f"{parts}\n    {docs.get(name, '')}")
+        else:
+            print(f"{name} = {default!r}\n    {docs.get(name, '')}")
     return 0
 
 

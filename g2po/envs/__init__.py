@@ -18,12 +18,9 @@ from g2po.envs.base import (
     StepResult,
     TextEnv,
     UnknownEnvError,
-    env_family,
-    list_envs,
-    list_tasks,
-    make_env,
     register_env,
 )
+from g2po.envs.catalog import env_family, list_envs, list_tasks, make_env
 
 __all__ = [
     "INVALID_ACTION_FEEDBACK",

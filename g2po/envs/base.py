@@ -17,8 +17,9 @@ Each environment defines its state key (the "anchor observation" the state graph
 :meth:`TextEnv.step`.
 
 Environment families (TextWorld challenges, ALFWorld, WebShop, AppWorld) are registered under a
-prefix and addressed by a spec string ``"prefix:details"``, e.g.
-``"textworld:coin_collector-level5"``.
+prefix (:func:`register_env`, here, which the adapters import) and addressed by a spec string
+``"prefix:details"``, e.g. ``"textworld:coin_collector-level5"``; :mod:`g2po.envs.catalog`,
+above the adapters, imports the bundled ones and looks specs up.
 """
 
 from __future__ import annotations
@@ -41,10 +42,7 @@ __all__ = [
     "UnknownEnvError",
     "INVALID_ACTION_FEEDBACK",
     "register_env",
-    "env_family",
-    "make_env",
-    "list_tasks",
-    "list_envs",
+    "registered",
     "make_games",
 ]
 
@@ -224,13 +222,9 @@ class EnvFamily(Protocol):
 
 FamilyFactory = Callable[..., EnvFamily]
 
+#: prefix -> (factory, one-line help); filled by :func:`register_env` as adapters are imported
+#: (the bundled ones by :mod:`g2po.envs.catalog`, which looks families up).
 _REGISTRY: dict[str, tuple[FamilyFactory, str]] = {}
-_BUILTIN_MODULES = (
-    "g2po.envs.textworld_env",
-    "g2po.envs.alfworld_env",
-    "g2po.envs.webshop_env",
-    "g2po.envs.appworld_env",
-)
 
 
 def register_env(prefix: str, help: str = "") -> Callable[[FamilyFactory], FamilyFactory]:
@@ -249,42 +243,9 @@ def register_env(prefix: str, help: str = "") -> Callable[[FamilyFactory], Famil
     return wrap
 
 
-def _load_builtins() -> None:
-    import importlib
-
-    for name in _BUILTIN_MODULES:
-        importlib.import_module(name)  # adapters import their packages lazily
-
-
-def list_envs() -> dict[str, str]:
-    """Registered prefixes and their one-line help."""
-    _load_builtins()
-    return {k: v[1] for k, v in sorted(_REGISTRY.items())}
-
-
-def env_family(spec: str, **kwargs: Any) -> EnvFamily:
-    """The family a spec names, e.g. ``env_family("textworld:treasure_hunter-level10")``."""
-    _load_builtins()
-    prefix, _, details = spec.partition(":")
-    if prefix not in _REGISTRY:
-        known = ", ".join(sorted(_REGISTRY))
-        raise UnknownEnvError(
-            f"unknown environment {spec!r}: the part before ':' must be one of {known}"
-        )
-    return _REGISTRY[prefix][0](details, **kwargs)
-
-
-def list_tasks(spec: str, n: int, seed: int = 0, **kwargs: Any) -> list[str]:
-    """``n`` task ids of the family ``spec`` names (deterministic in ``seed``)."""
-    return env_family(spec, **kwargs).tasks(n, seed)
-
-
-def make_env(spec: str, task: str | None = None, *, seed: int = 0, **kwargs: Any) -> TextEnv:
-    """An environment for ``task`` (default: the family's first task for ``seed``)."""
-    family = env_family(spec, **kwargs)
-    if task is None:
-        task = family.tasks(1, seed)[0]
-    return family.make(task)
+def registered() -> dict[str, tuple[FamilyFactory, str]]:
+    """The families registered so far: prefix -> (factory, one-line help)."""
+    return dict(_REGISTRY)
 
 
 def make_games(task_ids: Sequence[str], make: Callable[[str], Any], spec: str) -> None:

@@ -1,10 +1,15 @@
-"""The training configuration, shared by the ``local`` and ``verl`` backends.
+"""The training configuration of the ``local`` backend.
 
-One flat dataclass: every field has a one-line doc with its allowed values; ``__post_init__``
-checks them and says how to fix a bad one. A run's configuration comes from the defaults, then
-a YAML/JSON file, then command-line flags and ``KEY=VALUE`` overrides
-(:func:`load_config`); the resolved configuration is stored in the run directory's
-``run.json`` so a run says how it was made and can be resumed.
+One dataclass: every field has a one-line doc with its allowed values; ``__post_init__`` checks
+them and says how to fix a bad one. G2PO's parameters and the run's outcome rule are the house's
+values, held whole (``params``: :class:`g2po.params.G2POParams`; ``outcome``:
+:class:`g2po.outcomes.OutcomeRule`) and set one field at a time as ``params.gamma=0.9`` or
+``outcome.terminal=reward``; the names of earlier versions (``gamma``, ``invalid_penalty``,
+``state_key``, ``success_reward``, and ``estimator_params.w`` for a parameter G2POParams holds)
+still work and land there. A run's configuration comes from the defaults, then a YAML/JSON file,
+then command-line flags and ``KEY=VALUE`` overrides (:func:`load_config`); the resolved
+configuration is stored in the run directory's ``run.json`` so a run says how it was made,
+reopens with its rule and parameters, and can be resumed.
 
 Defaults follow the G2PO paper (lr 1e-6, low-variance KL at 0.01, invalid-action penalty 0.1,
 gamma 0.95, N = 8 rollouts per task, the last 2 steps of history in the prompt), except where
@@ -23,6 +28,8 @@ from typing import Any
 import yaml
 
 from g2po.errors import G2POError
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 
 __all__ = [
     "TrainConfig",
@@ -33,6 +40,7 @@ __all__ = [
     "config_fields",
     "field_docs",
     "resolve_env",
+    "LEGACY_KEYS",
 ]
 
 
@@ -49,6 +57,13 @@ _BACKENDS = ("local", "verl")
 _LOSS_AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean",
                    "seq-mean-token-sum-norm")
 _KL_TYPES = ("low_var_kl", "k3", "kl", "k1", "abs", "mse", "k2", "low_var_kl+", "k3+")
+#: Fields that hold one of the house's values whole, set one part at a time (``params.w=0.8``).
+_VALUES = {"params": G2POParams, "outcome": OutcomeRule}
+#: Keys of earlier versions -> (field, part) where they live now; configuration files, stored
+#: runs and ``KEY=VALUE`` words may still use them.
+LEGACY_KEYS = {"gamma": ("params", "gamma"), "invalid_penalty": ("params", "penalty"),
+               "state_key": ("params", "state_key"),
+               "success_reward": ("outcome", "success_reward")}
 
 
 def resolve_env(env: str) -> str:
@@ -80,8 +95,6 @@ class TrainConfig:
     """Environment steps before an episode is cut off (unsuccessful)."""
     history_length: int = 2
     """How many earlier (observation, action) steps the prompt shows."""
-    success_reward: float = 10.0
-    """Episode reward of a won episode (0 otherwise); G2PO's success terminal value."""
 
     # -- validation (held-out tasks; the paper's Table 1) ------------------------------------
     val_tasks: int = 0
@@ -127,14 +140,19 @@ class TrainConfig:
     # -- advantages ------------------------------------------------------------------------
     estimator: str = "g2po"
     """Any registered estimator (``g2po``, ``grpo``, ``gigpo``, ``rloo``, …)."""
+    params: G2POParams = field(default_factory=G2POParams)
+    """G2PO's parameters (g2po.params.G2POParams): gamma (0.95), w (1.0), mode (mean_std_norm |
+    mean_norm), penalty (the invalid-action penalty, 0.1), state_key (exact | normalized |
+    regex:PATTERN | similarity[:THRESHOLD]); each estimator gets those it takes with G2PO's
+    meaning. Set one as params.gamma=0.9 (gamma=, invalid_penalty=, state_key= also work)."""
+    outcome: OutcomeRule = field(default_factory=OutcomeRule)
+    """The run's outcome rule (g2po.outcomes.OutcomeRule): success_reward (a won episode's
+    reward, else 0; the success terminal's value; 10), success_threshold (null: success is
+    reward = success_reward), terminal (binary | reward), truncate_at (null or N). Set one as
+    outcome.terminal=reward (success_reward= also works)."""
     estimator_params: dict[str, Any] = field(default_factory=dict)
-    """Extra estimator parameters, e.g. ``{"w": 0.8}``; override ``gamma``/``invalid_penalty``."""
-    state_key: str = "exact"
-    """State-merging strategy: exact | normalized | regex:PATTERN | similarity[:THRESHOLD]."""
-    gamma: float = 0.95
-    """Discount, passed to every estimator that takes ``gamma``."""
-    invalid_penalty: float = 0.1
-    """Invalid-action penalty p, passed to every estimator that takes ``penalty``."""
+    """The estimator's own parameters beyond params and outcome, e.g. {omega: 0.8} for gigpo; a
+    name that params or outcome gives this estimator (w, gamma, …) is moved there."""
 
     # -- the update ------------------------------------------------------------------------
     lr: float | None = None
@@ -183,10 +201,47 @@ class TrainConfig:
     """Show a progress bar (reward, success, seconds per step)."""
 
     def __post_init__(self) -> None:
-        problems = self.problems()
+        problems = self._take_values() + self.problems()
         if problems:
             raise ConfigError("invalid training configuration:\n" +
                               "\n".join(f"  - {p}" for p in problems))
+
+    def _take_values(self) -> list[str]:
+        """``params`` and ``outcome`` as the house's values (a mapping from a file or a stored
+        run is parsed), and the ``estimator_params`` they hold for this estimator moved into
+        them (:func:`_fold`); the problems found, each naming its key."""
+        problems = []
+        for name, kind in _VALUES.items():
+            value = getattr(self, name)
+            if isinstance(value, kind):
+                continue
+            if not isinstance(value, dict):
+                problems.append(f"{name} must be a mapping of its fields ("
+                                f"{', '.join(kind.names())}), got {value!r}")
+                continue
+            try:
+                setattr(self, name, kind.from_values(value, where=f"{name}: "))
+            except (ValueError, G2POError) as err:
+                problems.append(str(err))
+        if not problems and not isinstance(self.params.state_key, str):
+            problems.append("params.state_key must be a strategy's name (exact, normalized, "
+                            "regex:PATTERN, similarity[:THRESHOLD]): a run stores it as text")
+        if problems or not isinstance(self.estimator_params, dict):
+            return problems
+        try:
+            self.params, self.outcome, self.estimator_params = _fold(
+                self.estimator, self.params, self.outcome, self.estimator_params)
+        except (ValueError, G2POError) as err:
+            problems.append(str(err))
+        return problems
+
+    def estimator_kwargs(self) -> dict[str, Any]:
+        """The estimator's keyword arguments: what ``params`` and ``outcome`` give it with
+        G2PO's meaning (:meth:`g2po.params.G2POParams.for_estimator`), then its own
+        ``estimator_params`` (which the estimator checks). The state key is
+        ``params.state_key``, passed apart."""
+        return {**self.params.for_estimator(self.estimator, self.outcome),
+                **self.estimator_params}
 
     def problems(self) -> list[str]:
         """Every invalid field, each with how to fix it."""
@@ -218,8 +273,6 @@ class TrainConfig:
                 out.append(f"{name} must be > 0, got {getattr(self, name)!r}")
         if not 0 < self.top_p <= 1:
             out.append(f"top_p must be in (0, 1], got {self.top_p!r}")
-        if not 0 <= self.gamma <= 1:
-            out.append(f"gamma must be in [0, 1], got {self.gamma!r}")
         if self.clip_ratio_c <= 1:
             out.append(f"clip_ratio_c must be > 1, got {self.clip_ratio_c!r}")
         if self.backend not in _BACKENDS:
@@ -240,12 +293,37 @@ class TrainConfig:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values, as stored in ``run.json``."""
+        """Plain JSON-ready values, as stored in ``run.json`` (``params`` and ``outcome`` as
+        mappings of their fields)."""
         return dataclasses.asdict(self)
 
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with ``changes`` applied (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+def _fold(estimator: str, params: G2POParams, outcome: OutcomeRule,
+          own: dict[str, Any]) -> tuple[G2POParams, OutcomeRule, dict[str, Any]]:
+    """Move the names of ``own`` (``estimator_params``) that ``params`` or ``outcome`` give
+    ``estimator`` (``estimator_params.w=0.8`` of earlier versions) into them, so the run
+    records each value once. A name set in both places to different values is refused."""
+    taken = params.for_estimator(estimator, outcome)  # raises for an unknown estimator
+    moved = {name: {} for name in _VALUES}
+    kept = {}
+    for key, value in own.items():
+        if key not in taken:
+            kept[key] = value
+            continue
+        name = "params" if key in G2POParams.names() else "outcome"
+        current, default = (getattr(params if name == "params" else outcome, key),
+                            getattr(_VALUES[name](), key))
+        if current != default and current != value:
+            raise ValueError(f"estimator_params.{key}={value!r} and {name}.{key}={current!r} "
+                             f"disagree: set it once, as {name}.{key}")
+        moved[name][key] = value
+    params = G2POParams.from_values(moved["params"], params, where="estimator_params: ")
+    outcome = OutcomeRule.from_values(moved["outcome"], outcome, where="estimator_params: ")
+    return params, outcome, kept
 
 
 def config_fields() -> dict[str, dataclasses.Field]:
@@ -277,7 +355,9 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null")):
             return None
         kind = kind.removesuffix(" | None")
-    if kind.startswith("dict"):
+    if name in _VALUES and isinstance(value, _VALUES[name]):
+        return value
+    if kind.startswith("dict") or name in _VALUES:
         if isinstance(value, str):
             value = yaml.safe_load(value) if value.strip() else {}
         if not isinstance(value, dict):
@@ -312,7 +392,10 @@ def _unknown(name: str, source: str) -> ConfigError:
     import difflib
 
     names = sorted(config_fields())
-    close = difflib.get_close_matches(name, names, n=3)
+    parts = [f"{field}.{part}" for field, kind in _VALUES.items() for part in kind.names()]
+    close = difflib.get_close_matches(name, names + parts, n=3)
+    if name in G2POParams.names() or name in OutcomeRule.names():
+        close = [f"params.{name}" if name in G2POParams.names() else f"outcome.{name}"]
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     return ConfigError(f"{source}: unknown configuration key {name!r}{hint}; keys: "
                        f"{', '.join(names)}")
@@ -320,8 +403,14 @@ def _unknown(name: str, source: str) -> ConfigError:
 
 def apply_overrides(values: dict[str, Any], overrides: list[str] | dict[str, Any],
                     source: str = "--set") -> dict[str, Any]:
-    """``values`` updated by ``KEY=VALUE`` strings (or a dict); ``estimator_params.w=0.8`` sets
-    one key of a mapping field. Values are parsed as YAML (``lr=1e-3``, ``progress=false``)."""
+    """``values`` updated by ``KEY=VALUE`` strings (or a dict); ``params.w=0.8``,
+    ``outcome.terminal=reward`` or ``estimator_params.omega=0.8`` set one part of a field, and
+    the keys of :data:`LEGACY_KEYS` land where they live now (``gamma=0.9`` is
+    ``params.gamma=0.9``). Values are parsed as YAML (``lr=1e-3``, ``progress=false``).
+
+    >>> apply_overrides({}, ["gamma=0.9", "outcome.terminal=reward"])
+    {'params': {'gamma': 0.9}, 'outcome': {'terminal': 'reward'}}
+    """
     values = dict(values)
     items = overrides.items() if isinstance(overrides, dict) else []
     if not isinstance(overrides, dict):
@@ -335,15 +424,23 @@ def apply_overrides(values: dict[str, Any], overrides: list[str] | dict[str, Any
     fields = config_fields()
     for key, value in items:
         name, _, sub = key.partition(".")
+        if not sub and name in LEGACY_KEYS:
+            name, sub = LEGACY_KEYS[name]
         if name not in fields:
             raise _unknown(name, source)
         if sub:
-            if not str(fields[name].type).startswith("dict"):
+            if not str(fields[name].type).startswith("dict") and name not in _VALUES:
                 raise ConfigError(f"{source}: {name} is not a mapping, so {key!r} cannot set "
                                   "a key inside it")
-            inner = dict(values.get(name) or {})
+            inner = values.get(name)
+            inner = inner.as_dict() if hasattr(inner, "as_dict") else dict(inner or {})
             inner[sub] = yaml.safe_load(value) if isinstance(value, str) else value
             values[name] = inner
+        elif name in _VALUES and name in values:  # a whole mapping updates the parts set
+            current = values[name]
+            current = current.as_dict() if hasattr(current, "as_dict") else dict(current)
+            values[name] = {**current, **_coerce(name, value, source)} \
+                if not isinstance(value, _VALUES[name]) else value
         else:
             values[name] = _coerce(name, value, source)
     return values
@@ -379,7 +476,8 @@ def load_config(
     values: dict[str, Any] = {}
     if base:
         values = apply_overrides(values, {k: v for k, v in base.items()
-                                          if k in config_fields()}, "stored configuration")
+                                          if k in config_fields() or k in LEGACY_KEYS},
+                                 "stored configuration")
     if path is not None:
         values = apply_overrides(values, _read_file(Path(path)), str(path))
     if overrides:

@@ -77,6 +77,16 @@ def test_make_policy_builtins_and_bad_arguments():
         make_policy("random", temperature=0.7)
 
 
+def test_a_model_policy_comes_from_the_trainers_registering_it(monkeypatch):
+    """The collector sits below the trainers and never imports them: whoever wants a model
+    policy imports g2po.trainers.models (the g2po rollouts command does)."""
+    import g2po.rollouts as rollouts
+
+    monkeypatch.delitem(rollouts._POLICIES, "model", raising=False)
+    with pytest.raises(G2POError, match=r"import g2po.trainers.models first"):
+        make_policy("/models/qwen2.5-1.5b")
+
+
 def test_model_policy_without_the_train_extra_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(G2POError, match=r"pip install -e \.\[train\]"):

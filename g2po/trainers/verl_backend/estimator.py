@@ -38,6 +38,7 @@ import torch
 from g2po.analysis.diagnostics import batch_metrics
 from g2po.errors import G2POError
 from g2po.estimators import estimate
+from g2po.params import G2POParams
 from g2po.trainers.verl_backend.settings import (
     TRAINER_MODE,
     EstimatorSettings,
@@ -218,7 +219,8 @@ def step_advantages(
     _check_alignment(fields, n_rows, index)
     reward = token_level_rewards.detach().to(torch.float64).sum(dim=-1).cpu().numpy()
     table = fields.table(reward)
-    columns, ix = estimate(table, settings.name, state_key=settings.state_key, **settings.params)
+    columns, ix = estimate(table, settings.name, state_key=settings.state_key,
+                           **settings.kwargs())
     adv = np.zeros(n_rows, dtype=np.float64)
     adv[np.flatnonzero(fields.keep)] = columns["adv"]
     advantages = torch.as_tensor(adv, dtype=token_level_rewards.dtype,
@@ -241,8 +243,9 @@ def _episode_only(settings: EstimatorSettings, token_level_rewards: torch.Tensor
         group_id=np.asarray(index, dtype=object), traj_id=rows, t=np.zeros(n_rows, np.int64),
         state_key=rows, action=np.full(n_rows, "", dtype=object),
         is_action_valid=np.ones(n_rows, bool), keep=np.ones(n_rows, bool))
-    params = {k: v for k, v in settings.params.items() if k in ("penalty", "mode")}
-    episode = EstimatorSettings("g2po_ep", params, "exact")
+    params = G2POParams(penalty=settings.params.penalty,
+                        mode=settings.own.get("mode", settings.params.mode))
+    episode = EstimatorSettings("g2po_ep", params, settings.rule)
     advantages, _ = step_advantages(episode, token_level_rewards, response_mask, fields, index)
     return advantages
 

@@ -75,6 +75,23 @@ def _check_run_dir(config: DictConfig, run_dir: Path) -> None:
             "g2po_log.run_dir, or remove that directory"])
 
 
+def _check_panel(config: DictConfig, run_dir: Path) -> None:
+    """A resumed run validates on the panel it recorded (its validations stay comparable)."""
+    from g2po.evaluation import PANEL_KEY
+    from g2po.trainers.verl_backend.rollout_log import validation_panel
+    from loaders.rundir import MANIFEST
+
+    panel = validation_panel(config)
+    if panel is None or not (run_dir / MANIFEST).is_file():
+        return
+    from loaders import open_run
+
+    try:
+        panel.check_same(open_run(run_dir).manifest.get(PANEL_KEY), str(run_dir))
+    except ValueError as err:
+        raise VerlConfigError([str(err)]) from None
+
+
 def _estimator_success_reward(config: DictConfig) -> None:
     """A library estimator that takes ``success_reward`` gets the environment's, unless its
     section sets one (``g2po.yaml`` does so for g2po; ``--estimator value_iteration`` would
@@ -113,6 +130,7 @@ def prepare(config: DictConfig) -> DictConfig:
                 config.data.train_files = str(train)
             if str(config.data.val_files) == "auto":
                 config.data.val_files = str(val)
+        _check_panel(config, run_dir)
     return config
 
 

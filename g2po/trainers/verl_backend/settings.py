@@ -1,7 +1,9 @@
 """The G2PO sections of the verl configuration, read into small typed values and checked.
 
 verl's own sections are verl's business (its dataclasses validate them when the trainer starts);
-this module owns ``algorithm.g2po`` / ``algorithm.gigpo`` (estimator parameters),
+this module owns ``algorithm.g2po`` / ``algorithm.gigpo`` (estimator parameters, read as the
+house's values: :class:`g2po.params.G2POParams`, the run's :class:`g2po.outcomes.OutcomeRule`
+and the estimator's own parameters),
 ``g2po_env`` (the environment the agent loop plays) and ``g2po_log`` (rollout logging), plus the
 few verl keys G2PO depends on (the trainer mode, the default agent loop, no in-reward KL).
 :func:`config_problems` lists every problem at once, each naming its key and how to fix it.
@@ -16,6 +18,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from g2po.errors import G2POError
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 
 __all__ = [
     "VerlConfigError",
@@ -28,6 +32,7 @@ __all__ = [
     "AGENT_LOOP",
     "STEP_FIELD",
     "MISSING_FIELD_POLICIES",
+    "OWN_KEYS",
     "EstimatorSettings",
     "EnvSettings",
     "estimator_settings",
@@ -50,8 +55,10 @@ AGENT_LOOP = "g2po_env"
 STEP_FIELD = "g2po_step"
 #: ``missing_step_fields`` values: fail, or (explicit opt-in) compute the episode term only.
 MISSING_FIELD_POLICIES = ("error", "episode_only")
-#: Keys of ``algorithm.<estimator>`` that are ours, not the estimator's parameters.
-_OWN_KEYS = ("state_key", "missing_step_fields")
+#: Keys of ``algorithm.<estimator>`` that are ours, not the estimator's parameters: the state
+#: key (a G2POParams field passed apart), what to do without step fields, and the outcome
+#: rule's step limit (no estimator takes it; the loaders read it).
+OWN_KEYS = ("state_key", "missing_step_fields", "truncate_at")
 
 
 class VerlConfigError(G2POError, ValueError):
@@ -105,30 +112,57 @@ def _plain(node: Any) -> Any:
 
 @dataclass(frozen=True)
 class EstimatorSettings:
-    """How one of our estimators runs inside verl.
+    """How one of our estimators runs inside verl: the house's values and the estimator's own.
 
-    ``name`` is the g2po library estimator; ``params`` its keyword arguments (checked against
-    :func:`g2po.estimators.estimator_params`); ``state_key`` the state-merging strategy;
+    ``name`` is the g2po library estimator; ``params`` G2PO's parameters (the state key among
+    them) and ``rule`` the run's outcome rule, of which the estimator takes what it takes with
+    G2PO's meaning (:meth:`G2POParams.for_estimator`); ``own`` its other parameters (GiGPO's
+    ``omega`` and normalisation, …; checked against :func:`g2po.estimators.estimator_params`);
     ``missing_step_fields`` one of :data:`MISSING_FIELD_POLICIES`.
     """
 
     name: str
-    params: dict[str, Any] = field(default_factory=dict)
-    state_key: str = "exact"
+    params: G2POParams = field(default_factory=G2POParams)
+    rule: OutcomeRule = field(default_factory=OutcomeRule)
+    own: dict[str, Any] = field(default_factory=dict)
     missing_step_fields: str = "error"
 
+    @property
+    def state_key(self) -> str:
+        """The state-merging strategy (``params.state_key``)."""
+        return str(self.params.state_key)
 
-def estimator_settings(name: str, algorithm: Mapping | None) -> EstimatorSettings:
+    def kwargs(self) -> dict[str, Any]:
+        """The estimator's exact keyword arguments (the state key apart)."""
+        return {**self.params.for_estimator(self.name, self.rule), **self.own}
+
+
+def estimator_settings(name: str, algorithm: Mapping | None,
+                       success_reward: float | None = None) -> EstimatorSettings:
     """The settings of library estimator ``name`` from verl's ``algorithm`` section
     (``algorithm.<name>``, the library name also for ``g2po:grpo``; absent keys take the
-    library defaults). Raises :class:`VerlConfigError` on unknown keys or values."""
+    library defaults, the rule's success reward ``success_reward`` when given: the
+    environment's). Raises :class:`VerlConfigError` on unknown keys or values."""
     section = _plain((algorithm or {}).get(name)) if algorithm is not None else None
     section = dict(section or {})
     problems = _estimator_problems(name, section)
     if problems:
         raise VerlConfigError(problems)
-    own = {k: section.pop(k) for k in _OWN_KEYS if k in section}
-    return EstimatorSettings(name=name, params=section, **own)
+    policy = section.pop("missing_step_fields", "error")
+    taken = set(G2POParams().for_estimator(name, OutcomeRule()))
+    params = {k: section.pop(k) for k in list(section)
+              if k in G2POParams.names() and (k in taken or k == "state_key")}
+    rule = {k: section.pop(k) for k in list(section)
+            if k in OutcomeRule.names() and (k in taken or k == "truncate_at")}
+    where = f"algorithm.{name}: "
+    try:
+        base = OutcomeRule() if success_reward is None else \
+            OutcomeRule(success_reward=float(success_reward))
+        return EstimatorSettings(name=name, params=G2POParams.from_values(params, where=where),
+                                 rule=OutcomeRule.from_values(rule, base, where=where),
+                                 own=section, missing_step_fields=policy)
+    except (ValueError, G2POError) as err:
+        raise VerlConfigError([str(err)]) from None
 
 
 def _estimator_problems(name: str, section: dict[str, Any]) -> list[str]:
@@ -140,9 +174,9 @@ def _estimator_problems(name: str, section: dict[str, Any]) -> list[str]:
     accepted = estimator_params(name)
     problems = []
     for key in section:
-        if key not in accepted and key not in _OWN_KEYS:
+        if key not in accepted and key not in OWN_KEYS:
             problems.append(f"{where}.{key}: not a parameter of the {name} estimator; it takes "
-                            f"{', '.join([*accepted, *_OWN_KEYS])}")
+                            f"{', '.join([*accepted, *OWN_KEYS])}")
     policy = section.get("missing_step_fields", "error")
     if policy not in MISSING_FIELD_POLICIES:
         problems.append(f"{where}.missing_step_fields must be one of "
@@ -157,8 +191,9 @@ def _estimator_problems(name: str, section: dict[str, Any]) -> list[str]:
     if problems:
         return problems
     # Let the estimator itself judge the values (gamma range, terminal, ...) on a tiny table.
-    params = {k: v for k, v in section.items() if k not in _OWN_KEYS}
+    params = {k: v for k, v in section.items() if k not in OWN_KEYS}
     try:
+        OutcomeRule(truncate_at=section.get("truncate_at"))
         check_estimator_params(name, **params)
     except (G2POError, ValueError, TypeError) as err:
         problems.append(f"{where}: {err}")
@@ -294,6 +329,10 @@ def config_problems(config: DictConfig) -> list[str]:
                         f"data.train_batch_size ({tasks}), which verl allows only with "
                         "actor_rollout_ref.actor.use_dynamic_bsz=true; a mini-batch is "
                         f"{mini} x rollout.n step rows, so lower it or set use_dynamic_bsz")
+    if OmegaConf.select(config, "data.validation_shuffle", default=False):
+        problems.append("data.validation_shuffle=true plays the validation tasks in another "
+                        "order at each validation (and another draw after a resume); set it "
+                        "false so every validation plays the same panel the same way")
     run_dir = OmegaConf.select(config, "g2po_log.run_dir", default=None)
     if OmegaConf.select(config, "g2po_log.enable", default=False) and not run_dir:
         problems.append("g2po_log.run_dir must name a directory when g2po_log.enable is true")

@@ -10,6 +10,11 @@ verl's synchronous trainer (``PPOTrainerSync``) with three additions:
   per-component advantage statistics join the step's training metrics;
 - **rollout logging**: every training step's agent steps and metrics go to ``g2po_log.run_dir``
   in the project's run-directory format (:mod:`~g2po.trainers.verl_backend.rollout_log`);
+- **the advantage each step was trained with**, read back from TransferQueue after verl's
+  advantage step (the value on the row's first response token; the library's estimators put
+  one value on every token), goes into those step rows as the column ``advantage`` and into
+  verl's own rollout dump (``trainer.rollout_data_dir``) as the key ``advantage`` of each line,
+  so every run trained here can be audited against the recomputation;
 - **validation as in Table 1**: verl's ``_validate`` runs as it is; the validation rows it
   samples are read as they leave the replay buffer, their metrics
   (:func:`g2po.evaluation.evaluation_metrics`: success overall and per ALFWorld task type,
@@ -45,8 +50,8 @@ from g2po.trainers.verl_backend.rows import step_fields_from_rows
 from g2po.trainers.verl_backend.settings import STEP_FIELD, TRAINER_MODE, env_settings
 from loaders.log import manifest_rule
 
-__all__ = ["G2POTrainer", "read_step_fields", "read_validation_steps", "row_rewards",
-           "step_summary"]
+__all__ = ["G2POTrainer", "read_step_fields", "read_validation_steps", "read_advantages",
+           "row_rewards", "row_advantages", "step_summary"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +62,29 @@ def row_rewards(rm_scores: Any) -> np.ndarray:
     if isinstance(rm_scores, torch.Tensor) and rm_scores.is_nested:
         rm_scores = rm_scores.to_padded_tensor(0.0)
     return torch.as_tensor(rm_scores).to(torch.float64).sum(dim=-1).cpu().numpy()
+
+
+def row_advantages(advantages: Any, response_mask: Any) -> np.ndarray:
+    """(n_rows,) float64: the advantage each row was trained with, the value on its first
+    response token (0.0 for a row without one), from verl's ``advantages`` and
+    ``response_mask`` (nested or padded (n_rows, response_length) tensors)."""
+    def padded(x: Any) -> torch.Tensor:
+        if isinstance(x, torch.Tensor) and x.is_nested:
+            x = x.to_padded_tensor(0.0)
+        return torch.as_tensor(x)
+
+    adv, mask = padded(advantages).to(torch.float64), padded(response_mask) > 0
+    first = mask.to(torch.int8).argmax(dim=-1)
+    value = adv.gather(-1, first.unsqueeze(-1)).squeeze(-1)
+    return torch.where(mask.any(dim=-1), value, torch.zeros_like(value)).cpu().numpy()
+
+
+def read_advantages(batch: KVBatchMeta) -> np.ndarray:
+    """(n_rows,) the advantage each row of ``batch`` was trained with
+    (:func:`row_advantages`), read from TransferQueue in the batch's key order."""
+    data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id,
+                           select_fields=["advantages", "response_mask"])
+    return row_advantages(data["advantages"], data["response_mask"])
 
 
 def read_step_fields(batch: KVBatchMeta) -> tuple[StepFields, np.ndarray]:
@@ -111,6 +139,9 @@ class G2POTrainer(PPOTrainerSync):
         self._rollout_log: RolloutLog | None = None
         self._pending_steps: list[pd.DataFrame] = []
         self._validation_log: RolloutLog | None = None
+        #: The training step and, per row key, the advantage it was trained with.
+        self._trained: tuple[int, dict[str, float]] = (-1, {})
+        self._dumping_rollouts = False
 
     def _build_replay_buffer(self):
         # Called from PPOTrainer.__init__ right after it read trainer_mode ("g2po"); every later
@@ -161,9 +192,34 @@ class G2POTrainer(PPOTrainerSync):
         for result in slot.results:
             metrics.update(result.metrics)
         metrics["timing_s/g2po_advantage"] = sum(r.seconds for r in slot.results)
+        trained = read_advantages(batch)
+        now = int(getattr(self, "global_steps", 0))  # set by verl's fit
+        step, by_key = self._trained
+        if step != now:  # a new training step (verl may call this more than once a step)
+            by_key = {}
+        by_key.update(zip(batch.keys, trained.tolist(), strict=True))
+        self._trained = (now, by_key)
         if fields.keep.any():
-            self._pending_steps.append(fields.table(rewards))
+            table = fields.table(rewards)
+            self._pending_steps.append(table.assign(advantage=trained[table.index.to_numpy()]))
         return batch
+
+    def _log_rollout_data(self, batch: KVBatchMeta, timing_raw: dict, rollout_data_dir: str):
+        self._dumping_rollouts = True  # what verl dumps now is the training step's rows
+        try:
+            super()._log_rollout_data(batch, timing_raw, rollout_data_dir)
+        finally:
+            self._dumping_rollouts = False
+
+    def _dump_generations(self, inputs, outputs, gts, scores, reward_extra_infos_dict,
+                          dump_path):
+        if self._dumping_rollouts:  # each line gets the advantage its row was trained with
+            _, by_key = self._trained
+            keys = reward_extra_infos_dict["uid"]
+            reward_extra_infos_dict = {**reward_extra_infos_dict,
+                                       "advantage": [by_key.get(k) for k in keys]}
+        super()._dump_generations(inputs, outputs, gts, scores, reward_extra_infos_dict,
+                                  dump_path)
 
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)

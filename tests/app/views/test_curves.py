@@ -2,6 +2,8 @@ import base64
 import json
 
 import numpy as np
+import pandas as pd
+import pytest
 
 from app.charts import RUN_PALETTE
 from app.views.curves import default_metrics
@@ -193,3 +195,39 @@ def test_the_x_axis_can_be_wall_time(training_runs, tmp_path):
     assert list(array(trace["customdata"])) == [1, 2, 3, 4, 5]  # a click still names its step
     shown = texts(at).replace("\\", "")
     assert "No wall time for bare" in shown and "verl's timing_s/step, summed" in shown
+
+
+def test_a_validation_success_curve_gets_its_noise_band_and_window_mean(training_runs, tmp_path):
+    """val/success with its episode counts: a band (g2po.evaluation.validation_curve's) behind
+    the values and the window mean, dashed; each trace carries its training steps; unticking
+    the noise takes both away; a metric that is no proportion gets neither."""
+    import json as json_
+
+    from g2po.evaluation import validation_curve
+
+    run = tmp_path / "validated"
+    run.mkdir()
+    (run / "run.json").write_text((training_runs / "train_a" / "run.json").read_text())
+    (run / "rollouts").symlink_to(training_runs / "train_a" / "rollouts")
+    lines = [{"train_step": s, "actor/pg_loss": 0.1 * s} for s in (1, 2, 3, 4)]
+    for line, success in zip(lines[1::2], (0.25, 0.75)):
+        line.update({"val/success": success, "val/episodes": 16})
+    (run / "metrics.jsonl").write_text("".join(json_.dumps(x) + "\n" for x in lines))
+    at = app_test("curves", ["--log", str(run)])
+    at.multiselect(key="cv_metrics").set_value(["val/success", "actor/pg_loss"]).run()
+    assert not at.exception and at.checkbox(key="cv_noise").value
+    at.number_input(key="cv_window").set_value(2).run()
+    fig = json.loads(charts(at)[titles(at).index("val/success")].proto.spec)
+    band = [t for t in fig["data"] if t.get("fill") == "toself"]
+    mean = [t for t in fig["data"] if t.get("line", {}).get("dash") == "dash"]
+    assert len(band) == 1 and len(mean) == 1
+    want = validation_curve(pd.DataFrame(lines), window=2)
+    assert list(array(mean[0]["y"])) == pytest.approx(want["window_mean"].tolist())
+    assert list(array(band[0]["y"])) == pytest.approx(
+        want["high"].tolist() + want["low"].tolist()[::-1])
+    assert list(array(mean[0]["customdata"])) == [2, 4]
+    other = json.loads(charts(at)[titles(at).index("actor/pg_loss")].proto.spec)
+    assert not [t for t in other["data"] if t.get("fill") == "toself"]
+    at.checkbox(key="cv_noise").uncheck().run()
+    fig = json.loads(charts(at)[titles(at).index("val/success")].proto.spec)
+    assert not [t for t in fig["data"] if t.get("fill") == "toself"]

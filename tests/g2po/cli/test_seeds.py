@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 import yaml
@@ -47,8 +49,11 @@ def test_summary_of_existing_runs(tmp_path, capsys):
     assert main(["seeds", "--summary-only", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     # g2po: score means 0.5 and 0.8333 (std 0.2357), success 1/3 and 2/3 (std 0.2357)
-    assert "| g2po | 66.7 ± 23.6 | 50.0 ± 23.6 | 2 |" in printed
-    assert "| grpo | 29.2 ± 5.9 | 16.7 ± 23.6 | 2 |" in printed
+    assert "| g2po | 66.7 ± 23.6 (SE 16.7) | 50.0 ± 23.6 (SE 16.7) | 2 |" in printed
+    assert "| grpo | 29.2 ± 5.9 (SE 4.2) | 16.7 ± 23.6 (SE 16.7) | 2 |" in printed
+    # one validation's noise: 3 episodes; success 1/3, 2/3 | 0, 1/3: SE 27.2, 27.2 | 0, 27.2
+    assert "Each validation plays 3 episodes: one run's success carries a standard error of " \
+        "20.4 points here (up to 28.9 at 50 %)." in printed
     assert (tmp_path / "summary.md").read_text().endswith(printed)
     results = pd.read_csv(tmp_path / "results.csv")
     assert sorted(zip(results["estimator"], results["seed"])) == sorted(WEBSHOP)
@@ -56,6 +61,28 @@ def test_summary_of_existing_runs(tmp_path, capsys):
     summary = pd.read_csv(tmp_path / "summary.csv").set_index(["estimator", "metric"])
     assert summary.loc[("grpo", "val/score"), "mean"] == pytest.approx((0.25 + 1 / 3) / 2)
     assert summary.loc[("grpo", "val/score"), "n"] == 2
+    assert summary.loc[("grpo", "val/score"), "se"] == pytest.approx(
+        summary.loc[("grpo", "val/score"), "std"] / 2 ** 0.5)
+
+
+def test_the_best_validation_is_summarised_with_its_bias(tmp_path, capsys):
+    """--best takes each run's best validation by success (the first of equals) and says how
+    far the best of N noisy validations lands above their value: the panel's standard error
+    at the run's mean success times E[max of N standard normals] (1/√π for two)."""
+    _write_runs(tmp_path)
+    assert main(["seeds", "--summary-only", "--best", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    results = pd.read_csv(tmp_path / "results.csv").set_index(["estimator", "seed"])
+    # grpo seed 0 never wins: its two validations tie at 0 and the first is kept
+    assert results.loc[("grpo", 0), "val_step"] == 5
+    assert results.loc[("g2po", 1), "val_step"] == 10
+    assert (results["n_validations"] == 2).all()
+    p = (0.0 + 1 / 3) / 2  # g2po seed 0: success 0 then 1/3 over 3 episodes each
+    want = (p * (1 - p) / 3) ** 0.5 / math.pi ** 0.5
+    assert results.loc[("g2po", 0), "best_bias"] == pytest.approx(want, rel=1e-4)
+    assert "best of 2 validations: biased high by about" in printed
+    assert (tmp_path / "summary.md").read_text().startswith(
+        "# Validation over seeds (best validation of each run")
 
 
 def test_nothing_to_summarise_and_bad_arguments_are_one_line(tmp_path, capsys):

@@ -41,6 +41,24 @@ def test_list_config(capsys):
     assert main(["train", "--list-config"]) == 0
     out = capsys.readouterr().out
     assert "kl_coef = 0.01" in out and "verl's ``kl_penalty`` estimator" in out
+    assert "params.gamma = 0.95, params.w = 1.0" in out
+    assert "outcome.success_reward = 10.0, outcome.success_threshold = None, " \
+        "outcome.terminal = 'binary'" in out
+
+
+def test_the_house_values_on_the_command_line_old_spellings_included(capsys):
+    """params.* and outcome.* set G2PO's parameters and the outcome rule; gamma=,
+    invalid_penalty= and estimator_params.w= (the README's and docs' spellings) still work; a
+    part given without its field is refused with the new spelling."""
+    assert main(["train", "gamma=0.9", "estimator_params.w=0.8", "invalid_penalty=0.2",
+                 "outcome.terminal=reward", "params.state_key=normalized",
+                 "--print-config"]) == 0
+    config = yaml.safe_load(capsys.readouterr().out)
+    assert config["params"] == {"gamma": 0.9, "w": 0.8, "mode": "mean_std_norm",
+                                "penalty": 0.2, "state_key": "normalized"}
+    assert config["outcome"]["terminal"] == "reward" and config["estimator_params"] == {}
+    assert main(["train", "terminal=reward", "--print-config"]) == 2
+    assert "did you mean outcome.terminal" in capsys.readouterr().err
 
 
 def test_errors_are_one_clear_line(tmp_path, capsys):
@@ -238,8 +256,12 @@ def test_verl_cpu_trains_checkpoints_and_resumes(verl_cpu_run):
     val = open_run(validation_dir(out))
     assert val.train_steps() == [2, 3]
     assert Path(val.manifest["validation_of"]).resolve() == out.resolve()
+    # one panel, recorded, played whole before and after the resume (step 3)
+    panel = run.manifest["validation_panel"]
+    assert panel["env"] == ENV and len(panel["tasks"]) == 2 and panel["episodes"] == 2
     for step in (2, 3):
         rows = val.load_step(step)
+        assert sorted(rows["task"].unique()) == sorted(panel["tasks"])
         assert rows.groupby(["group_id", "traj_id"]).ngroups == 2  # 2 tasks, n = 1 each
         own = evaluation_metrics(rows, OutcomeRule(), env=ENV)
         logged = metrics.set_index("train_step").loc[step]
@@ -303,6 +325,15 @@ def test_verl_cpu_advantages_are_the_librarys(verl_cpu_run):
         assert got["critic/advantages/min"] == pytest.approx(float(per_token.min()), abs=1e-6)
         assert got["adv/total/mean"] == pytest.approx(float(adv.mean()), abs=1e-9)
         assert got["adv/total/std"] == pytest.approx(float(adv.std()), abs=1e-9)
+        # each row records the advantage it was trained with (verl's float32 tokens)
+        assert rows["advantage"].to_numpy() == pytest.approx(adv, rel=1e-6, abs=1e-6)
+    # ... and so does each line of verl's own dump
+    from loaders.verl_dump import open_verl_dump
+
+    dump = open_verl_dump(out / "verl_dump")
+    for step in run.train_steps():
+        dumped = sorted(dump.load_step(step)["advantage"].astype(float))
+        assert dumped == pytest.approx(sorted(run.load_step(step)["advantage"]), abs=1e-12)
 
 
 def test_verl_cpu_dump_merges_states_as_the_run_directory(verl_cpu_run):

@@ -2,6 +2,8 @@ import json
 
 import pytest
 
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from g2po.trainers.config import (
     ConfigError,
     TrainConfig,
@@ -15,8 +17,9 @@ from g2po.trainers.config import (
 
 def test_defaults_follow_the_paper():
     c = TrainConfig()
-    assert (c.kl_coef, c.kl_type, c.invalid_penalty, c.gamma, c.rollouts_per_task) == \
+    assert (c.kl_coef, c.kl_type, c.params.penalty, c.params.gamma, c.rollouts_per_task) == \
         (0.01, "low_var_kl", 0.1, 0.95, 8)
+    assert c.params == G2POParams() and c.outcome == OutcomeRule()
     assert c.lr is None and c.history_length == 2 and c.backend == "local"
 
 
@@ -28,12 +31,16 @@ def test_every_field_has_a_doc():
 
 def test_file_then_overrides_in_order(tmp_path):
     path = tmp_path / "run.yaml"
-    path.write_text("estimator: grpo\nlr: 0.002\nestimator_params: {mode: mean_norm}\n")
-    c = load_config(path, ["lr=5e-3", "estimator_params.w=0.8", "progress=false"],
-                    base={"seed": 7, "estimator": "gigpo"})
-    assert c.estimator == "grpo"  # the file beats the base
+    path.write_text("estimator: gigpo\nlr: 0.002\nestimator_params: {mode: mean_norm}\n"
+                    "params: {gamma: 0.9}\n")
+    c = load_config(path, ["lr=5e-3", "estimator_params.omega=0.8", "progress=false",
+                           "params.penalty=0.2"],
+                    base={"seed": 7, "estimator": "grpo", "params": {"w": 0.5}})
+    assert c.estimator == "gigpo"  # the file beats the base
     assert c.lr == 0.005 and c.seed == 7 and c.progress is False
-    assert c.estimator_params == {"mode": "mean_norm", "w": 0.8}
+    # gigpo's own normalisation and omega stay its own; the file's params update the base's
+    assert c.estimator_params == {"mode": "mean_norm", "omega": 0.8}
+    assert (c.params.gamma, c.params.w, c.params.penalty) == (0.9, 0.5, 0.2)
 
 
 def test_json_file(tmp_path):
@@ -99,5 +106,61 @@ def test_resolve_env():
 
 
 def test_to_dict_round_trips():
-    c = TrainConfig(estimator="gigpo", estimator_params={"omega": 0.5}, lr=1e-3)
+    c = TrainConfig(estimator="gigpo", estimator_params={"omega": 0.5}, lr=1e-3,
+                    params=G2POParams(gamma=0.9, state_key="normalized"),
+                    outcome=OutcomeRule(success_reward=1.0, terminal="reward", truncate_at=5))
     assert load_config(base=c.to_dict()) == c
+    assert c.to_dict()["outcome"] == {"success_reward": 1.0, "success_threshold": None,
+                                      "terminal": "reward", "truncate_at": 5}
+
+
+def test_the_house_values_are_set_part_by_part():
+    c = load_config(overrides=["params.gamma=0.9", "params.state_key=normalized",
+                               "outcome.terminal=reward", "outcome.success_threshold=5"])
+    assert c.params == G2POParams(gamma=0.9, state_key="normalized")
+    assert c.outcome == OutcomeRule(terminal="reward", success_threshold=5.0)
+    # the estimator gets what it takes of them, with G2PO's meaning, plus its own
+    assert c.estimator_kwargs() == {"gamma": 0.9, "w": 1.0, "mode": "mean_std_norm",
+                                    "penalty": 0.1, "success_reward": 10.0,
+                                    "success_threshold": 5.0, "terminal": "reward"}
+    gigpo = load_config(overrides=["estimator=gigpo", "params.gamma=0.8", "params.w=3",
+                                   "estimator_params.omega=0.5"])
+    assert gigpo.estimator_kwargs() == {"gamma": 0.8, "penalty": 0.1, "omega": 0.5}
+    assert load_config(overrides=["estimator=grpo", "params.gamma=0.8"]).estimator_kwargs() \
+        == {}
+
+
+def test_the_names_of_earlier_versions_still_work():
+    """gamma=, invalid_penalty=, state_key=, success_reward= and estimator_params.w= (the
+    README's spelling) land in params and outcome; a stored run of an earlier version loads
+    the same way."""
+    c = load_config(overrides=["gamma=0.9", "invalid_penalty=0.0", "state_key=normalized",
+                               "success_reward=1", "estimator_params.w=0.8",
+                               "estimator_params.terminal=reward"])
+    assert c.params == G2POParams(gamma=0.9, w=0.8, penalty=0.0, state_key="normalized")
+    assert c.outcome == OutcomeRule(success_reward=1.0, terminal="reward")
+    assert c.estimator_params == {}
+    stored = {"estimator": "g2po", "gamma": 0.9, "invalid_penalty": 0.0,
+              "state_key": "normalized", "success_reward": 1.0,
+              "estimator_params": {"w": 0.8, "terminal": "reward"}}
+    assert load_config(base=stored) == c
+    assert TrainConfig(estimator_params={"w": 0.8}).params.w == 0.8
+
+
+def test_a_value_set_twice_or_in_the_wrong_place_is_refused_with_its_spelling():
+    with pytest.raises(ConfigError, match=r"estimator_params.w=0.8 and params.w=0.9 disagree: "
+                                          r"set it once, as params.w"):
+        load_config(overrides=["params.w=0.9", "estimator_params.w=0.8"])
+    with pytest.raises(ConfigError, match=r"unknown configuration key 'w' \(did you mean "
+                                          r"params.w\?\)"):
+        load_config(overrides=["w=0.8"])
+    with pytest.raises(ConfigError, match=r"did you mean outcome.terminal"):
+        load_config(overrides=["terminal=reward"])
+    with pytest.raises(ConfigError, match=r"params: unknown G2PO parameter\(s\) gama"):
+        load_config(overrides=["params.gama=0.9"])
+    with pytest.raises(ConfigError, match=r"outcome: terminal must be one of binary, reward"):
+        load_config(overrides=["outcome.terminal=sometimes"])
+    with pytest.raises(ConfigError, match=r"params: gamma must be in \(0, 1\]"):
+        load_config(overrides=["gamma=0"])
+    with pytest.raises(ConfigError, match=r"unknown estimator 'nope'"):
+        load_config(overrides=["estimator=nope"])

@@ -10,14 +10,13 @@ from g2po.trainers.config import ConfigError
 from g2po.trainers.local import (
     TINY_LR,
     draw_tasks,
-    estimator_kwargs,
     format_times,
     resolved_lr,
     train,
-    update_policy,
 )
 from g2po.trainers.loss import actor_config
 from g2po.trainers.policy import load_model, pack, response_log_probs
+from g2po.trainers.update import update_policy
 from loaders import load_steps, open_run
 from tests.g2po.trainers.fixtures import small_config, tiny_path  # noqa: F401
 
@@ -112,6 +111,50 @@ def test_resume_refuses_another_configuration(tiny_path, tmp_path):  # noqa: F81
     assert open_run(out).train_steps() == [1, 2]
 
 
+def test_a_run_reopens_with_the_rule_and_parameters_it_trained_with(tiny_path, tmp_path):  # noqa: F811
+    """Trained with a graded terminal, a step limit and G2PO parameters of its own, the run
+    opens in the loaders with exactly those (not the defaults), and each step row carries the
+    advantage it was trained with: the recomputation from the run's own record."""
+    from g2po import compute_advantages
+    from g2po.outcomes import OutcomeRule
+    from g2po.params import G2POParams
+    from loaders.log import manifest_params
+
+    out = tmp_path / "run"
+    rule = OutcomeRule(success_reward=10.0, terminal="reward", truncate_at=3)
+    params = G2POParams(gamma=0.9, w=0.8, penalty=0.2, state_key="normalized")
+    train(small_config(total_steps=1, outcome=rule, params=params), out, log=_quiet)
+    run = open_run(out)
+    assert run.rule() == rule and run.rule_origin() == "the log's manifest"
+    assert manifest_params(run.manifest) == params
+    rows = run.load_step(1)
+    assert rows["advantage"].dtype == np.float64 and rows["advantage"].abs().sum() > 0
+    again = compute_advantages(rows, "g2po", state_key=params.state_key,
+                               **params.for_estimator("g2po", run.rule()))["adv"]
+    np.testing.assert_allclose(rows["advantage"], again, rtol=1e-12, atol=1e-12)
+
+
+def test_a_run_of_an_earlier_version_resumes(tiny_path, tmp_path):  # noqa: F811
+    """A run.json written before params and outcome existed (flat gamma, invalid_penalty,
+    state_key, success_reward) is the same run as today's configuration of those values."""
+    from g2po.params import G2POParams
+
+    out = tmp_path / "run"
+    train(small_config(total_steps=1), out, log=_quiet)
+    manifest = json.loads((out / "run.json").read_text())
+    config = manifest["config"]
+    params, outcome = config.pop("params"), config.pop("outcome")
+    config.update(gamma=params["gamma"], invalid_penalty=params["penalty"],
+                  state_key=params["state_key"], success_reward=outcome["success_reward"])
+    for key in ("params", "outcome"):
+        manifest.pop(key)
+    (out / "run.json").write_text(json.dumps(manifest))
+    result = train(small_config(total_steps=2), out, log=_quiet)
+    assert result.resumed_from == 1 and open_run(out).train_steps() == [1, 2]
+    with pytest.raises(ConfigError, match=r"another configuration \(params: "):
+        train(small_config(total_steps=3, params=G2POParams(penalty=0.3)), out, log=_quiet)
+
+
 @pytest.mark.parametrize("estimator", ["grpo", "gigpo", "rloo"])
 def test_other_estimators(tiny_path, tmp_path, estimator):  # noqa: F811
     out = tmp_path / estimator
@@ -122,14 +165,19 @@ def test_other_estimators(tiny_path, tmp_path, estimator):  # noqa: F811
 
 
 def test_estimator_parameters():
-    kwargs = estimator_kwargs(small_config(estimator="g2po", gamma=0.9,
-                                           estimator_params={"w": 0.8}))
-    assert kwargs == {"gamma": 0.9, "penalty": 0.1, "success_reward": 10.0, "w": 0.8}
-    assert estimator_kwargs(small_config(estimator="grpo")) == {}
-    assert estimator_kwargs(small_config(estimator="gigpo")) == {"gamma": 0.95, "penalty": 0.1}
-    assert "gamma" not in estimator_kwargs(small_config(estimator="graphgpo", gamma=0.9))
-    with pytest.raises(Exception, match="unknown estimator 'nope'"):
-        estimator_kwargs(small_config(estimator="nope"))
+    from g2po.params import G2POParams
+
+    kwargs = small_config(estimator="g2po", params=G2POParams(gamma=0.9),
+                          estimator_params={"w": 0.8}).estimator_kwargs()
+    assert kwargs == {"gamma": 0.9, "penalty": 0.1, "success_reward": 10.0, "w": 0.8,
+                      "mode": "mean_std_norm", "terminal": "binary", "success_threshold": None}
+    assert small_config(estimator="grpo").estimator_kwargs() == {}
+    assert small_config(estimator="gigpo").estimator_kwargs() == {"gamma": 0.95,
+                                                                  "penalty": 0.1}
+    graphgpo = small_config(estimator="graphgpo", params=G2POParams(gamma=0.9))
+    assert "gamma" not in graphgpo.estimator_kwargs()  # its γ is its own
+    with pytest.raises(ConfigError, match="unknown estimator 'nope'"):
+        small_config(estimator="nope")
 
 
 def test_learning_rate_defaults():

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from g2po.evaluation import ALFWORLD_TASK_TYPES, evaluation_metrics, validation_dir
-from g2po.outcomes import OutcomeRule
+from g2po.trainers.config import ConfigError
 from g2po.trainers.local import train
 from loaders import open_run
 from tests.g2po.trainers.fixtures import ENV, small_config, tiny_path  # noqa: F401
@@ -43,8 +43,7 @@ def test_validation_run_beside_the_training_run(tiny_path, tmp_path):  # noqa: F
         rows = val.load_step(step)
         assert rows.groupby(["group_id", "traj_id"]).ngroups == 2  # 2 tasks x 1 episode
         assert rows["t"].max() < config.max_steps
-        own = evaluation_metrics(rows, OutcomeRule(success_reward=config.success_reward),
-                                 env=ENV)
+        own = evaluation_metrics(rows, config.outcome, env=ENV)
         assert {k: val_metrics.loc[step, k] for k in own} == own
         assert result.validations[step] == {**own, "time/validate_s":
                                             result.validations[step]["time/validate_s"]}
@@ -65,6 +64,35 @@ def test_validation_run_beside_the_training_run(tiny_path, tmp_path):  # noqa: F
     train(config.replace(total_steps=3), out, log=_quiet)
     assert open_run(validation_dir(out)).train_steps() == [0, 1, 2, 3]
     assert _metric_lines(validation_dir(out)) == [0, 1, 2, 3]
+
+    # one panel: recorded in both runs, played whole at every validation, before and after
+    # the resume (which drew its panel again from the settings and found the same)
+    panel = open_run(out).manifest["validation_panel"]
+    assert panel == open_run(validation_dir(out)).manifest["validation_panel"]
+    assert panel["env"] == ENV and panel["episodes"] == 2 and len(panel["tasks"]) == 2
+    val = open_run(validation_dir(out))
+    for step in (0, 1, 2, 3):
+        played = val.load_step(step).groupby("group_id")["traj_id"].nunique()
+        assert played.to_dict() == dict.fromkeys(panel["tasks"], 1), step
+
+
+def test_a_resume_that_would_validate_on_another_panel_is_refused(tiny_path, tmp_path):  # noqa: F811
+    """Settings that list the tasks are part of the run (val_tasks, val_seed, … may not
+    change); a panel listed otherwise by the same settings (an environment whose task list
+    changed since) is refused too, before anything is trained or rewound."""
+    out = tmp_path / "run"
+    config = small_config(total_steps=1, val_tasks=2, threads=1)
+    train(config, out, log=_quiet)
+    with pytest.raises(ConfigError, match=r"another configuration \(val_tasks: 2 -> 3\)"):
+        train(config.replace(total_steps=2, val_tasks=3), out, log=_quiet)
+    manifest = json.loads((out / "run.json").read_text())
+    recorded = manifest["validation_panel"]["tasks"]
+    manifest["validation_panel"]["tasks"] = [recorded[0], "another-game"]
+    (out / "run.json").write_text(json.dumps(manifest))
+    with pytest.raises(ConfigError, match=r"validated on another panel of tasks \(1 task\(s\) "
+                                          r"left out.*'another-game'.*val_env, val_tasks"):
+        train(config.replace(total_steps=2), out, log=_quiet)
+    assert open_run(out).train_steps() == [1]  # nothing was trained or rewound
 
 
 @pytest.mark.slow

@@ -96,7 +96,7 @@ def test_hgpo_takes_its_history_length_from_the_prompt_history():
     cfg = checked_config(["algorithm.adv_estimator=hgpo", "g2po_env.history_length=4"])
     assert cfg.algorithm.hgpo.history_length == 4
     settings = estimator_settings("hgpo", OmegaConf.to_container(cfg.algorithm, resolve=True))
-    assert settings.params["history_length"] == 4 and settings.params["base_group"] is False
+    assert settings.kwargs()["history_length"] == 4 and settings.kwargs()["base_group"] is False
 
 
 def test_an_unknown_key_is_reported_with_its_name():

@@ -22,6 +22,7 @@ from g2po.trainers.verl_backend.estimator import (
 )
 from g2po.trainers.verl_backend.rows import step_fields_from_rows
 from g2po.trainers.verl_backend.settings import (
+    OWN_KEYS,
     VERL_BUILTIN_ESTIMATORS,
     library_estimator,
     verl_estimator_name,
@@ -101,7 +102,7 @@ def test_every_estimator_through_verl_equals_the_library(algorithm, steps, name)
     with provide_step_fields(fields) as slot:
         out = compute_advantage(data, adv_estimator=verl_estimator_name(name), config=algorithm)
     section = OmegaConf.to_container(algorithm.get(name) or OmegaConf.create({}), resolve=True)
-    params = {k: v for k, v in section.items() if k not in ("state_key", "missing_step_fields")}
+    params = {k: v for k, v in section.items() if k not in OWN_KEYS}
     want = expected(steps, data, name, **params)
     assert torch.equal(out.batch["advantages"], want)
     assert want.abs().sum() > 0
@@ -121,7 +122,7 @@ def test_verl_dispatch_matches_the_library(algorithm, steps, name, params):
     with provide_step_fields(fields) as slot:
         out = compute_advantage(data, adv_estimator=name, config=config)
     library_params = {**{k: v for k, v in OmegaConf.to_container(config[name], resolve=True)
-                         .items() if k not in ("state_key", "missing_step_fields")}}
+                         .items() if k not in OWN_KEYS}}
     want = expected(steps, data, name, **library_params)
     assert torch.equal(out.batch["advantages"], want)
     assert torch.equal(out.batch["returns"], want)

@@ -7,12 +7,17 @@ import json
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from g2po import compute_advantages
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from g2po.synthetic import synthetic_steps
+from g2po.trainers.verl_backend.data import task_rows
 from g2po.trainers.verl_backend.rollout_log import RolloutLog, run_manifest, scalar_metrics
 from loaders import open_run
 from loaders.errors import LoaderError
+from loaders.log import manifest_params, manifest_rule
 
 
 def test_manifest_records_what_trained_the_run(default_config):
@@ -28,6 +33,29 @@ def test_manifest_records_what_trained_the_run(default_config):
                               **manifest["estimator_params"]).equals(compute_advantages(steps))
     assert manifest["config"]["algorithm"]["g2po"]["success_reward"] == 10.0
     json.dumps(manifest)
+    # the house's values, whole, as the loaders read them back
+    assert manifest["params"] == G2POParams().as_dict()
+    assert manifest_rule(manifest) == OutcomeRule() and manifest_params(manifest) == G2POParams()
+
+
+def test_a_run_reopens_with_the_rule_and_parameters_it_trained_with(tmp_path, default_config):
+    """A verl run with a graded terminal, a threshold, a step limit and its own γ, w and state
+    key opens in the loaders with exactly those, and records its validation panel: the rows of
+    data.val_files, in file order."""
+    val = tmp_path / "val.parquet"
+    task_rows("textworld:coin_collector-level2", ["b", "a", "c"], "val").to_parquet(val)
+    config = OmegaConf.merge(default_config, {
+        "algorithm": {"g2po": {"terminal": "reward", "success_threshold": 5.0, "gamma": 0.9,
+                               "w": 0.8, "state_key": "normalized", "truncate_at": 4}},
+        "data": {"val_files": str(val)}})
+    RolloutLog(tmp_path / "run", run_manifest(config)).write(1, synthetic_steps(50), {})
+    run = open_run(tmp_path / "run")
+    assert run.rule() == OutcomeRule(success_threshold=5.0, terminal="reward", truncate_at=4)
+    assert manifest_params(run.manifest) == G2POParams(gamma=0.9, w=0.8,
+                                                       state_key="normalized")
+    assert run.manifest["validation_panel"] == {
+        "env": "textworld:coin_collector-level2", "tasks": ["b", "a", "c"], "rollouts": 1,
+        "episodes": 3}
 
 
 def test_scalar_metrics_keeps_finite_numbers_only():

@@ -6,6 +6,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from g2po.estimators import estimator_params
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
 from g2po.trainers.verl_backend import VerlConfigError, compose_config
 from g2po.trainers.verl_backend.settings import (
     config_problems,
@@ -24,15 +26,32 @@ def test_the_packaged_configuration_has_no_problem(default_config):
 
 def test_estimator_settings_are_the_librarys_parameters(default_config):
     g2po = estimator_settings("g2po", default_config.algorithm)
-    assert g2po.params == {"gamma": 0.95, "w": 1.0, "mode": "mean_std_norm", "penalty": 0.1,
-                           "terminal": "binary", "success_reward": 10.0,
-                           "success_threshold": None}
-    assert set(g2po.params) == set(estimator_params("g2po"))
+    assert g2po.kwargs() == {"gamma": 0.95, "w": 1.0, "mode": "mean_std_norm", "penalty": 0.1,
+                             "terminal": "binary", "success_reward": 10.0,
+                             "success_threshold": None}
+    assert set(g2po.kwargs()) == set(estimator_params("g2po"))
     assert g2po.state_key == "exact" and g2po.missing_step_fields == "error"
+    # the house's values, whole: G2PO's parameters and the run's outcome rule
+    assert g2po.params == G2POParams() and g2po.rule == OutcomeRule() and g2po.own == {}
     gigpo = estimator_settings("gigpo", default_config.algorithm)
-    assert gigpo.params == {"gamma": 0.95, "omega": 1.0, "mode": "mean_norm", "penalty": 0.1}
-    # An absent section takes the library defaults.
-    assert estimator_settings("gigpo", OmegaConf.create({})).params == {}
+    assert gigpo.kwargs() == {"gamma": 0.95, "omega": 1.0, "mode": "mean_norm", "penalty": 0.1}
+    assert gigpo.own == {"omega": 1.0, "mode": "mean_norm"}  # GiGPO's own normalisation
+    # An absent section takes the library defaults (G2POParams' where they mean G2PO's).
+    assert estimator_settings("gigpo", OmegaConf.create({})).kwargs() == {"gamma": 0.95,
+                                                                         "penalty": 0.1}
+
+
+def test_a_non_default_rule_and_parameters_are_read_whole():
+    section = OmegaConf.create({"g2po": {"gamma": 0.9, "w": 0.8, "terminal": "reward",
+                                         "success_threshold": 5.0, "truncate_at": 4,
+                                         "state_key": "normalized"}})
+    settings = estimator_settings("g2po", section, success_reward=1.0)
+    assert settings.params == G2POParams(gamma=0.9, w=0.8, state_key="normalized")
+    assert settings.rule == OutcomeRule(success_reward=1.0, success_threshold=5.0,
+                                        terminal="reward", truncate_at=4)
+    assert "truncate_at" not in settings.kwargs() and settings.kwargs()["terminal"] == "reward"
+    with pytest.raises(VerlConfigError, match="truncate_at must be None or a whole number"):
+        estimator_settings("g2po", OmegaConf.create({"g2po": {"truncate_at": 0}}))
 
 
 def test_estimator_values_are_judged_by_the_estimator():
@@ -63,6 +82,7 @@ def test_estimator_values_are_judged_by_the_estimator():
     (["actor_rollout_ref.rollout.agent.default_agent_loop=single_turn_agent"],
      "default_agent_loop is 'single_turn_agent'"),
     (["g2po_log.run_dir=null"], "g2po_log.run_dir must name a directory"),
+    (["data.validation_shuffle=true"], "set it false so every validation plays the same panel"),
     (["data.train_batch_size=4"], "ppo_mini_batch_size (16) exceeds data.train_batch_size (4)"),
 ])
 def test_each_problem_names_its_key_and_the_fix(overrides, message):

@@ -16,6 +16,7 @@ from g2po import compute_advantages
 from g2po.analysis.diagnostics import batch_metrics
 from g2po.estimators import estimate
 from g2po.trainers.verl_backend.rows import split_key
+from g2po.trainers.verl_backend.settings import OWN_KEYS
 from loaders import open_run
 from tests.g2po.trainers.verl_backend.conftest import RESPONSE_LENGTH, play
 from tests.g2po.trainers.verl_backend.servers import ScriptedReplica
@@ -44,6 +45,8 @@ def scripted(config, task_files, tiny_model_dir, transfer_queue):
 def trainer(config, tmp_path):
     """The registered trainer class, built by its real constructor (no GPU needed for that)."""
     from verl.trainer.ppo.v1 import get_trainer_cls
+
+    import g2po.trainers.verl_backend.plugin  # noqa: F401  (registers the g2po mode)
 
     cfg = OmegaConf.merge(config, {"g2po_log": {"run_dir": str(tmp_path / "run")}})
     OmegaConf.set_readonly(cfg, False)
@@ -95,8 +98,8 @@ def test_advantage_hook_matches_the_library(transfer_queue, scripted, trainer, e
     trainer._compute_advantage(scripted.batch, metrics)
     stored, data = stored_advantages(transfer_queue, scripted.batch)
     params = OmegaConf.to_container(trainer.config.algorithm[estimator], resolve=True)
-    for key in ("state_key", "missing_step_fields"):
-        params.pop(key)
+    for key in OWN_KEYS:
+        params.pop(key, None)
     want = compute_advantages(steps, estimator, **params)["adv"].to_numpy()
     assert np.abs(want).sum() > 0
     for i, row in enumerate(stored):
@@ -122,6 +125,10 @@ def test_padding_rows_added_by_verl_get_zero(transfer_queue, scripted, trainer, 
     steps = step_table(transfer_queue, scripted.batch)
     want = compute_advantages(steps, "g2po")["adv"].to_numpy()
     assert [float(r[0]) for r in stored[:n]] == pytest.approx(want.astype(np.float32).tolist())
+    # what the trainer records as trained: the padding rows' 0, every real row's own value
+    _, trained = trainer._trained
+    assert [trained[k] for k in padded.keys[n:]] == [0.0, 0.0, 0.0]
+    assert [trained[k] for k in padded.keys[:n]] == pytest.approx(want.tolist(), rel=1e-6)
     transfer_queue.kv_clear(keys=padded.keys[n:], partition_id="train")
 
 
@@ -147,7 +154,34 @@ def test_each_training_step_lands_in_the_run_directory(transfer_queue, scripted,
     line = run.metrics().iloc[0]
     assert line["train_step"] == 1 and line["actor/pg_loss"] == 0.5
     assert 0 <= line["g2po/merge_rate"] < 1 and "training/num_turns/mean" in line
-    # The app recomputes exactly what the trainer optimised from the run's own record.
+    # The app recomputes exactly what the trainer optimised from the run's own record, and the
+    # record holds the advantage each step was trained with (verl's float32 tokens).
     manifest = run.manifest
-    assert compute_advantages(logged, manifest["estimator"], state_key=manifest["state_key"],
-                              **manifest["estimator_params"])["adv"].abs().sum() > 0
+    recomputed = compute_advantages(logged, manifest["estimator"],
+                                    state_key=manifest["state_key"],
+                                    **manifest["estimator_params"])["adv"].to_numpy()
+    assert np.abs(recomputed).sum() > 0 and logged["advantage"].dtype == np.float64
+    assert logged["advantage"].tolist() == pytest.approx(recomputed, rel=1e-6, abs=1e-7)
+
+
+def test_the_rollout_dump_carries_the_advantage_each_row_was_trained_with(
+        transfer_queue, scripted, trainer, tiny_model_dir, tmp_path):
+    """verl's trainer.rollout_data_dir lines get the key ``advantage``: the value on that row's
+    tokens, so a dump can be audited without the run directory."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    trainer._compute_advantage(scripted.batch, {})
+    stored, data = stored_advantages(transfer_queue, scripted.batch)
+    on_tokens = {k: float(row[int(data["response_mask"][i].argmax())])
+                 for i, (k, row) in enumerate(zip(scripted.batch.keys, stored))}
+    trainer.tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    trainer.global_steps = 1
+    trainer._init_dump_executor()
+    trainer._log_rollout_data(scripted.batch, {}, str(tmp_path / "dump"))
+    trainer._shutdown_dump_executor()
+    lines = [json.loads(x) for x in (tmp_path / "dump" / "1.jsonl").read_text().splitlines()]
+    assert sorted(x["uid"] for x in lines) == sorted(scripted.batch.keys)
+    assert {x["uid"]: x["advantage"] for x in lines} == pytest.approx(on_tokens)
+    assert any(x["advantage"] != 0 for x in lines)
