@@ -281,13 +281,12 @@ def test_the_comparison_shows_and_explains_its_parts():
 
 def test_both_trainers_accept_it():
     from g2po.trainers.config import TrainConfig
-    from g2po.trainers.local import estimator_kwargs
     from g2po.trainers.verl_backend.settings import estimator_settings, library_estimator
 
-    local = estimator_kwargs(TrainConfig(estimator="migpo", estimator_params={"omega": 0.5}))
+    local = TrainConfig(estimator="migpo", estimator_params={"omega": 0.5}).estimator_kwargs()
     assert local == {"penalty": 0.1, "omega": 0.5}  # γ 0.99 is MiGPO's own, not G2PO's
     assert library_estimator("migpo") == "migpo"
     settings_ = estimator_settings("migpo", {"migpo": {"gamma": 0.95, "omega": 1.0}})
-    assert settings_.params == {"gamma": 0.95, "omega": 1.0}
+    assert settings_.kwargs() == {"penalty": 0.1, "gamma": 0.95, "omega": 1.0}
     with pytest.raises(ValueError, match="parameter 'gamma' must be in"):
         estimator_settings("migpo", {"migpo": {"gamma": 2.0}})
