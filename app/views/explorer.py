@@ -22,15 +22,8 @@ import streamlit as st
 
 from app import data
 from app.context import AppContext
+from app.graph import EDGE_COLOR_MODES, VALUE_SCALES, DrawStyle, Highlight, network_data
 from app.graph_component import graph_component
-from app.graph_html import (
-    EDGE_COLOR_MODES,
-    VALUE_SCALES,
-    DrawStyle,
-    Highlight,
-    critical_edges,
-    network_data,
-)
 from app.navigation import open_state_history
 from app.rules import apply_fix
 from app.safe import escape_html, fmt, truncate
@@ -52,6 +45,7 @@ from app.ui import chosen_graph, group_page, md, picked_row
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import SHOWN, Alarm, credit_alarms
 from g2po.analysis.assumptions import Assumption, assumptions, reached
+from g2po.analysis.critical import critical_transitions as critical_edges
 from g2po.analysis.diagnostics import merge_stats
 from g2po.analysis.labels import format_number, key_diff, lead_with_difference
 from g2po.analysis.matrix import (
@@ -487,7 +481,7 @@ def _critical(graph: StateGraph, style: DrawStyle, limits: dict[str, float],
     if crit.empty:
         st.caption("No transition has a non-zero TD error.")
         return
-    table = critical_table(graph, crit).drop(columns=["count"])
+    table = critical_table(crit).drop(columns=["count"])
     st.session_state["_g2po_critical_rows"] = table.index.tolist()
     marked = _marked(table.columns, assumed)
     config = {c: st.column_config.Column(

@@ -1,7 +1,7 @@
 import re
 
+from app.graph import vis_network_js
 from app.graph_component import component_dir
-from app.graph_html import vis_network_js
 
 
 def test_component_folder_holds_the_page_its_style_and_one_script():

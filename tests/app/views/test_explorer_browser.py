@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 import pytest
 
 import loaders
-from app.graph_html import FADED_EDGE, HIGHLIGHT_COLOR
+from app.graph import FADED_EDGE, HIGHLIGHT_COLOR
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
 from tests.app.browser import ARTIFACTS, graph_frame, hover_node, serve_app, wait_idle, watch
