@@ -38,6 +38,7 @@ from app.graph.style import (
 )
 from app.graph.tooltips import edge_tooltip, node_tooltip
 from g2po.analysis.critical import critical_transitions
+from g2po.analysis.labels import terse
 from g2po.analysis.state_graph import StateGraph
 
 __all__ = ["build_network", "full_strength", "edge_colors", "EdgeColors"]
@@ -125,9 +126,11 @@ def _add_nodes(net: Network, graph: StateGraph, highlight: Highlight,
         width = 3 if row["is_start"] or kind != "state" else 1
         if highlight.node == node_id:
             border, width = HIGHLIGHT_COLOR, 6
+        short = {} if large or kind != "state" else {"short": _short_label(node_id, row)}
         net.add_node(
             node_id,
             label=_node_label(node_id, row, large),
+            **short,
             shape=shape,
             # selected or hovered, a node keeps its V colour (vis would paint it pale blue)
             color={"background": FADED_NODE if faded else color,
@@ -149,6 +152,14 @@ def _node_label(node_id: int, row: dict, large: bool) -> str:
         return str(row["kind"])
     words = str(row["label"]).strip()
     return str(node_id) if large or not words else _wrap(f"{node_id}: {words}")
+
+
+def _short_label(node_id: int, row: dict) -> str:
+    """A state's label on one line without function words (``12: arrive drawer 3 · closed``):
+    what the page cuts to the room beside the node when the view is too far out for the full
+    label."""
+    words = terse(str(row["label"]).strip())
+    return f"{node_id}: {words}" if words else str(node_id)
 
 
 def _wrap(text: str, width: int = 20, lines: int = 2) -> str:
@@ -268,9 +279,12 @@ def _add_edges(net: Network, graph: StateGraph, highlight: Highlight, colors: Ed
         faded = highlight.active and not on_path
         rank = crit_rank.get(edges.index[i])
         extra = _edge_marks(rank, int(row["count"]) if src[i] == dst[i] else None)
+        extra.update(hidden=False, quiet=False, faded=False)  # an update overwrites them
         width = float(widths[i]) + (3.0 if on_path else 0.0) + (4.0 if rank else 0.0)
         color = FADED_EDGE if faded else colors.colors[i]
-        if not strong[i] and not faded and highlight.edge != i:
+        if faded and highlight.edge != i:  # context: hidden where it would cross a node
+            extra.update(faded=True, hidden=blocked[i])
+        elif not faded and not strong[i] and highlight.edge != i:
             # quiet (pale, thin; hidden where it would cross a node) until "All edges"
             extra.update(quiet=True, fullColor=color, fullWidth=round(width, 2),
                          quietColor=QUIET_EDGE, quietWidth=QUIET_WIDTH,
@@ -297,14 +311,14 @@ def _add_edges(net: Network, graph: StateGraph, highlight: Highlight, colors: Ed
 
 
 def _edge_marks(rank: int | None, loop_count: int | None) -> dict:
-    """An edge's label options: its critical rank (``#1``…) and, on a self-loop, its count
-    (``×3``); ``rank`` also travels on its own for the page."""
+    """An edge's marks: its critical rank (``rank``: the page draws ``#1``… on the edge itself,
+    where no node or label is) and, on a self-loop, a label with its count (``×3``, after
+    the rank on a critical self-loop)."""
     parts, extra = [], {}
     if rank is not None:
-        parts.append(f"#{rank}")
         extra["rank"] = int(rank)
     if loop_count is not None:
-        parts.append(f"×{loop_count}")
+        parts = ([f"#{rank}"] if rank is not None else []) + [f"×{loop_count}"]
     if parts:
         extra["label"] = " ".join(parts)
         extra["font"] = {"size": 12, "align": "top", "strokeWidth": 3}

@@ -35,7 +35,8 @@ _CACHE_SIZE = 256
 
 def layout_positions(graph: StateGraph, aspect: float | None = LAYOUT_ASPECT) -> pd.DataFrame:
     """Node positions of :func:`g2po.analysis.layout.layered_layout` (columns by step depth,
-    crossings reduced, wrapped into bands towards ``aspect``), cached by the graph's structure:
+    crossings reduced, wrapped into bands towards ``aspect``, the terminals' column right of
+    every band), cached by the graph's structure:
     a parameter that changes only the numbers (γ, w, the penalty) reuses the layout, and
     every aspect reuses one crossing reduction."""
     nodes, edges = graph.nodes, graph.edges
@@ -46,8 +47,10 @@ def layout_positions(graph: StateGraph, aspect: float | None = LAYOUT_ASPECT) ->
         if base is None:
             base = _remember(_LAYOUTS, (digest, None), layered_layout(nodes[["depth"]], edges[
                 ["source", "target", "count"]]))
-        hit = base if aspect is None else _remember(_LAYOUTS, (digest, aspect),
-                                                    wrap_bands(base, aspect))
+        # the terminals (one past the deepest step: the last column) right of every band
+        terminals = bool((nodes["kind"] != "state").any())
+        hit = base if aspect is None else _remember(
+            _LAYOUTS, (digest, aspect), wrap_bands(base, aspect, last_apart=terminals))
     return hit
 
 

@@ -1,5 +1,5 @@
-
 import numpy as np
+import pandas as pd
 import pytest
 
 from app.colors import EDGE_SCALE, diverging_colors, symmetric_limit
@@ -17,6 +17,7 @@ from app.graph import (
     network_data,
 )
 from app.tables import trajectory_highlight
+from g2po.analysis.critical import critical_transitions
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
 from tests.app.builders import group_steps
@@ -85,6 +86,7 @@ def test_big_graph_switches_to_compact_drawing(n_rows):
     net = build_network(graph, success_reward=10.0)
     assert net.options["interaction"]["hideEdgesOnDrag"]
     assert all(":" not in n["label"] for n in net.nodes if n["shape"] == "dot")
+    assert not any("short" in n for n in net.nodes)  # numbers only: no words to fit
 
 
 def test_colours_scales_widths_and_critical_edges():
@@ -98,8 +100,14 @@ def test_colours_scales_widths_and_critical_edges():
     assert net.legend["value"]["lo"] == values.min() and net.legend["value"]["hi"] == values.max()
     reward = build_network(graph, style=DrawStyle(value_scale="reward"), success_reward=10.0)
     assert (reward.legend["value"]["lo"], reward.legend["value"]["hi"]) == (0.0, 10.0)
-    labelled = [e for e in net.edges if e.get("label", "").startswith("#")]
-    assert len(labelled) == 5
+    # the five critical transitions carry their rank (the page draws "#1"… on the edge)
+    ranked = sorted(e["rank"] for e in net.edges if e.get("rank"))
+    assert ranked == [1, 2, 3, 4, 5]
+    top = critical_transitions(graph, 5)
+    assert {e["id"]: e["rank"] for e in net.edges if e.get("rank")} == {
+        f"e{graph.edges.index.get_loc(i)}": r for i, r in zip(top.index, top["rank"],
+                                                              strict=True)}
+    assert not any(e.get("label", "").startswith("#") for e in net.edges if e["from"] != e["to"])
     colours = {
         mode: [
             e["color"]
@@ -123,6 +131,18 @@ def test_state_labels_are_the_distinguishing_key_words_and_wrap():
     labels = {n["id"]: n["label"] for n in net.nodes}
     assert labels[0].startswith("0: ") and "s0" in labels[0]
     assert all(len(line) <= 22 for label in labels.values() for line in label.split("\n"))
+    # the short form a zoomed-out view cuts to its room: one line, no function words
+    alfworld = pd.DataFrame({
+        "group_id": "g", "traj_id": ["a", "a", "b"], "t": [0, 1, 0],
+        "state_key": ["You are in the middle of a room. You see a bed 1.",
+                      "You arrive at drawer 3. The drawer 3 is closed.",
+                      "You are in the middle of a room. You see a bed 1."],
+        "action": ["go to drawer 3", "open drawer 3", "look"],
+        "episode_reward": [10.0, 10.0, 0.0], "is_action_valid": True})
+    shorts = {n["id"]: n.get("short") for n in build_network(
+        state_graph(alfworld, rule=OutcomeRule()), success_reward=10.0).nodes}
+    assert shorts[0] == "0: middle room" and shorts[1] == "1: arrive drawer 3"
+    assert [shorts[k] for k in shorts if k > 1] == [None, None]  # terminals: their kind
 
 
 def test_a_highlighted_trajectorys_own_edges_show_its_own_steps_advantage():

@@ -66,7 +66,7 @@ def test_the_data_names_what_stays_legible_and_offers_a_drawing_per_shape():
     kinds = graph.nodes["kind"]
     keys = set(graph.nodes.index[(kinds != "state") | graph.nodes["is_start"]])
     assert set(data["legible"]["nodes"]) == keys
-    numbered = {e["id"] for e in data["edges"] if e.get("label", "").startswith("#")}
+    numbered = {e["id"] for e in data["edges"] if e.get("rank")}
     assert set(data["legible"]["edges"]) == numbered and len(numbered) == 5
     layouts = data["layouts"]
     assert layouts[0]["aspect"] == LAYOUT_ASPECTS[0]

@@ -1,5 +1,3 @@
-
-
 from app.graph import (
     edge_tooltip,
     node_tooltip,
