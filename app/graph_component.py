@@ -28,9 +28,9 @@ from app.graph.page import TEMPLATES, vis_network_js
 __all__ = ["component_dir", "graph_component", "COMPONENT_NAME"]
 
 COMPONENT_NAME = "g2po_graph"
-#: ``graph.js`` is one file (vis-network, then our drawing code, then the component glue): one
-#: request instead of three that the iframe would fetch one after another.
-_SCRIPTS = ("graph_core.js", "component/component.js")
+#: ``graph.js`` is one file (vis-network, then our drawing code: its marks, its core, then the
+#: component glue): one request instead of four that the iframe would fetch one after another.
+_SCRIPTS = ("graph_marks.js", "graph_core.js", "component/component.js")
 
 
 @functools.cache

@@ -5,7 +5,7 @@ arcs inside the canvas, state labels with words rather than bare numbers), edges
 they do not touch (as drawn, and with "All edges"), overlapping nodes, the smallest label on
 screen, edges at full strength, and the time to first draw.
 
-Each group is drawn as the explorer draws it (:func:`app.graph.data.network_data`) in a real
+Each group is drawn as the explorer draws it (:func:`app.graph.page.network_data`) in a real
 Chromium (Playwright), in a canvas of the size the explorer's graph gets at the chosen window
 size; the geometry is read back from the page (``window.g2po.geometry()``) and checked with
 :func:`g2po.analysis.geometry.check_drawing` and :func:`~g2po.analysis.geometry.check_view`,

@@ -30,6 +30,8 @@ NO_TRANSITION = "#ececec"
 _MARGIN = {"l": 60, "r": 10, "t": 70, "b": 20}
 #: Above this many columns the columns' names stand upright (``success`` would overlap).
 _UPRIGHT_COLUMNS = 20
+#: Every row and column named (plotly would name every other one of a long category axis).
+_EVERY_TICK = {"tickmode": "linear", "tick0": 0, "dtick": 1}
 
 
 def matrix_figure(graph: StateGraph, value: str = "td_error", *,
@@ -71,9 +73,10 @@ def matrix_figure(graph: StateGraph, value: str = "td_error", *,
         fig.add_vline(x=states - 0.5, line={"color": "#555555", "width": 1})
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=cols, title="to",
                      side="top", tickangle=-90 if len(cols) > _UPRIGHT_COLUMNS else 0,
-                     showgrid=False, tickfont={"size": 10})
+                     showgrid=False, tickfont={"size": 10}, **_EVERY_TICK)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=rows,
-                     autorange="reversed", title="from", showgrid=False, tickfont={"size": 10})
+                     autorange="reversed", title="from", showgrid=False, tickfont={"size": 10},
+                     **_EVERY_TICK)
     fig.update_layout(height=max(min_height, ROW_PX * len(rows) + _MARGIN["t"] + _MARGIN["b"]),
                       margin=_MARGIN, plot_bgcolor=NO_TRANSITION)
     return fig

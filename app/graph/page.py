@@ -101,11 +101,12 @@ def _layouts(graph: StateGraph) -> list[dict]:
 
 def render_html(data: dict, *, height: str = "620px", legend: bool = True) -> str:
     """``data`` (see :func:`network_data`) as one standalone HTML page: vis-network inlined,
-    no external request, a Content-Security-Policy that runs exactly its three scripts."""
+    no external request, a Content-Security-Policy that runs exactly its three scripts (the
+    drawing's marks and core code are one)."""
     init_js = ("(function () {\n  \"use strict\";\n  window.G2POGraph.draw("
                "document.getElementById(\"g2po-graph\"), "
                + _template("graph_init.js").render(data=data).strip() + ");\n})();\n")
-    vis_js, core_js = vis_network_js(), _asset("graph_core.js")
+    vis_js, core_js = vis_network_js(), _asset("graph_marks.js") + "\n" + _asset("graph_core.js")
     return _template("graph.html").render(
         title=data.get("title", "G2PO state graph"),
         css=_asset("graph.css"),

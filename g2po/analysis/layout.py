@@ -165,7 +165,8 @@ def wrap_bands(layout: pd.DataFrame, aspect: float | None, *, dx: float = 210.0,
     further apart (up to :data:`MAX_STRETCH` × ``dx``). With ``last_apart``, the last column
     (a state graph's terminals, one past the deepest step) is not wrapped: it stands right of
     every band, centred on their height (its nodes up to two rows apart, room for their
-    labels), a band of its own (the last), so every band's edges into it run to the right. Returns a new frame with ``x``, ``y`` and ``band`` set."""
+    labels), a band of its own (the last), so every band's edges into it run to the right.
+    Returns a new frame with ``x``, ``y`` and ``band`` set."""
     out = layout.copy()
     if out.empty:
         return out
@@ -175,9 +176,12 @@ def wrap_bands(layout: pd.DataFrame, aspect: float | None, *, dx: float = 210.0,
     sizes = np.bincount(column, minlength=n_cols).astype(np.int64)
     apart = bool(last_apart and n_cols > 1)
     wrapped = n_cols - 1 if apart else n_cols  # the columns that wrap into bands
-    # as many columns a band as with the last column wrapped too: it takes that room beside
-    per_band = wrapped if aspect is None else min(columns_per_band(sizes, aspect, dx, dy),
-                                                  wrapped)
+    per_band = wrapped
+    if aspect is not None:
+        per_band = columns_per_band(sizes[:wrapped], aspect, dx, dy)
+        if apart:  # the last column stands beside the bands: aim them that much narrower
+            per_band = columns_per_band(sizes[:wrapped], aspect * per_band / (per_band + 1),
+                                        dx, dy)
     band_of = np.arange(n_cols) // per_band
     rows = np.zeros(int(band_of[wrapped - 1]) + 1, dtype=np.int64)
     np.maximum.at(rows, band_of[:wrapped], sizes[:wrapped])

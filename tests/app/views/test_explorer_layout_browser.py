@@ -42,19 +42,21 @@ def served(tmp_path_factory):
         yield {"url": url, "root": root, "verl_group": uid}
 
 
-def open_group(browser, served, size, query: str):
+def open_group(browser, served, size, query: str, group: str):
+    """A page at ``size`` on ``?query``, once the graph of ``group`` is drawn and the app is
+    idle: the page, what it did, and the graph's frame."""
     page = browser.new_page(viewport={"width": size[0], "height": size[1]})
     seen = watch(page)
     page.goto(f"{served['url']}/?{query}")
-    return page, seen
+    graph_frame(page, timeout=90_000, condition=f"document.title.includes('{group},')")
+    wait_idle(page)
+    return page, seen, graph_frame(page)
 
 
 @pytest.mark.parametrize("size", SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_a_30_state_group_reads_at_first_sight(browser, served, size):
-    page, seen = open_group(browser, served, size, "run=rooms&step=1&group=rooms-30")
-    graph_frame(page, timeout=90_000, condition="document.title.includes('rooms-30,')")
-    wait_idle(page)
-    frame = graph_frame(page)
+    page, seen, frame = open_group(browser, served, size, "run=rooms&step=1&group=rooms-30",
+                                   "rooms-30")
     page.screenshot(path=str(ARTIFACTS / f"group-30-states-first-view-{size[0]}.png"))
     geometry = frame.evaluate("window.g2po.geometry()")
     check = check_drawing(geometry)
@@ -91,10 +93,8 @@ def test_a_50_state_group_shows_whole_with_words_and_numbers_on_their_edges(brow
     """The faults the issue saw at 50 states: terminals and right-hand nodes off the canvas,
     "#1" beside another node's label ("31#1"), bare numbers, edges through nodes; and a
     click on critical transition #1 that framed its source only."""
-    page, seen = open_group(browser, served, size, "run=rooms&step=2&group=rooms-50")
-    graph_frame(page, timeout=90_000, condition="document.title.includes('rooms-50,')")
-    wait_idle(page)
-    frame = graph_frame(page)
+    page, seen, frame = open_group(browser, served, size, "run=rooms&step=2&group=rooms-50",
+                                   "rooms-50")
     page.screenshot(path=str(ARTIFACTS / f"group-50-states-first-view-{size[0]}.png"))
     geometry = frame.evaluate("window.g2po.geometry()")
     check, view = check_drawing(geometry), check_view(geometry)
@@ -130,9 +130,7 @@ def test_the_matrix_of_a_dense_verl_group_has_every_cell_where_its_transition_is
     log = loaders.open_log(served["root"] / "verl30")
     graph = state_graph(log.load_group(1, uid), rule=log.rule())
     top = critical_transitions(graph, 1).iloc[0]
-    page, seen = open_group(browser, served, (1280, 800), f"run=verl30&group={uid}")
-    graph_frame(page, timeout=90_000, condition=f"document.title.includes('{uid},')")
-    wait_idle(page)
+    page, seen, _ = open_group(browser, served, (1280, 800), f"run=verl30&group={uid}", uid)
     page.locator("[data-testid='stButtonGroup'] button").filter(has_text="Matrix").click()
     chart = page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot").first
     chart.wait_for(timeout=60_000)
