@@ -23,26 +23,26 @@ from pathlib import Path
 
 import streamlit.components.v1 as components
 
-from app.graph_html import _TEMPLATES, vis_network_js
+from app.graph.page import TEMPLATES, vis_network_js
 
 __all__ = ["component_dir", "graph_component", "COMPONENT_NAME"]
 
 COMPONENT_NAME = "g2po_graph"
-#: ``graph.js`` is one file (vis-network, then our drawing code, then the component glue): one
-#: request instead of three that the iframe would fetch one after another.
-_SCRIPTS = ("graph_core.js", "component/component.js")
+#: ``graph.js`` is one file (vis-network, then our drawing code: its marks, its core, then the
+#: component glue): one request instead of four that the iframe would fetch one after another.
+_SCRIPTS = ("graph_marks.js", "graph_core.js", "component/component.js")
 
 
 @functools.cache
 def component_dir() -> Path:
     """The folder the component is served from, written once per content version:
     ``index.html``, ``graph.css`` and ``graph.js``."""
-    scripts = [vis_network_js()] + [(_TEMPLATES / name).read_text(encoding="utf-8")
+    scripts = [vis_network_js()] + [(TEMPLATES / name).read_text(encoding="utf-8")
                                     for name in _SCRIPTS]
-    contents = {"graph.css": (_TEMPLATES / "graph.css").read_text(encoding="utf-8"),
+    contents = {"graph.css": (TEMPLATES / "graph.css").read_text(encoding="utf-8"),
                 "graph.js": "\n;\n".join(scripts)}
-    legend = (_TEMPLATES / "legend.html").read_text(encoding="utf-8")
-    contents["index.html"] = (_TEMPLATES / "component" / "index.html").read_text(
+    legend = (TEMPLATES / "legend.html").read_text(encoding="utf-8")
+    contents["index.html"] = (TEMPLATES / "component" / "index.html").read_text(
         encoding="utf-8").replace("__LEGEND__", legend)
     digest = hashlib.sha256("\0".join(f"{k}\0{v}" for k, v in sorted(contents.items()))
                             .encode("utf-8")).hexdigest()[:16]
@@ -73,7 +73,7 @@ def _cache_root() -> Path:
 
 def graph_component(data: dict, *, height: int = 620, key: str = "g2po_graph",
                     on_change: Callable[[], None] | None = None) -> dict | None:
-    """Mount the graph (``data`` from :func:`app.graph_html.network_data`); returns the last
+    """Mount the graph (``data`` from :func:`app.graph.page.network_data`); returns the last
     click, ``{"node": id, "graph_id": …, "click": n}``, or None."""
     component = components.declare_component(COMPONENT_NAME, path=str(component_dir()))
     return component(graph=data, height=height, key=key, default=None, on_change=on_change)

@@ -17,9 +17,9 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from app.colors import diverging_colors, text_color_for
-from app.graph_html import Highlight
+from app.graph import Highlight
 from app.safe import truncate
-from g2po.analysis.labels import lead_with_difference, natural_key, node_names
+from g2po.analysis.labels import lead_with_difference, natural_key
 from g2po.analysis.state_graph import StateGraph
 from g2po.outcomes import outcome_labels
 
@@ -205,17 +205,15 @@ def outgoing_transitions(graph: StateGraph, node: int, text_limit: int = 80) -> 
     return out.reset_index(drop=True)
 
 
-def critical_table(graph: StateGraph, critical: pd.DataFrame, text_limit: int = 40
-                   ) -> pd.DataFrame:
-    """The critical transitions (:func:`app.graph_html.critical_edges`) as a table, numbers
-    before text (a narrow table cuts its last columns): #, from, to, TD error, mean A, count,
-    action (from and to named as the graph names them); the index is the edge's row in
-    ``graph.edges``."""
+def critical_table(critical: pd.DataFrame, text_limit: int = 40) -> pd.DataFrame:
+    """The critical transitions (:func:`g2po.analysis.critical.critical_transitions`) as a
+    table, numbers before text (a narrow table cuts its last columns): #, from, to, TD error,
+    mean A, count, action (from and to named as the graph names them); the index is the
+    edge's row in ``graph.edges``."""
     return pd.DataFrame({
         "#": critical["rank"].to_numpy(),
-        # the drawing's own names: a state's number, a terminal's kind
-        "from": node_names(graph.nodes).reindex(critical["source"]).to_numpy(),
-        "to": node_names(graph.nodes).reindex(critical["target"]).to_numpy(),
+        "from": critical["from"].to_numpy(),
+        "to": critical["to"].to_numpy(),
         "TD error": critical["td_error"].to_numpy(),
         "mean A": critical["adv"].to_numpy() if "adv" in critical.columns else np.nan,
         "count": critical["count"].to_numpy(),

@@ -62,12 +62,12 @@ def main() -> int:
     step, group, traj = pick_group(args.run, args.nodes)
     # open on the group's first critical transition (largest |TD error|): node and edge
     import loaders
-    from app.graph_html import critical_edges
+    from g2po.analysis.critical import critical_transitions
     from g2po.analysis.state_graph import state_graph
 
     graph = state_graph(loaders.open_log(ROOT / "sample_rollouts" / args.run)
                         .load_group(step, group), rule=OutcomeRule())
-    top = critical_edges(graph, 1)
+    top = critical_transitions(graph, 1)
     edge = int(graph.edges.index.get_loc(top.index[0]))
     query = urlencode({"run": args.run, "step": step, "group": group, "traj": traj,
                        "node": int(top["source"].iloc[0]), "edge": edge})

@@ -331,7 +331,7 @@ def bench_beside(run_dir: Path, views: int = 60, seed: int = 0) -> dict:
     import threading
 
     from app import data
-    from app.graph_html import Highlight, network_data
+    from app.graph import Highlight, network_data
     from g2po.analysis.state_graph import state_graph
     from loaders import open_log
 

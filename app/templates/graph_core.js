@@ -8,16 +8,22 @@
    * (this scale); else on its start and critical transitions, whatever the scale. */
   var READABLE_SCALE = 0.72;
   /* Room (screen px) left around a framed view for the labels of the nodes at its edges. */
-  var PAD_X = 90, PAD_Y = 45;
-  /* The labels that stay this size on screen at any zoom (data.legible): the critical
-   * transitions' numbers, the start and terminal nodes' labels. */
-  var NODE_FONT = 14, EDGE_FONT = 12, STROKE = 3;
-  /* A state's number, when its label is too long for the zoom: 11 px on screen, shown while
-   * the drawing's rows (ROW_GAP canvas units apart, the layout's dy) are SHORT_ROOM px apart. */
-  var SHORT_FONT = 11, ROW_GAP = 95, SHORT_ROOM = 24;
+  var PAD_X = 60, PAD_Y = 40;
+  /* The labels that stay their size on screen at any zoom (data.legible): the start and
+   * terminal nodes' labels (marks.NODE_FONT px) and the critical transitions' numbers. */
+  var marks = window.G2POMarks;
+  var NODE_FONT = marks.NODE_FONT, EDGE_FONT = marks.EDGE_FONT, STROKE = marks.STROKE;
+  var NODE_VADJUST = marks.NODE_VADJUST;
+  /* A state's short label (marks.SHORT_FONT px on screen), when its full label is too long for
+   * the zoom: shown while the drawing's rows (ROW_GAP canvas units apart, the layout's dy) are
+   * SHORT_ROOM px apart. */
+  var SHORT_FONT = marks.SHORT_FONT, ROW_GAP = 95, SHORT_ROOM = 20;
   /* The first view shows the whole graph while its rows stay this far apart on screen (px):
    * every state then shows at least its number. */
-  var WHOLE_ROOM = 40;
+  var WHOLE_ROOM = 22;
+  /* Points per arc when a view frames the edges' arcs; a view keeps the critical arcs whole
+   * unless that shrinks it below this share of the scale that frames their nodes alone. */
+  var ARC_SAMPLES = 8, ARC_SHRINK = 0.75;
 
   function textTip(text) {
     var div = document.createElement("div");
@@ -57,16 +63,21 @@
   }
 
   /* What is drawn, in canvas units, for checks from outside (the browser tests, the layout
-   * benchmark): each node's centre, radius and label size on screen (0 when not drawn), each
-   * edge's path (sampled as vis-network draws it) and whether it is at full strength. */
+   * benchmark): each node's centre, radius, label text and its box and size on screen (0 when
+   * not drawn), each edge's path (sampled as vis-network draws it), whether it is at full
+   * strength, its critical rank (0: none) and its label's box; the view (centre, scale) and
+   * the canvas's size in px. */
   function geometry(state) {
     var network = state.network, scale = network.getScale();
     var nodes = state.nodes.get().map(function (n) {
       var body = network.body.nodes[n.id], pos = network.getPositions([n.id])[n.id];
       var label = body.labelModule, px = label.fontOptions.size * scale;
       var drawn = !!n.label && px >= body.options.scaling.label.drawThreshold - 1;
+      var size = label.size;
       return {id: n.id, x: pos.x, y: pos.y, r: body.options.size, shape: n.shape,
-              labelPx: drawn ? px : 0, hasLabel: !!n.label};
+              labelPx: drawn ? px : 0, hasLabel: !!n.label, label: n.label || "",
+              labelBox: drawn ? [size.left, size.top + (label.fontOptions.vadjust || 0),
+                                 size.width, size.height] : null};
     });
     var edges = state.edges.get().map(function (e) {
       var body = network.body.edges[e.id], points = [];
@@ -79,25 +90,48 @@
       }
       var px = body ? body.labelModule.fontOptions.size * scale : 0;
       var drawn = !!e.label && body && px >= body.options.scaling.label.drawThreshold - 1;
+      var placed = (state.rankLabels || {})[e.id];
       return {id: e.id, from: e.from, to: e.to, points: points, strong: !e.quiet || state.allEdges,
-              labelPx: drawn ? px : 0, hidden: !!e.hidden};
+              labelPx: placed ? placed.px : (drawn ? px : 0), hidden: !!e.hidden,
+              critical: e.rank || 0,
+              labelBox: placed ? placed.box : (drawn ? visLabelBox(body) : null)};
     });
     var box = network.body.container.getBoundingClientRect();
     return {scale: scale, width: box.width, height: box.height, nodes: nodes, edges: edges,
             view: network.getViewPosition()};
   }
 
+  /* The box (canvas units: left, top, width, height) around an edge label vis-network drew:
+   * a self-loop's as drawn; another edge's above its middle, turned along the edge. */
+  function visLabelBox(body) {
+    var size = body.labelModule.size;
+    if (body.fromId === body.toId) { return [size.left, size.top, size.width, size.height]; }
+    var via = body.edgeType.getViaNode ? body.edgeType.getViaNode() : undefined;
+    var mid = body.edgeType.getPoint(0.5, via);
+    var angle = Math.atan2(body.from.y - body.to.y, body.from.x - body.to.x);
+    if ((angle < -1 && body.from.x - body.to.x < 0) ||
+        (angle > 0 && body.from.x - body.to.x < 0)) { angle += Math.PI; }
+    var up = 4 + size.height / 2, cx = mid.x + up * Math.sin(angle),
+        cy = mid.y - up * Math.cos(angle);
+    var hw = Math.abs(Math.cos(angle)) * size.width / 2 + Math.abs(Math.sin(angle)) * size.height / 2;
+    var hh = Math.abs(Math.sin(angle)) * size.width / 2 + Math.abs(Math.cos(angle)) * size.height / 2;
+    return [cx - hw, cy - hh, 2 * hw, 2 * hh];
+  }
+
   /* "All edges": the quiet edges (beyond the first FULL_EDGES) at full strength, or quiet
-   * again. */
+   * again; a quiet edge, or one faded off a highlighted path, that no curve could lead
+   * around the nodes (blocked in this drawing) is drawn only then. */
   function showAllEdges(state, all) {
     state.allEdges = !!all;
     var quiet = state.edges.get({filter: function (e) { return !!e.quiet; }});
+    var faded = state.edges.get({filter: function (e) { return !!e.faded; }});
     var blocked = state.blocked || {};
     state.edges.update(quiet.map(function (e) {
-      // a quiet edge no curve could lead around the nodes waits for "All edges"
       return all ? {id: e.id, color: e.fullColor, width: e.fullWidth, hidden: false}
         : {id: e.id, color: e.quietColor, width: e.quietWidth, hidden: !!blocked[e.id]};
-    }));
+    }).concat(faded.map(function (e) {
+      return {id: e.id, hidden: !all && !!blocked[e.id]};
+    })));
     var button = document.getElementById("g2po-all");
     if (button) {
       button.style.display = quiet.length ? "" : "none";
@@ -166,25 +200,72 @@
     if (window.g2po) { window.g2po.dark = state.dark; }
   }
 
-  /* The box around some nodes, and the scale (at most ``most``) that shows it in the canvas
-   * with room for labels at its edges. */
-  function frameOf(network, ids, most) {
+  /* The box around some nodes (and ``points``: the arcs of edges that must stay in view),
+   * and the view (centre, scale at most ``most``) that shows it in the canvas with room for
+   * labels at its edges: PAD_X a side, or more where a kept label is wider (``pads``: px
+   * needed left and right of the box). */
+  function frameOf(network, ids, most, points, pads) {
     var pos = network.getPositions(ids);
     var keys = Object.keys(pos);
     if (!keys.length) { return null; }
     var x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
-    keys.forEach(function (k) {
-      x0 = Math.min(x0, pos[k].x); x1 = Math.max(x1, pos[k].x);
-      y0 = Math.min(y0, pos[k].y); y1 = Math.max(y1, pos[k].y);
+    keys.map(function (k) { return pos[k]; }).concat(points || []).forEach(function (p) {
+      x0 = Math.min(x0, p.x); x1 = Math.max(x1, p.x);
+      y0 = Math.min(y0, p.y); y1 = Math.max(y1, p.y);
     });
     var box = network.body.container.getBoundingClientRect();
-    var sx = Math.max(box.width - 2 * PAD_X, 40) / Math.max(x1 - x0, 1);
+    var left = Math.max(PAD_X, pads ? pads.left : 0), right = Math.max(PAD_X, pads ? pads.right : 0);
+    var sx = Math.max(box.width - left - right, 40) / Math.max(x1 - x0, 1);
     var sy = Math.max(box.height - 2 * PAD_Y, 40) / Math.max(y1 - y0, 1);
-    return {x: (x0 + x1) / 2, y: (y0 + y1) / 2, scale: Math.min(sx, sy, most)};
+    var scale = Math.min(sx, sy, most);
+    // the box's left edge `left` px in (its middle when it is narrower than the room)
+    var spare = Math.max(box.width - left - right - (x1 - x0) * scale, 0);
+    return {x: x0 + (box.width / 2 - left - spare / 2) / scale, y: (y0 + y1) / 2, scale: scale};
+  }
+
+  /* The room (px) the kept labels (start, terminals) need left and right of a framed box:
+   * half the widest of those in the left half of the drawing, and of those in the right. */
+  function legiblePads(state) {
+    var ids = (state.legible || {nodes: []}).nodes.filter(function (id) {
+      return state.nodes.get(id) !== null;
+    });
+    var pos = state.network.getPositions(ids), xs = ids.map(function (id) { return pos[id].x; });
+    var middle = (Math.min.apply(null, xs) + Math.max.apply(null, xs)) / 2, pads = {left: 0, right: 0};
+    ids.forEach(function (id, i) {
+      var half = marks.legibleWidth(state, id) / 2 + 6, side = xs[i] <= middle ? "left" : "right";
+      pads[side] = Math.max(pads[side], half);
+    });
+    return pads;
+  }
+
+  /* frameOf the nodes ``ids`` with the arcs of the edges ``edges`` whole on screen, unless
+   * that costs more than a quarter of the scale (an arc over a whole band): then the nodes
+   * alone, labels legible, an arc leaving the canvas. */
+  function frameWithArcs(state, ids, most, edges) {
+    var network = state.network, pad = legiblePads(state);
+    var bare = frameOf(network, ids, most, [], pad);
+    var arcs = frameOf(network, ids, most, arcPoints(state, edges), pad);
+    return bare !== null && arcs !== null && arcs.scale < ARC_SHRINK * bare.scale ? bare : arcs;
   }
 
   function moveToFrame(network, frame) {
     network.moveTo({position: {x: frame.x, y: frame.y}, scale: frame.scale, animation: false});
+  }
+
+  /* Points along the drawn arcs of some edges (not self-loops, not hidden): a view that frames
+   * them keeps each arc whole on screen. */
+  function arcPoints(state, ids) {
+    var points = [];
+    ids.forEach(function (id) {
+      var e = state.edges.get(id), body = state.network.body.edges[id];
+      if (e === null || e.hidden || e.from === e.to || !body || !body.edgeType) { return; }
+      var via = body.edgeType.getViaNode ? body.edgeType.getViaNode() : undefined;
+      for (var k = 1; k < ARC_SAMPLES; k++) {
+        var p = body.edgeType.getPoint(k / ARC_SAMPLES, via);
+        points.push({x: p.x, y: p.y});
+      }
+    });
+    return points;
   }
 
   /* The edges as routed for ``layout`` (one of data.layouts): bent around the nodes of that
@@ -252,13 +333,14 @@
   function initialView(state) {
     var network = state.network;
     chooseLayout(state);
-    var all = frameOf(network, state.nodes.getIds(), 1.0);
+    var critical = (state.legible || {edges: []}).edges;
+    var all = frameWithArcs(state, state.nodes.getIds(), 1.0, critical);
     if (all === null) { return; }
     var focus = focusIds(state);
     if (all.scale >= READABLE_SCALE || all.scale * ROW_GAP >= WHOLE_ROOM) {
       moveToFrame(network, all);
     } else if (focus.critical) {
-      moveToFrame(network, frameOf(network, focus.ids, 1.0));
+      moveToFrame(network, frameWithArcs(state, focus.ids, 1.0, critical));
     } else {
       var pos = network.getPositions(focus.ids.length ? focus.ids : undefined);
       var minX = Infinity, ys = [];
@@ -274,7 +356,8 @@
 
   function fitAll(state) {
     chooseLayout(state);
-    var all = frameOf(state.network, state.nodes.getIds(), 1.0);
+    var all = frameWithArcs(state, state.nodes.getIds(), 1.0,
+                            (state.legible || {edges: []}).edges);
     if (all !== null) { moveToFrame(state.network, all); }
     keepLegible(state);
   }
@@ -300,8 +383,9 @@
   }
 
   /* Too far out for the states' labels (they would be under 10 px): each state shows its
-   * number instead, at a legible size, while the rows of the drawing leave room for it;
-   * further out, none (hover shows them). Zooming in brings the labels back. */
+   * short label (its number and words, cut to the room beside it in its row), at a legible
+   * size, while the rows of the drawing leave room for it; further out, none (hover shows
+   * them). Zooming in brings the labels back. */
   function shortLabels(state, grow) {
     var scale = state.network.getScale();
     var mode = grow * READABLE_SCALE <= 1.0001 ? "full" :
@@ -310,22 +394,31 @@
     state.labelMode = mode;
     var keep = {};
     (state.legible || {nodes: []}).nodes.forEach(function (id) { keep[id] = true; });
-    var updates = (state.stateLabels || []).filter(function (n) {
+    var shown = (state.stateLabels || []).filter(function (n) {
       return !keep[n.id] && state.nodes.get(n.id) !== null;
-    }).map(function (n) {
+    });
+    var fitted = mode === "short" ? marks.fitShortLabels(state, shown, keep, scale) : {};
+    var updates = shown.map(function (n) {
+      var f = fitted[n.id];
       return mode === "short" ?
-        {id: n.id, label: String(n.id),
-         font: {size: SHORT_FONT / scale, strokeWidth: STROKE * grow}} :
-        {id: n.id, label: n.label, font: {size: NODE_FONT, strokeWidth: STROKE}};
+        {id: n.id, label: f.text, font: {size: SHORT_FONT / scale, strokeWidth: STROKE * grow,
+                                         vadjust: f.vadjust}} :
+        {id: n.id, label: n.label, font: {size: NODE_FONT, strokeWidth: STROKE,
+                                          vadjust: NODE_VADJUST}};
+    }).filter(function (u) {
+      var now = state.nodes.get(u.id);
+      return now.label !== u.label || !now.font || now.font.size !== u.font.size ||
+        now.font.vadjust !== u.font.vadjust;
     });
     if (updates.length) { state.nodes.update(updates); }
     if (window.g2po) { window.g2po.labelMode = mode; }
   }
 
-  /* The states' own labels, kept to come back to when the view zooms in. */
+  /* The states' own labels, kept to come back to when the view zooms in, and their short
+   * forms (``short``: one line, no function words). */
   function stateLabels(data) {
     return data.nodes.filter(function (n) { return n.shape === "dot" || n.shape === "diamond"; })
-      .map(function (n) { return {id: n.id, label: n.label}; });
+      .map(function (n) { return {id: n.id, label: n.label, short: n.short}; });
   }
 
   /* vis-network hides a tooltip only on a later mouse move over the canvas: when the mouse
@@ -383,14 +476,34 @@
     state.network.setSelection({nodes: nodes, edges: edges}, {unselectAll: true,
                                                               highlightEdges: false});
     var key = JSON.stringify([nodes, edges]);
-    if (nodes.length && key !== state.lastSelection) {
-      state.network.focus(nodes[0], {scale: Math.max(state.network.getScale(),
-                                                     READABLE_SCALE), animation: false});
+    if ((nodes.length || edges.length) && key !== state.lastSelection) {
+      bringIntoView(state, nodes, edges);
       state.userMoved = true;
       keepLegible(state);
     }
     state.lastSelection = key;
     window.g2po.selected = {nodes: nodes, edges: edges};
+  }
+
+  /* A new selection in view at a legible scale: the selected node, and both ends of the
+   * selected edge with its arc (zoomed out as far as it takes to show them together). The
+   * view stays when all of it is on screen already at that scale. */
+  function bringIntoView(state, nodes, edges) {
+    var network = state.network, ids = nodes.slice();
+    edges.forEach(function (id) {
+      var e = state.edges.get(id);
+      ids.push(e.from, e.to);
+    });
+    var points = arcPoints(state, edges), pos = network.getPositions(ids);
+    var box = network.body.container.getBoundingClientRect();
+    var shown = Object.keys(pos).map(function (k) { return pos[k]; }).concat(points)
+      .every(function (p) {
+        var d = network.canvasToDOM(p);
+        return d.x >= 0 && d.x <= box.width && d.y >= 0 && d.y <= box.height;
+      });
+    if (shown && network.getScale() >= READABLE_SCALE) { return; }
+    var frame = frameOf(network, ids, Math.max(network.getScale(), READABLE_SCALE), points);
+    if (frame !== null) { moveToFrame(network, frame); }
   }
 
   function prefersDark() {
@@ -406,13 +519,15 @@
                  legibleGrow: 1, layouts: data.layouts, layoutAspect: null,
                  nodeOrder: data.nodes.map(function (n) { return n.id; }),
                  edgeOrder: data.edges.map(function (e) { return e.id; }), allEdges: false,
-                 stateLabels: stateLabels(data), labelMode: null};
+                 stateLabels: stateLabels(data), labelMode: null,
+                 ranked: marks.rankedEdges(data), rankLabels: {}};
     if (data.layouts && data.layouts.length) { state.layoutAspect = data.layouts[0].aspect; }
     state.blocked = {};
     (data.layouts && data.layouts.length ? data.layouts[0].blocked || [] : [])
       .forEach(function (b, i) { if (b) { state.blocked[state.edgeOrder[i]] = true; } });
     state.network = new vis.Network(container, {nodes: state.nodes, edges: state.edges},
                                     data.options);
+    state.network.on("afterDrawing", function (ctx) { marks.drawRanks(state, ctx); });
     expose(state, data, container);
     applyTheme(state, dark === undefined ? prefersDark() : dark);
     legend(data);
@@ -437,6 +552,7 @@
         return n;
       }));
       state.edges.update(withTips(data.edges));
+      state.ranked = marks.rankedEdges(data);
       applyRoutes(state, currentLayout(state));
       state.legibleGrow = 1;  // the update brought the base fonts and labels back
       state.labelMode = null;
@@ -460,6 +576,7 @@
     state.edgeOrder = data.edges.map(function (e) { return e.id; });
     state.allEdges = false;
     state.stateLabels = stateLabels(data);
+    state.ranked = marks.rankedEdges(data);
     state.labelMode = null;
     state.layoutAspect = data.layouts && data.layouts.length ? data.layouts[0].aspect : null;
     state.blocked = {};

@@ -17,20 +17,13 @@ import hashlib
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 from app import data
 from app.context import AppContext
+from app.graph import EDGE_COLOR_MODES, VALUE_SCALES, DrawStyle, Highlight, network_data
+from app.graph.matrix import matrix_figure
 from app.graph_component import graph_component
-from app.graph_html import (
-    EDGE_COLOR_MODES,
-    VALUE_SCALES,
-    DrawStyle,
-    Highlight,
-    critical_edges,
-    network_data,
-)
 from app.navigation import open_state_history
 from app.rules import apply_fix
 from app.safe import escape_html, fmt, truncate
@@ -52,15 +45,10 @@ from app.ui import chosen_graph, group_page, md, picked_row
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import SHOWN, Alarm, credit_alarms
 from g2po.analysis.assumptions import Assumption, assumptions, reached
+from g2po.analysis.critical import critical_transitions as critical_edges
 from g2po.analysis.diagnostics import merge_stats
 from g2po.analysis.labels import format_number, key_diff, lead_with_difference
-from g2po.analysis.matrix import (
-    DENSE_EDGES,
-    DENSE_STATES,
-    MATRIX_VALUES,
-    is_dense,
-    transition_matrix,
-)
+from g2po.analysis.matrix import DENSE_EDGES, DENSE_STATES, MATRIX_VALUES, is_dense
 from g2po.analysis.state_graph import StateGraph
 from g2po.outcomes import OutcomeCheck, OutcomeRule, success_rule
 from g2po.params import G2POParams
@@ -228,17 +216,11 @@ def _view_choice(column) -> str:
 def _matrix(graph: StateGraph, edge_color: str) -> None:
     """The state × state matrix of the edge colour's quantity (TD error, else mean A)."""
     value = "adv" if edge_color == "adv" and "adv" in graph.edges.columns else "td_error"
-    matrix = transition_matrix(graph, value)
-    limit = float(np.nanmax(np.abs(matrix.to_numpy()))) if matrix.notna().any().any() else 1.0
-    fig = px.imshow(matrix, color_continuous_scale="RdBu", zmin=-limit, zmax=limit,
-                    aspect="auto", labels={"x": "to", "y": "from",
-                                           "color": MATRIX_VALUES[value]})
-    fig.update_layout(height=GRAPH_HEIGHT + 80, margin={"l": 10, "r": 10, "t": 10, "b": 10})
-    st.plotly_chart(fig, key="g_matrix")
+    st.plotly_chart(matrix_figure(graph, value, min_height=GRAPH_HEIGHT + 80), key="g_matrix")
     st.caption(fmt("{} of each transition from a state (row) to a state or terminal (column), "
-                   "count-weighted over its actions; blank: no transition. States in the "
-                   "order of their first step depth, named as in the graph.",
-                   MATRIX_VALUES[value]))
+                   "count-weighted over its actions; grey: no transition; #1…: the critical "
+                   "transitions. States in the order of their first step depth, named as in "
+                   "the graph; hover a cell for both states' words.", MATRIX_VALUES[value]))
 
 
 # -- clicks and selections ----------------------------------------------------------------
@@ -487,7 +469,7 @@ def _critical(graph: StateGraph, style: DrawStyle, limits: dict[str, float],
     if crit.empty:
         st.caption("No transition has a non-zero TD error.")
         return
-    table = critical_table(graph, crit).drop(columns=["count"])
+    table = critical_table(crit).drop(columns=["count"])
     st.session_state["_g2po_critical_rows"] = table.index.tolist()
     marked = _marked(table.columns, assumed)
     config = {c: st.column_config.Column(

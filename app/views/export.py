@@ -14,7 +14,7 @@ import streamlit as st
 from app import data
 from app.context import AppContext
 from app.export import EXPORT_FORMATS, export_metadata, metadata_bytes, table_bytes
-from app.graph_html import graph_html
+from app.graph import graph_html
 from app.safe import fmt
 from app.ui import chosen_graph, group_page, show_error
 from g2po.errors import G2POError

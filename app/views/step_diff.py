@@ -10,8 +10,8 @@ import streamlit as st
 from app import data
 from app.across_steps import group_choice, page_task_index, sidebar_moved, task_label
 from app.context import AppContext
+from app.graph import Highlight, network_data
 from app.graph_component import graph_component
-from app.graph_html import Highlight, network_data
 from app.safe import fmt, truncate
 from app.tables import style_diverging
 from app.ui import md, no_run_message, show_error

@@ -17,15 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DrawingCheck", "check_drawing", "STRAIGHT", "CW", "CCW", "ROUNDNESS_STEPS",
-           "control_points", "edge_paths", "edges_through_nodes", "overlapping_nodes",
-           "route_edges"]
+__all__ = ["DrawingCheck", "check_drawing", "ViewCheck", "check_view", "to_screen", "STRAIGHT",
+           "CW", "CCW", "ROUNDNESS_STEPS", "control_points", "edge_paths",
+           "edges_through_nodes", "overlapping_nodes", "route_edges"]
 
 #: Edge kinds: a straight line, vis-network's ``curvedCW`` and ``curvedCCW`` curves.
 STRAIGHT, CW, CCW = 0, 1, 2
 #: The roundness values tried, gentlest first, when an edge must bend around a node (past 1,
 #: vis-network's curve swings wide: a long edge then arcs over a band of nodes).
-ROUNDNESS_STEPS = (0.15, 0.25, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.6, 2.0)
+ROUNDNESS_STEPS = (0.04, 0.08, 0.15, 0.25, 0.35, 0.5, 0.65, 0.8, 1.0, 1.25, 1.6, 2.0)
 #: Points per curve when routing (the checks of a drawing use more): enough to follow a curve
 #: of roundness up to 2 within a few canvas units.
 ROUTE_SAMPLES = 14
@@ -34,6 +34,15 @@ CLEARANCE = 4.0
 #: The room routing asks for, more than the checks do: a curve followed at
 #: :data:`ROUTE_SAMPLES` points may come a few units closer between them.
 ROUTE_CLEARANCE = 10.0
+#: What a curve that swings out of the drawing costs, in nodes crossed: any curve inside it
+#: that clears every node wins, and crossing one node costs more than swinging out (a
+#: cost of 1.5 was tried: more edges crossed nodes, and arcs were no shorter).
+OUTSIDE_COST = 0.5
+#: What sharing its curve with another edge between the same two nodes costs (they are drawn
+#: over each other), in nodes crossed: less than one, so two actions from the end of one band
+#: to the start of the next (no second clear curve across the drawing) share one path
+#: instead of one of them running through a node.
+SHARED_COST = 0.75
 
 
 def control_points(start: np.ndarray, end: np.ndarray, kind: np.ndarray,
@@ -150,9 +159,10 @@ def route_edges(xy: np.ndarray, radius: np.ndarray, src: np.ndarray, dst: np.nda
                 kind: np.ndarray, roundness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bend the edges that pass through a node they do not touch: each such edge takes the
     gentlest curve (either side, roundness from :data:`ROUNDNESS_STEPS`) that clears every
-    node, keeps apart from the other edges between the same two nodes and stays within the
-    drawing (a curve swinging past it comes after those that do not); where none clears,
-    the one through the fewest nodes. Returns the new ``(kind, roundness)``; edges that were
+    node, keeps apart from the other edges between the same two nodes (sharing a curve with
+    one costs :data:`SHARED_COST` crossed nodes) and stays within the drawing (a curve
+    swinging past it costs :data:`OUTSIDE_COST`); where none clears, the one through the
+    fewest nodes. Returns the new ``(kind, roundness)``; edges that were
     clear keep theirs.
 
     Arguments as :func:`edges_through_nodes`; ``kind``, ``roundness`` (n_edges,): each edge's
@@ -193,12 +203,12 @@ def route_edges(xy: np.ndarray, radius: np.ndarray, src: np.ndarray, dst: np.nda
     box_lo, box_hi = xy.min(axis=0) - margin, xy.max(axis=0) + margin
     outside = ((c_mid < box_lo) | (c_mid > box_hi)).any(axis=-1)  # (n_bad, n_candidates)
     for row, e in enumerate(bad):
-        cost = hits[row].astype(np.float64) + 0.5 * outside[row]
+        cost = hits[row].astype(np.float64) + OUTSIDE_COST * outside[row]
         siblings = np.flatnonzero((lo == lo[e]) & (hi == hi[e]) & (np.arange(len(src)) != e))
-        if len(siblings):  # two edges of one pair must not share a curve
+        if len(siblings):  # two edges of one pair share a curve only rather than cross a node
             apart = np.hypot(*(c_mid[row][:, None, :] - middles[None, siblings, :])
                              .transpose(2, 0, 1))
-            cost += 1000 * (apart < 12.0).any(axis=1)
+            cost += SHARED_COST * (apart < 12.0).any(axis=1)
         best = int(np.argmin(cost))  # first of the cheapest: the gentlest curve
         kind[e], roundness[e] = c_kind[best], c_round[best]
         middles[e] = c_mid[row, best]
@@ -310,3 +320,135 @@ def _resample(points: np.ndarray, samples: int) -> np.ndarray:
     t = np.linspace(0.0, 1.0, len(points))
     u = np.linspace(0.0, 1.0, samples)
     return np.stack([np.interp(u, t, points[:, 0]), np.interp(u, t, points[:, 1])], axis=1)
+
+
+#: Node shapes of the terminals (success, failure, truncated), as the page draws them.
+TERMINAL_SHAPES = ("star", "square", "triangleDown")
+
+
+@dataclass(frozen=True)
+class ViewCheck:
+    """What a view of a drawing shows, from what the page drew (:func:`check_view`).
+
+    nodes_inside, nodes : nodes whose centre is inside the canvas, and nodes in all.
+    terminals_inside, terminals : the same for the terminal nodes.
+    critical_labels, labels_on_own_edge : the critical transitions' numbers drawn, and those
+        that sit on their own edge clear of every node and of every other label.
+    critical_arcs, critical_arcs_inside : critical transitions with both ends inside the
+        canvas, and those whose whole drawn path is inside it too.
+    arcs_leaving : edges drawn at full strength, both ends inside the canvas, whose path
+        leaves it.
+    worded_labels, states : state nodes whose drawn label shows words (more than their
+        number), and state nodes in all.
+    stray_labels : ids of the edges whose number is not on its own edge (for messages).
+    """
+
+    nodes_inside: int
+    nodes: int
+    terminals_inside: int
+    terminals: int
+    critical_labels: int
+    labels_on_own_edge: int
+    critical_arcs: int
+    critical_arcs_inside: int
+    arcs_leaving: int
+    worded_labels: int
+    states: int
+    stray_labels: tuple[str, ...] = ()
+
+
+def to_screen(geometry: dict, points: np.ndarray) -> np.ndarray:
+    """(n, 2) canvas-unit points of a drawing as screen px inside its canvas (the page's
+    ``window.g2po.geometry()``: its ``view`` centre, ``scale``, ``width`` and ``height``)."""
+    view = geometry["view"]
+    centre = np.array([geometry["width"], geometry["height"]], dtype=float) / 2.0
+    return (np.asarray(points, float).reshape(-1, 2) - [view["x"], view["y"]]) * \
+        geometry["scale"] + centre
+
+
+def _inside(geometry: dict, points: np.ndarray, slack: float = 1.0) -> np.ndarray:
+    px = to_screen(geometry, points)
+    return ((px >= -slack) & (px <= np.array([geometry["width"], geometry["height"]]) + slack)
+            ).all(axis=1)
+
+
+def _boxes_meet(a: list, b: list, gap: float) -> bool:
+    """Whether two boxes (left, top, width, height) come within ``gap`` of each other."""
+    return (a[0] < b[0] + b[2] + gap and b[0] < a[0] + a[2] + gap and
+            a[1] < b[1] + b[3] + gap and b[1] < a[1] + a[3] + gap)
+
+
+def _box_meets_disc(box: list, x: float, y: float, r: float) -> bool:
+    nx = min(max(x, box[0]), box[0] + box[2])
+    ny = min(max(y, box[1]), box[1] + box[3])
+    return (nx - x) ** 2 + (ny - y) ** 2 < r * r
+
+
+def check_view(geometry: dict) -> ViewCheck:
+    """Check what the page's view shows (``window.g2po.geometry()`` as :func:`check_drawing`
+    reads it, plus ``view``, ``scale``, ``width``, ``height``, each node's ``shape``,
+    ``label`` and ``labelBox``, each edge's ``critical`` rank and ``labelBox``; boxes in
+    canvas units as (left, top, width, height)).
+
+    A critical transition's number is on its own edge when its box is within reach of its
+    own edge's path (half its size and 6 px), touches no node's disc, and keeps 2 px from
+    every node label and every other edge label drawn (parallel edges' numbers share one box):
+    a number beside node 31's label that reads "31#1" is not.
+
+    Examples
+    --------
+    >>> g = {"view": {"x": 100, "y": 0}, "scale": 1.0, "width": 300, "height": 100,
+    ...      "nodes": [{"id": 0, "x": 0, "y": 0, "r": 10, "shape": "diamond", "label": "0: a",
+    ...                 "labelPx": 14},
+    ...                {"id": 1, "x": 200, "y": 0, "r": 10, "shape": "star", "label": "success"},
+    ...                {"id": 2, "x": 400, "y": 0, "r": 10, "shape": "dot", "label": "2",
+    ...                 "labelPx": 11}],
+    ...      "edges": [{"id": "e0", "from": 0, "to": 1, "points": [[0, 0], [100, 0], [200, 0]],
+    ...                 "strong": True, "critical": 1, "labelBox": [90, -8, 20, 16]}]}
+    >>> c = check_view(g)
+    >>> (c.nodes_inside, c.terminals_inside, c.labels_on_own_edge, c.critical_arcs_inside)
+    (2, 1, 1, 1)
+    >>> (c.worded_labels, c.states)
+    (1, 2)
+    """
+    nodes, edges = geometry["nodes"], geometry["edges"]
+    scale = float(geometry["scale"]) or 1.0
+    xy = np.array([[n["x"], n["y"]] for n in nodes], dtype=float).reshape(-1, 2)
+    inside = _inside(geometry, xy) if len(xy) else np.zeros(0, dtype=bool)
+    where = {n["id"]: i for i, n in enumerate(nodes)}
+    terminal = np.array([n.get("shape") in TERMINAL_SHAPES for n in nodes], dtype=bool)
+    drawn = [e for e in edges if len(e.get("points") or []) >= 2 and not e.get("hidden")]
+    leaving = sum(1 for e in drawn if e.get("strong", True) and inside[where[e["from"]]]
+                  and inside[where[e["to"]]] and not _inside(geometry, e["points"]).all())
+    critical = [e for e in edges if e.get("critical")]
+    arcs = [e for e in critical if e["from"] != e["to"] and inside[where[e["from"]]]
+            and inside[where[e["to"]]]]
+    arcs_in = sum(1 for e in arcs if len(e.get("points") or []) >= 2
+                  and _inside(geometry, e["points"]).all())
+    labelled = [e for e in critical if e.get("labelBox")]
+    node_boxes = [n["labelBox"] for n in nodes if n.get("labelBox")]
+    stray = []
+    for e in labelled:
+        box, gap = e["labelBox"], 2.0 / scale
+        # parallel edges' numbers share one box (``#2 #4``): not an overlap
+        others = [o["labelBox"] for o in edges if o is not e and o.get("labelBox")
+                  and list(o["labelBox"]) != list(box)]
+        clear = not any(_box_meets_disc(box, n["x"], n["y"], n["r"]) for n in nodes) and \
+            not any(_boxes_meet(box, b, gap) for b in node_boxes + others)
+        own = True
+        if e["from"] != e["to"] and len(e.get("points") or []) >= 2:
+            centre = np.array([[box[0] + box[2] / 2, box[1] + box[3] / 2]])
+            reach = max(box[2], box[3]) / 2 + 6.0 / scale
+            path = np.asarray(e["points"], float)[None]
+            own = float(_segment_distance(path, centre)[0, 0]) <= reach
+        if not (clear and own):
+            stray.append(str(e["id"]))
+    states = [n for n in nodes if n.get("shape") in ("dot", "diamond")]
+    worded = sum(1 for n in states if n.get("labelPx") and
+                 str(n.get("label", "")).strip() != str(n["id"]))
+    return ViewCheck(
+        nodes_inside=int(inside.sum()), nodes=len(nodes),
+        terminals_inside=int((inside & terminal).sum()), terminals=int(terminal.sum()),
+        critical_labels=len(labelled), labels_on_own_edge=len(labelled) - len(stray),
+        critical_arcs=len(arcs), critical_arcs_inside=arcs_in, arcs_leaving=leaving,
+        worded_labels=worded, states=len(states), stray_labels=tuple(stray))

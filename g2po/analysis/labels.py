@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["node_names", "distinguishing_labels", "headline", "key_diff",
+__all__ = ["node_names", "distinguishing_labels", "headline", "terse", "key_diff",
            "lead_with_difference", "natural_key", "STOPWORDS", "snap_to_zero", "snap_frame",
            "format_number", "ZERO_REL"]
 
@@ -51,21 +51,58 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s")
 
 def headline(key: str, limit: int = HEADLINE_LIMIT) -> str:
     """The key's first non-empty line without its decoration (``-= Kitchen =-`` → ``Kitchen``),
-    or that line's first sentence, when at most ``limit`` characters; else ``""``.
+    or that line's first sentence, when at most ``limit`` characters; else ``""``. Its leading
+    function words go (``You are in the middle of a room`` → ``middle of a room``): they
+    begin half the sentences of a text game and tell no state from another.
 
     Examples
     --------
     >>> headline("-= Kitchen =-\\nYou are in a kitchen.")
     'Kitchen'
     >>> headline("You arrive at drawer 1. The drawer 1 is closed.")
-    'You arrive at drawer 1'
+    'arrive at drawer 1'
+    >>> headline("You are in the middle of a room. Looking quickly around you, you see a bed 1.")
+    'middle of a room'
     """
     first = next((line for line in str(key).splitlines() if line.strip()), "")
     for text in (first, _SENTENCE.split(first.strip(), maxsplit=1)[0]):
         text = _EDGE_PUNCT.sub("", text.strip())
         if text and len(text) <= limit:
-            return text
+            return _without_lead(text)
     return ""
+
+
+def _without_lead(text: str) -> str:
+    """``text`` without its leading function words (:data:`STOPWORDS`), unless none of its
+    words would be left."""
+    words = text.split()
+    lead = 0
+    while lead < len(words) - 1 and _word(words[lead]) in STOPWORDS:
+        lead += 1
+    return " ".join(words[lead:]) if lead else text
+
+
+def terse(label: str) -> str:
+    """A label of :func:`distinguishing_labels` without its function words, the separators
+    kept: the short form a zoomed-out drawing fits beside a node.
+
+    Examples
+    --------
+    >>> terse("arrive at drawer 3 · closed")
+    'arrive drawer 3 · closed'
+    >>> terse("middle of a room")
+    'middle room'
+    """
+    kept = [t for t in str(label).split() if t in ("·", _GAP) or _word(t) not in STOPWORDS
+            or not _word(t)]
+    out: list[str] = []
+    for token in kept:
+        if token == "·" and (not out or out[-1] == "·"):
+            continue
+        out.append(token)
+    while out and out[-1] == "·":
+        out.pop()
+    return " ".join(out) or str(label)
 
 
 def _word(token: str) -> str:

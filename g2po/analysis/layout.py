@@ -157,13 +157,16 @@ def layered_layout(
 
 
 def wrap_bands(layout: pd.DataFrame, aspect: float | None, *, dx: float = 210.0,
-               dy: float = 95.0) -> pd.DataFrame:
+               dy: float = 95.0, last_apart: bool = False) -> pd.DataFrame:
     """The positions of a layered layout (its ``column`` and ``rank``, as
     :func:`layered_layout` returns them) with its columns wrapped into bands towards
     ``aspect`` (None: one band); the node order is kept, so one crossing reduction serves
     every canvas. Where the bands are still narrower than ``aspect``, the columns are drawn
-    further apart (up to :data:`MAX_STRETCH` × ``dx``). Returns a new frame with ``x``, ``y``
-    and ``band`` set."""
+    further apart (up to :data:`MAX_STRETCH` × ``dx``). With ``last_apart``, the last column
+    (a state graph's terminals, one past the deepest step) is not wrapped: it stands right of
+    every band, centred on their height (its nodes up to two rows apart, room for their
+    labels), a band of its own (the last), so every band's edges into it run to the right.
+    Returns a new frame with ``x``, ``y`` and ``band`` set."""
     out = layout.copy()
     if out.empty:
         return out
@@ -171,22 +174,39 @@ def wrap_bands(layout: pd.DataFrame, aspect: float | None, *, dx: float = 210.0,
     rank = out["rank"].to_numpy(dtype=np.float64)
     n_cols = int(column.max()) + 1
     sizes = np.bincount(column, minlength=n_cols).astype(np.int64)
-    per_band = n_cols if aspect is None else columns_per_band(sizes, aspect, dx, dy)
+    apart = bool(last_apart and n_cols > 1)
+    wrapped = n_cols - 1 if apart else n_cols  # the columns that wrap into bands
+    per_band = wrapped
+    if aspect is not None:
+        per_band = columns_per_band(sizes[:wrapped], aspect, dx, dy)
+        if apart:  # the last column stands beside the bands: aim them that much narrower
+            per_band = columns_per_band(sizes[:wrapped], aspect * per_band / (per_band + 1),
+                                        dx, dy)
     band_of = np.arange(n_cols) // per_band
-    rows = np.zeros(int(band_of[-1]) + 1, dtype=np.int64)
-    np.maximum.at(rows, band_of, sizes)
+    rows = np.zeros(int(band_of[wrapped - 1]) + 1, dtype=np.int64)
+    np.maximum.at(rows, band_of[:wrapped], sizes[:wrapped])
     # each band's middle: bands stacked top to bottom, a gap of BAND_GAP rows between them
     extent = (rows - 1 + BAND_GAP) * dy
     middle = np.concatenate([[0.0], np.cumsum((extent[:-1] + extent[1:]) / 2.0)])
+    across = min(per_band, wrapped)  # columns across the widest band
+    if apart:  # the last column: right of the bands, at the middle of their height
+        band_of[-1] = len(rows)
+        top, bottom = -(rows[0] - 1) * dy / 2.0, middle[-1] + (rows[-1] - 1) * dy / 2.0
+        middle = np.append(middle, (top + bottom) / 2.0)
     band = band_of[column]
+    step = np.full(n_cols, dy)
+    if apart:  # the terminals two rows apart where the bands are tall enough: room for labels
+        k = int(sizes[-1])
+        step[-1] = float(np.clip((bottom - top) / max(k - 1, 1), dy, 2 * dy))
     stretch = 1.0
     if aspect is not None and np.isfinite(aspect) and aspect > 0:
         # a canvas wider than the bands: columns further apart (room for labels and curves)
-        width = min(per_band, n_cols) * dx
+        width = (across + apart) * dx
         height = (rows.sum() + BAND_GAP * (len(rows) - 1)) * dy
         stretch = float(np.clip(aspect / (width / height), 1.0, MAX_STRETCH))
-    out["x"] = (column % per_band).astype(np.float64) * dx * stretch
-    out["y"] = middle[band] + (rank - (sizes[column] - 1) / 2.0) * dy
+    slot = np.where(band_of == len(rows), across, np.arange(n_cols) % per_band)
+    out["x"] = slot[column].astype(np.float64) * dx * stretch
+    out["y"] = middle[band] + (rank - (sizes[column] - 1) / 2.0) * step[column]
     out["band"] = band.astype(np.int64)
     return out
 

@@ -1,10 +1,13 @@
 """A group's transitions as a state × state matrix: the compact view of a graph too dense to
 draw readably (every pair of states is one cell, so no transition hides behind another).
 
-Rows are the states a transition leaves, columns the states (and terminals) it reaches, both in
-the order of their first step depth; a cell holds the count-weighted mean of an edge quantity
-(TD error, mean advantage) over the transitions between the two (every action), NaN where there
-is none.
+Rows are the group's states, columns the same states in the same order then its terminals, so
+the diagonal holds the self-loops, cells right of it lead deeper and cells left of it lead back;
+states come in the order of their first step depth (then node id), as the drawing's columns do.
+A cell holds the count-weighted mean of an edge quantity (TD error, mean advantage) over the
+transitions between the two (every action), NaN where there is none. Rows and columns are named
+as the drawing names the nodes (a state's number, a terminal's kind): names made of digits, so a
+chart must take them as categories, never as numbers.
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ def transition_matrix(graph: StateGraph, value: str = "td_error") -> pd.DataFram
     Returns
     -------
     pandas.DataFrame
-        Indexed by the source nodes' names, columns the target nodes' names (as the drawing
-        names them), in the order of first step depth; ``count`` cells sum, the others are the
-        count-weighted mean over the edges between the two nodes.
+        (n_states, n_states + n_terminals): indexed by every state's name, columns every
+        state's name in the same order then the terminals' (as the drawing names them, all
+        ``str``); ``count`` cells sum, the others are the count-weighted mean over the edges
+        between the two nodes; NaN where no transition joins them.
 
     Raises
     ------
@@ -54,17 +58,21 @@ def transition_matrix(graph: StateGraph, value: str = "td_error") -> pd.DataFram
     ...                       "state_key": ["s0", "s1", "s0"], "action": ["go", "x", "go"],
     ...                       "episode_reward": [1.0, 1.0, 0.0], "is_action_valid": True})
     >>> m = transition_matrix(state_graph(steps, rule=OutcomeRule(success_reward=1.0)), "count")
-    >>> float(m.loc["0", "1"]), m.columns.tolist()
-    (1.0, ['1', 'success', 'failure'])
+    >>> float(m.loc["0", "1"]), m.index.tolist(), m.columns.tolist()
+    (1.0, ['0', '1'], ['0', '1', 'success', 'failure'])
     """
     if value not in MATRIX_VALUES:
         raise ValueError(f"value must be one of {', '.join(MATRIX_VALUES)}, not {value!r}")
     edges = graph.edges
     if value not in edges.columns:
         raise ValueError(f"the graph's edges have no {value!r} column")
-    names = node_names(graph.nodes)
-    order = graph.nodes.assign(_terminal=(graph.nodes["kind"] != "state").to_numpy()) \
-        .sort_values(["_terminal", "depth"], kind="stable").index
+    nodes = graph.nodes
+    names = node_names(nodes)
+    terminal = (nodes["kind"] != "state").to_numpy()
+    order = nodes.assign(_terminal=terminal).sort_values(["_terminal", "depth"],
+                                                          kind="stable").index
+    rows = [n for n in order if nodes.loc[n, "kind"] == "state"]
+    cols = rows + [n for n in order if nodes.loc[n, "kind"] != "state"]
     count = edges["count"].to_numpy(dtype=np.float64)
     frame = pd.DataFrame({"s": edges["source"].to_numpy(), "t": edges["target"].to_numpy(),
                           "w": count,
@@ -72,10 +80,7 @@ def transition_matrix(graph: StateGraph, value: str = "td_error") -> pd.DataFram
                               1.0 if value == "count" else count)})
     summed = frame.groupby(["s", "t"])[["w", "v"]].sum()
     cells = summed["v"] if value == "count" else summed["v"] / summed["w"]
-    matrix = cells.unstack("t")
-    rows = [n for n in order if n in matrix.index]
-    cols = [n for n in order if n in matrix.columns]
-    matrix = matrix.reindex(index=rows, columns=cols)
-    matrix.index = names.reindex(rows).to_numpy()
-    matrix.columns = names.reindex(cols).to_numpy()
+    matrix = cells.unstack("t").reindex(index=rows, columns=cols).astype(np.float64)
+    matrix.index = pd.Index(names.reindex(rows).to_numpy(dtype=str), dtype=object)
+    matrix.columns = pd.Index(names.reindex(cols).to_numpy(dtype=str), dtype=object)
     return matrix

@@ -223,3 +223,11 @@ def hover_node(page, frame, node_id: int) -> str:
     tip = frame.locator("div.vis-tooltip")
     tip.wait_for(state="visible", timeout=10_000)
     return tip.inner_text()
+
+
+def click_row(page, grid_index: int, row: int) -> None:
+    """Tick a row of a dataframe (the ``grid_index``-th of the page) by its selection box."""
+    grid = page.locator("[data-testid='stDataFrame']").nth(grid_index)
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 35 * row + 17)

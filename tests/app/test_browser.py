@@ -11,7 +11,7 @@ import pandas as pd
 
 import loaders
 from app.data import find_logs
-from app.graph_html import FADED_EDGE, graph_html
+from app.graph import FADED_EDGE, graph_html
 from app.options import SAMPLE_DIR
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule

@@ -1,7 +1,7 @@
 import re
 
+from app.graph import vis_network_js
 from app.graph_component import component_dir
-from app.graph_html import vis_network_js
 
 
 def test_component_folder_holds_the_page_its_style_and_one_script():
@@ -10,9 +10,10 @@ def test_component_folder_holds_the_page_its_style_and_one_script():
     assert names == ["graph.css", "graph.js", "index.html"]
     script = (folder / "graph.js").read_text()
     vis = vis_network_js()
-    # vis-network first, unchanged, then the drawing code, then the component glue
+    # vis-network first, unchanged, then the drawing code (its marks, its core), then the glue
     assert script.startswith(vis)
-    assert script.index("window.G2POGraph") < script.index("streamlit:componentReady")
+    assert script.index("window.G2POMarks =") < script.index("window.G2POGraph =") < \
+        script.index("streamlit:componentReady")
     assert component_dir() == folder  # written once
 
 

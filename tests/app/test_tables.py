@@ -2,7 +2,6 @@ import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from app.graph_html import critical_edges
 from app.tables import (
     ADVANTAGE_COLUMNS,
     OUTCOMES,
@@ -18,6 +17,7 @@ from app.tables import (
     trajectory_highlight,
     trajectory_summary,
 )
+from g2po.analysis.critical import critical_transitions
 from g2po.analysis.labels import natural_key
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
@@ -126,7 +126,7 @@ def test_one_zero_centred_scale_per_quantity_shared_by_every_table():
 
 def test_critical_table_puts_its_numbers_before_the_action():
     graph = graph_of()
-    table = critical_table(graph, critical_edges(graph))
+    table = critical_table(critical_transitions(graph))
     assert list(table.columns) == ["#", "from", "to", "TD error", "mean A", "count", "action"]
     first = graph.edges.loc[table.index[0]]
     # named as the graph names them: a state's number, a terminal's kind

@@ -6,10 +6,11 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 import loaders
-from app.graph_html import FADED_EDGE, critical_edges
+from app.graph import FADED_EDGE
 from app.sidebar import GROUP_LABEL_CHARS
 from app.views.explorer import edge_from_click, node_from_click
 from g2po.analysis.alarms import credit_alarms
+from g2po.analysis.critical import critical_transitions
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
@@ -510,7 +511,7 @@ def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transiti
     rule = OutcomeRule(truncate_at=4)
     alarm = {a.kind: a for a in credit_alarms(graph, rule=rule)}["truncation"]
     assert at.button(key="g_alarm_truncation").label == alarm.title  # the run's rule counts
-    critical = critical_edges(graph)
+    critical = critical_transitions(graph)
     rank = dict(zip(critical.index, critical["rank"], strict=True))
     explained = [e for e in alarm.edges if e in rank]
     assert explained, "the cut steps' transitions are among the critical ones"

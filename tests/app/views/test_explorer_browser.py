@@ -15,10 +15,18 @@ from urllib.parse import parse_qs
 import pytest
 
 import loaders
-from app.graph_html import FADED_EDGE, HIGHLIGHT_COLOR
+from app.graph import FADED_EDGE, HIGHLIGHT_COLOR
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
-from tests.app.browser import ARTIFACTS, graph_frame, hover_node, serve_app, wait_idle, watch
+from tests.app.browser import (
+    ARTIFACTS,
+    click_row,
+    graph_frame,
+    hover_node,
+    serve_app,
+    wait_idle,
+    watch,
+)
 
 COOKING = Path(__file__).resolve().parents[1] / "data" / "cooking16"
 BIG = "cooking-recipe3-take2-go9-open-cook-cut-train-s1"
@@ -49,12 +57,12 @@ def open_group(browser, url: str, size: tuple[int, int], query: str = ""):
 
 
 #: The start and terminal nodes (by their shapes) and the critical transitions (the edges
-#: numbered #1…#5), as drawn.
+#: with a rank: the page draws #1…#5 on them), as drawn.
 KEY_PARTS = """
     const starts = window.g2po.nodes.get().filter(d => d.shape === 'diamond').map(d => d.id);
     const ends = window.g2po.nodes.get().filter(d => ['star', 'square', 'triangleDown']
                                                      .includes(d.shape)).map(d => d.id);
-    const critical = window.g2po.edges.get().filter(d => /^#\\d/.test(d.label || ''));
+    const critical = window.g2po.edges.get().filter(d => d.rank);
 """
 #: Where the start nodes and both ends of each critical transition are on screen, and the
 #: canvas's size: the first view must show them.
@@ -67,13 +75,15 @@ FOCUS = """() => {""" + KEY_PARTS + """
             points: ids.map(id => n.canvasToDOM(pos[id]))};
 }"""
 #: The on-screen size (px) of the labels that must stay legible: the start and terminal
-#: nodes' and the critical transitions' numbers, as vis-network draws them.
+#: nodes' (as vis-network draws them) and the critical transitions' numbers (as the page
+#: draws them on their edges).
 LABEL_PX = """() => {""" + KEY_PARTS + """
     const n = window.g2po.network, s = n.getScale(), sizes = {};
     for (const id of starts.concat(ends)) {
         sizes['n' + id] = n.body.nodes[id].labelModule.fontOptions.size * s;
     }
-    for (const d of critical) sizes[d.id] = n.body.edges[d.id].labelModule.fontOptions.size * s;
+    const drawn = window.g2po.geometry().edges;
+    for (const d of critical) sizes[d.id] = drawn.find(e => e.id === d.id).labelPx;
     return sizes;
 }"""
 #: The box around every node on screen, and the canvas's size.
@@ -153,14 +163,6 @@ def critical_selected(page) -> list[str]:
     return page.locator("[data-testid='stDataFrame']").first.evaluate(
         "g => [...g.querySelectorAll('table tbody tr[aria-selected=\"true\"]')]"
         ".map(r => r.querySelector('td').textContent)")
-
-
-def click_row(page, grid_index: int, row: int) -> None:
-    """Tick a row of a dataframe by its selection box."""
-    grid = page.locator("[data-testid='stDataFrame']").nth(grid_index)
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 35 * row + 17)
 
 
 def wait_for(predicate, timeout: float = 30.0, what: str = "condition") -> None:

@@ -6,11 +6,13 @@ from g2po.analysis.geometry import (
     ROUTE_CLEARANCE,
     STRAIGHT,
     check_drawing,
+    check_view,
     control_points,
     edge_paths,
     edges_through_nodes,
     overlapping_nodes,
     route_edges,
+    to_screen,
 )
 
 
@@ -71,3 +73,27 @@ def test_overlaps_and_the_check_of_a_drawing_read_back_from_a_page():
     assert check.through == ("e0",)  # a hidden edge is not drawn, a self-loop never counts
     assert check.smallest_label_px == 11 and check.labels_drawn == 3
     assert check.labels_hidden == 1 and check.full_strength == 1 and check.edges == 3
+
+
+def test_a_view_counts_what_it_shows_and_a_number_beside_another_nodes_label_is_stray():
+    nodes = [{"id": 0, "x": 0, "y": 0, "r": 10, "shape": "diamond", "label": "0: start",
+              "labelPx": 14, "labelBox": [-30, 12, 60, 16]},
+             {"id": 31, "x": 200, "y": 0, "r": 10, "shape": "dot", "label": "31",
+              "labelPx": 11, "labelBox": [190, 12, 20, 14]},
+             {"id": 2, "x": 400, "y": 0, "r": 10, "shape": "star", "label": "success"},
+             {"id": 3, "x": 900, "y": 0, "r": 10, "shape": "square", "label": "failure"}]
+    on_edge = {"id": "e0", "from": 0, "to": 2, "strong": True, "critical": 1,
+               "points": [[0, 0], [200, -60], [400, 0]], "labelBox": [190, -70, 20, 16]}
+    beside = {"id": "e1", "from": 0, "to": 2, "strong": True, "critical": 2,
+              "points": [[0, 0], [200, 60], [400, 0]], "labelBox": [212, 14, 20, 14]}
+    leaving = {"id": "e2", "from": 31, "to": 2, "strong": True,
+               "points": [[200, 0], [300, 400], [400, 0]]}
+    geometry = {"view": {"x": 250, "y": 0}, "scale": 1.0, "width": 600, "height": 300,
+                "nodes": nodes, "edges": [on_edge, beside, leaving]}
+    view = check_view(geometry)
+    assert (view.nodes_inside, view.nodes, view.terminals_inside, view.terminals) == (3, 4, 1, 2)
+    # "#2" right of node 31's label reads "31#2", and is not on its own edge
+    assert (view.labels_on_own_edge, view.critical_labels, view.stray_labels) == (1, 2, ("e1",))
+    assert (view.critical_arcs_inside, view.critical_arcs, view.arcs_leaving) == (2, 2, 1)
+    assert (view.worded_labels, view.states) == (1, 2)  # "0: start" has words, "31" not
+    assert to_screen(geometry, np.array([[250.0, 0.0]])).tolist() == [[300.0, 150.0]]

@@ -14,6 +14,7 @@ from g2po.analysis.labels import (
     natural_key,
     snap_frame,
     snap_to_zero,
+    terse,
 )
 
 COOKING = Path(__file__).resolve().parents[2] / "app" / "data" / "cooking16"
@@ -30,7 +31,9 @@ def test_labels_keep_what_tells_keys_apart():
 
 
 def test_labels_of_a_single_key_and_of_clashing_keys():
-    assert distinguishing_labels(["only one key here"]) == ["only one key here"]  # its headline
+    assert distinguishing_labels(["dusty attic key"]) == ["dusty attic key"]  # its headline
+    # without the function words a game's sentences start with
+    assert distinguishing_labels(["You are in the attic"]) == ["attic"]
     assert distinguishing_labels(["-= Attic =-\nDusty."]) == ["Attic"]
     long = "x " * 40
     labels = distinguishing_labels([long + "left", long + "right"], limit=8)
@@ -48,8 +51,7 @@ def test_labels_name_the_place_then_the_objects_never_a_turn_of_phrase():
     assert labels[3] == "Garden"  # alone in its place: the place says it
     words = {w.strip("….,").lower() for label in labels for w in label.split()}
     assert not words & STOPWORDS
-    assert headline("You arrive at drawer 1. The drawer 1 is closed.") == \
-        "You arrive at drawer 1"
+    assert headline("You arrive at drawer 1. The drawer 1 is closed.") == "arrive at drawer 1"
     assert headline("x" * 80) == ""
 
 
@@ -106,3 +108,22 @@ def test_floating_point_noise_shows_as_zero():
     snapped = snap_frame(frame)
     assert snapped["value"].tolist() == [0.0, 0.5] and snapped["visits"].tolist() == [1, 2]
     assert np.isnan(snapped["gone"].iloc[0]) and frame["value"].iloc[0] == noise  # a copy
+
+
+def test_alfworlds_start_is_labelled_by_where_it_is_not_the_games_opening_words():
+    """ALFWorld's start ("You are in the middle of a room. Looking quickly around you, you see
+    …") read "You are in the middle o…": the label keeps what places it; the short form a
+    zoomed-out drawing shows drops the function words of every label."""
+    start = ("You are in the middle of a room. Looking quickly around you, you see a armchair "
+             "1, a bed 1, a drawer 3, a drawer 2, a drawer 1, a dresser 1, and a shelf 1.")
+    keys = [start, "You arrive at drawer 3. The drawer 3 is closed.",
+            "You open the drawer 3. The drawer 3 is open. In it, you see nothing.",
+            "You arrive at drawer 2. The drawer 2 is closed.",
+            "You arrive at dresser 1. On the dresser 1, you see a alarmclock 1."]
+    labels = distinguishing_labels(keys)
+    assert labels[0] == "middle of a room"
+    assert labels[1].startswith("arrive at drawer 3") and labels[2].startswith("open the drawer 3")
+    assert [terse(label) for label in labels[:3]] == [
+        "middle room", terse(labels[1]), terse(labels[2])]
+    assert terse(labels[1]).startswith("arrive drawer 3")
+    assert not {w.lower() for label in labels for w in terse(label).split()} & STOPWORDS

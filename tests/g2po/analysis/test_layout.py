@@ -90,3 +90,25 @@ def test_bands_are_balanced_and_none_is_a_stub():
     bands = -(-41 // per_band)
     assert 41 - per_band * (bands - 1) >= per_band - bands
     assert columns_per_band([1] * 10, aspect=100.0) == 10  # wide enough: one band
+
+
+def test_the_terminals_stand_right_of_every_band_at_the_middle_of_their_height():
+    steps = synthetic_steps(3000, rollouts=16, max_len=40, states_per_task=80, key_chars=10,
+                            seed=2)
+    graph = state_graph(steps[steps["group_id"] == steps["group_id"].iloc[0]], rule=OutcomeRule())
+    flat = layered_layout(graph.nodes, graph.edges)
+    pos = wrap_bands(flat, 2.05, last_apart=True)
+    terminal = (graph.nodes["kind"] != "state").to_numpy()
+    states = pos[~terminal]
+    assert states["band"].max() > 0  # wrapped: the terminals would be in the last band
+    assert (pos.loc[terminal, "x"] > states["x"].max()).all()  # right of every band
+    middle = (states["y"].min() + states["y"].max()) / 2
+    assert abs(pos.loc[terminal, "y"].mean() - middle) < 95.0
+    assert (pos.loc[terminal, "band"] == states["band"].max() + 1).all()  # read last
+    # two rows apart (the bands are tall enough): room for each terminal's label
+    assert np.diff(np.sort(pos.loc[terminal, "y"].to_numpy())).min() == 2 * 95.0
+    # the states wrap as without it, and the order inside every column is kept
+    plain = wrap_bands(flat, 2.05)
+    assert states["band"].max() <= plain["band"].max()
+    pd.testing.assert_series_equal(pos["rank"], flat["rank"])
+    assert not pos[["x", "y"]].duplicated().any()

@@ -26,9 +26,19 @@ def test_each_cell_is_the_count_weighted_mean_over_the_pairs_edges():
     for (s, t), group in list(pair)[:10]:
         expected = np.average(group["td_error"], weights=group["count"])
         assert td.loc[names[s], names[t]] == pytest.approx(expected)
-    # terminals come last, as the graph names them
+    # every state a row, the same states in the same order then the terminals as columns,
+    # named as the graph names them (strings, never numbers), in the order of first depth
+    states = graph.nodes[graph.nodes["kind"] == "state"]
+    assert td.index.tolist() == [names[i] for i in states.sort_values("depth",
+                                                                    kind="stable").index]
     terminals = [c for c in td.columns if c in ("success", "failure", "truncated")]
-    assert td.columns.tolist()[-len(terminals):] == terminals
+    assert td.columns.tolist() == td.index.tolist() + terminals and len(terminals) >= 2
+    assert all(isinstance(c, str) for c in td.columns)
+    # each edge's cell is where its two nodes are: no transition is lost or moved
+    filled = {(r, c) for r, c in zip(*np.nonzero(counts.notna().to_numpy()), strict=True)}
+    want = {(td.index.get_loc(names[s]), td.columns.get_loc(names[t]))
+            for s, t in zip(edges["source"], edges["target"], strict=True)}
+    assert filled == want
     with pytest.raises(ValueError, match="td_error"):
         transition_matrix(graph, "nonsense")
 

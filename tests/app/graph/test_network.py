@@ -1,63 +1,27 @@
-import base64
-import hashlib
-import html as html_lib
-import json
-import re
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from app.colors import EDGE_SCALE, diverging_colors, symmetric_limit
-from app.graph_html import (
+from app.graph import (
     EDGE_COLOR_MODES,
     FADED_EDGE,
+    FULL_EDGES,
     HIGHLIGHT_COLOR,
-    LAYOUT_ASPECTS,
     MIN_EDGE_WIDTH,
+    QUIET_EDGE,
     SELECTED_LOOP_REACH,
     DrawStyle,
     Highlight,
     build_network,
-    critical_edges,
-    edge_tooltip,
-    graph_html,
-    layout_positions,
     network_data,
-    node_tooltip,
-    vis_network_js,
 )
 from app.tables import trajectory_highlight
+from g2po.analysis.critical import critical_transitions
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
-from tests.app.builders import XSS_IMG, XSS_SCRIPT, group_steps, hostile
-
-
-def tiny_steps() -> pd.DataFrame:
-    """s0 -a-> s1 twice by two actions (parallel edges), a self-loop at s1 by two actions,
-    s1 -> s0 (opposite edge)."""
-    rows = [
-        ("a", 0, "s0", "go"), ("a", 1, "s1", "wait"), ("a", 2, "s1", "look"), ("a", 3, "s1", "x"),
-        ("b", 0, "s0", "walk"), ("b", 1, "s1", "back"), ("b", 2, "s0", "go"),
-    ]
-    frame = pd.DataFrame(rows, columns=["traj_id", "t", "state_key", "action"])
-    return frame.assign(group_id="g", episode_reward=np.where(frame["traj_id"] == "a", 10.0, 0.0),
-                        is_action_valid=True)
-
-
-def test_layout_is_layered_by_depth_and_cached_by_structure():
-    graph = state_graph(
-        group_steps(rows=400)[lambda d: d["group_id"] == "task-0"], rule=OutcomeRule()
-    )
-    pos = layout_positions(graph)
-    assert layout_positions(graph) is pos  # same structure: the cached layout
-    assert np.isfinite(pos[["x", "y"]].to_numpy()).all()
-    depth = graph.nodes["depth"].to_numpy()
-    # read band by band, left to right, the columns follow the depth
-    order = np.argsort(depth, kind="stable")
-    reading = pos["band"].to_numpy()[order] * 1e6 + pos["x"].to_numpy()[order]
-    assert (np.diff(reading) >= 0).all()
-    assert not pos[["x", "y"]].duplicated().any()
+from tests.app.builders import group_steps
+from tests.app.graph.groups import tiny_steps
 
 
 def test_network_has_every_node_and_edge_with_marks():
@@ -114,57 +78,6 @@ def test_highlight_fades_what_is_off_the_path():
     assert node0["borderWidth"] == 6
 
 
-def test_tooltips_are_plain_text_with_the_numbers():
-    graph = state_graph(tiny_steps(), rule=OutcomeRule())
-    row = graph.nodes.iloc[0].to_dict()
-    tip = node_tooltip(0, row)
-    assert "visits 3" in tip and "V " in tip and "Var " in tip and "s0" in tip
-    assert "key: " in tip
-    edge = graph.edges.iloc[0].to_dict()
-    assert "TD error" in edge_tooltip(edge) and "A^NC" in edge_tooltip(edge)
-
-
-def test_network_data_is_json_ready_and_named():
-    data = network_data(
-        state_graph(tiny_steps(), rule=OutcomeRule()),
-        title="t",
-        graph_id="abc",
-        success_reward=10.0,
-    )
-    again = json.loads(json.dumps(data))
-    assert again["graph_id"] == "abc" and again["title"] == "t"
-    assert len(again["nodes"]) == 4 and again["options"]["physics"]["enabled"] is False
-
-
-def test_html_is_offline_and_escapes_hostile_text():
-    steps = hostile(group_steps(rows=300))
-    one = steps[steps["group_id"] == steps["group_id"].iloc[0]]
-    html = graph_html(state_graph(one, rule=OutcomeRule()), title=XSS_SCRIPT, success_reward=10.0)
-    # no resource from anywhere but the page itself
-    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
-    assert "cdn" not in html.lower().replace("vis-network", "")
-    assert "default-src 'none'" in html
-    # payloads appear only as escaped JSON / text, never as markup
-    assert XSS_SCRIPT not in html and XSS_IMG not in html
-    assert "\\u003cscript\\u003ewindow.__xss" in html
-    assert "&lt;script&gt;" in html  # the title
-    # vis-network from the installed pyvis, inlined
-    assert vis_network_js()[:200] in html
-
-
-def test_csp_hashes_match_the_inline_scripts_exactly():
-    html = graph_html(state_graph(tiny_steps(), rule=OutcomeRule()), success_reward=10.0)
-    scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
-    assert len(scripts) == 3
-    policy = html_lib.unescape(re.search(r'Content-Security-Policy"\s+content="([^"]+)"',
-                                         html).group(1))
-    allowed = set(re.findall(r"'sha256-([^']+)'", policy))
-    assert len(allowed) == 3
-    for script in scripts:
-        digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-        assert digest in allowed
-
-
 @pytest.mark.parametrize("n_rows", [2_000])
 def test_big_graph_switches_to_compact_drawing(n_rows):
     steps = group_steps(rows=n_rows, rollouts=16, max_len=200, states_per_task=2000)
@@ -173,6 +86,7 @@ def test_big_graph_switches_to_compact_drawing(n_rows):
     net = build_network(graph, success_reward=10.0)
     assert net.options["interaction"]["hideEdgesOnDrag"]
     assert all(":" not in n["label"] for n in net.nodes if n["shape"] == "dot")
+    assert not any("short" in n for n in net.nodes)  # numbers only: no words to fit
 
 
 def test_colours_scales_widths_and_critical_edges():
@@ -186,12 +100,14 @@ def test_colours_scales_widths_and_critical_edges():
     assert net.legend["value"]["lo"] == values.min() and net.legend["value"]["hi"] == values.max()
     reward = build_network(graph, style=DrawStyle(value_scale="reward"), success_reward=10.0)
     assert (reward.legend["value"]["lo"], reward.legend["value"]["hi"]) == (0.0, 10.0)
-    critical = critical_edges(graph, 3)
-    top = graph.edges["td_error"].abs().max()
-    assert list(critical["rank"]) == [1, 2, 3]
-    assert critical["td_error"].abs().iloc[0] == top
-    labelled = [e for e in net.edges if e.get("label", "").startswith("#")]
-    assert len(labelled) == 5
+    # the five critical transitions carry their rank (the page draws "#1"… on the edge)
+    ranked = sorted(e["rank"] for e in net.edges if e.get("rank"))
+    assert ranked == [1, 2, 3, 4, 5]
+    top = critical_transitions(graph, 5)
+    assert {e["id"]: e["rank"] for e in net.edges if e.get("rank")} == {
+        f"e{graph.edges.index.get_loc(i)}": r for i, r in zip(top.index, top["rank"],
+                                                              strict=True)}
+    assert not any(e.get("label", "").startswith("#") for e in net.edges if e["from"] != e["to"])
     colours = {
         mode: [
             e["color"]
@@ -215,6 +131,18 @@ def test_state_labels_are_the_distinguishing_key_words_and_wrap():
     labels = {n["id"]: n["label"] for n in net.nodes}
     assert labels[0].startswith("0: ") and "s0" in labels[0]
     assert all(len(line) <= 22 for label in labels.values() for line in label.split("\n"))
+    # the short form a zoomed-out view cuts to its room: one line, no function words
+    alfworld = pd.DataFrame({
+        "group_id": "g", "traj_id": ["a", "a", "b"], "t": [0, 1, 0],
+        "state_key": ["You are in the middle of a room. You see a bed 1.",
+                      "You arrive at drawer 3. The drawer 3 is closed.",
+                      "You are in the middle of a room. You see a bed 1."],
+        "action": ["go to drawer 3", "open drawer 3", "look"],
+        "episode_reward": [10.0, 10.0, 0.0], "is_action_valid": True})
+    shorts = {n["id"]: n.get("short") for n in build_network(
+        state_graph(alfworld, rule=OutcomeRule()), success_reward=10.0).nodes}
+    assert shorts[0] == "0: middle room" and shorts[1] == "1: arrive drawer 3"
+    assert [shorts[k] for k in shorts if k > 1] == [None, None]  # terminals: their kind
 
 
 def test_a_highlighted_trajectorys_own_edges_show_its_own_steps_advantage():
@@ -241,26 +169,6 @@ def test_a_highlighted_trajectorys_own_edges_show_its_own_steps_advantage():
     assert plain["legend"]["edge"]["name"] == EDGE_COLOR_MODES["adv"]
 
 
-def test_the_data_names_what_stays_legible_and_offers_a_drawing_per_shape():
-    graph = state_graph(
-        group_steps(rows=400)[lambda d: d["group_id"] == "task-0"], rule=OutcomeRule()
-    )
-    data = network_data(graph, success_reward=10.0)
-    kinds = graph.nodes["kind"]
-    keys = set(graph.nodes.index[(kinds != "state") | graph.nodes["is_start"]])
-    assert set(data["legible"]["nodes"]) == keys
-    numbered = {e["id"] for e in data["edges"] if e.get("label", "").startswith("#")}
-    assert set(data["legible"]["edges"]) == numbered and len(numbered) == 5
-    layouts = data["layouts"]
-    assert layouts[0]["aspect"] == LAYOUT_ASPECTS[0]
-    assert [n["x"] for n in data["nodes"]] == layouts[0]["x"]  # the drawing's own positions
-    assert all(len(v["x"]) == len(v["y"]) == len(data["nodes"]) for v in layouts)
-    assert len({(tuple(v["x"]), tuple(v["y"])) for v in layouts}) == len(layouts)
-    assert network_data(graph, assumed=("validity assumed",), success_reward=10.0)["legend"][
-        "assumed"
-    ] == ["validity assumed"]
-
-
 def test_self_loops_sit_above_their_node_and_a_selected_one_reaches_past_the_ring():
     graph = state_graph(tiny_steps(), rule=OutcomeRule())
     loops = graph.edges.index[graph.edges["source"] == graph.edges["target"]]
@@ -281,55 +189,7 @@ def test_self_loops_sit_above_their_node_and_a_selected_one_reaches_past_the_rin
                                            "border": HIGHLIGHT_COLOR}
 
 
-def _drawn_paths(data: dict, layout: dict):
-    """Node centres, radii, edge ends and sampled paths of one of the data's drawings, as
-    vis-network draws them (the routed curves of that drawing)."""
-    from g2po.analysis.geometry import CCW, CW, STRAIGHT, edge_paths
-
-    ids = [n["id"] for n in data["nodes"]]
-    where = {i: k for k, i in enumerate(ids)}
-    xy = np.column_stack([layout["x"], layout["y"]])
-    radius = np.array([n["size"] for n in data["nodes"]], dtype=float)
-    src = np.array([where[e["from"]] for e in data["edges"]])
-    dst = np.array([where[e["to"]] for e in data["edges"]])
-    kinds = {"curvedCW": CW, "curvedCCW": CCW}
-    kind = np.array([kinds.get(s.get("type"), STRAIGHT) if s.get("enabled") else STRAIGHT
-                     for s in layout["smooth"]])
-    roundness = np.array([s.get("roundness", 0.0) for s in layout["smooth"]])
-    return xy, radius, src, dst, edge_paths(xy[src], xy[dst], kind, roundness)
-
-
-def test_coin_collectors_critical_transitions_cross_no_node():
-    """The bundled coin_collector, training step 1, group s1: transition "Basement →
-    truncated" was drawn through the success star and the failure square (read "Basement →
-    success → failure → truncated"). In every drawing the page may choose, no critical
-    transition (and no edge drawn at all) crosses a node it does not touch."""
-    import loaders
-    from app.options import SAMPLE_DIR
-    from g2po.analysis.geometry import edges_through_nodes
-
-    log = loaders.open_log(SAMPLE_DIR / "coin_collector")
-    graph = state_graph(log.load_group(1, "coin_collector-level10-s1"), rule=OutcomeRule())
-    data = network_data(graph, success_reward=10.0)
-    critical = [i for i, e in enumerate(data["edges"]) if e["id"] in data["legible"]["edges"]]
-    kinds = graph.nodes["kind"]
-    into_terminal = [i for i in critical if kinds.loc[data["edges"][i]["to"]] != "state"]
-    assert into_terminal  # the case of the issue: a critical transition into a terminal
-    straight_through = 0
-    for layout in data["layouts"]:
-        xy, radius, src, dst, paths = _drawn_paths(data, layout)
-        straight = edges_through_nodes(paths[:, [0, -1]], xy, radius, src, dst)
-        straight_through += int(straight[critical].sum())
-        through = edges_through_nodes(paths, xy, radius, src, dst)
-        shown = ~np.array(layout["blocked"]) | np.array([not e.get("quiet")
-                                                         for e in data["edges"]])
-        assert not through[critical].any(), layout["aspect"]
-        assert not (through & shown).any(), layout["aspect"]
-    assert straight_through  # drawn straight, a critical transition would cross a node
-
-
 def test_at_most_sixty_edges_at_full_strength_the_rest_quiet_until_all_edges():
-    from app.graph_html import FULL_EDGES, QUIET_EDGE
     from tests.app.layout_groups import layout_graph
 
     graph = layout_graph(30)
