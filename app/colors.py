@@ -32,9 +32,10 @@ def _positions(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return np.clip(np.nan_to_num(pos, nan=0.5), 0.0, 1.0)
 
 
-def value_colors(values: np.ndarray, lo: float, hi: float) -> list[str]:
-    """``rgb(...)`` colours of ``values`` (n,) on :data:`VALUE_SCALE` between ``lo`` and ``hi``."""
-    return _sample(VALUE_SCALE, _positions(values, lo, hi))
+def value_colors(values: np.ndarray, lo: float, hi: float, scale=VALUE_SCALE) -> list[str]:
+    """``rgb(...)`` colours of ``values`` (n,) on a sequential ``scale`` (default
+    :data:`VALUE_SCALE`) between ``lo`` and ``hi``."""
+    return _sample(scale, _positions(values, lo, hi))
 
 
 def diverging_colors(values: np.ndarray, limit: float, scale=DIVERGING_SCALE) -> list[str]:

@@ -23,6 +23,18 @@ none; a fact about the run, audited against the recomputation by
 ``incomplete`` (bool: True on every row of a trajectory from which a loader skipped a
 malformed line, :mod:`loaders.incomplete`; its ``t`` may skip where the lost turn was).
 
+Per-token columns (optional, :data:`TOKEN_COLUMNS`): one list per step, one entry per token
+of the step's response, in order. ``tokens`` (list[str]: each token's text, where the log
+holds its token boundaries), ``token_ids`` (list[int64]: the tokenizer's ids, non-negative),
+``token_logprobs`` (list[float64]: each token's log-probability under the policy that was
+trained, verl's ``old_log_probs``; null entries have no value), ``token_entropy``
+(list[float64]: the entropy of the policy's distribution at each token, verl's
+``entropys``), ``loss_mask`` (list[bool]: True where the token counts in the loss, verl's
+``response_mask``; False on tokens the model did not write, such as a tool's output inside a
+multi-turn response). The rule for lists: a cell is a flat list (or tuple, or 1-D array) whose
+entries each fit the element dtype as a scalar column's values would, or null where the log
+has none for that step; the per-token lists of one row all have the same length.
+
 Node ids, values, TD errors and advantages are derived by :mod:`g2po.estimators`, never stored
 as truth.
 """
@@ -39,6 +51,8 @@ from g2po.errors import StepTableError
 __all__ = [
     "REQUIRED_COLUMNS",
     "OPTIONAL_COLUMNS",
+    "TOKEN_COLUMNS",
+    "is_list_cell",
     "KEY_COLUMNS",
     "validate_steps",
     "check_steps",
@@ -74,6 +88,16 @@ OPTIONAL_COLUMNS: dict[str, str] = {
     "advantage": "float64",
     "incomplete": "bool",
 }
+
+#: The per-token columns (module docs): step column -> ``list[element dtype]``.
+TOKEN_COLUMNS: dict[str, str] = {
+    "tokens": "list[str]",
+    "token_ids": "list[int64]",
+    "token_logprobs": "list[float64]",
+    "token_entropy": "list[float64]",
+    "loss_mask": "list[bool]",
+}
+OPTIONAL_COLUMNS.update(TOKEN_COLUMNS)
 
 #: Columns that identify one step; within a training step they are unique.
 KEY_COLUMNS = ("group_id", "traj_id", "t")
@@ -172,6 +196,7 @@ def column_problems(steps: pd.DataFrame, extra: Mapping[str, str] | None = None)
     for col, dtype in {**(extra or {}), **REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}.items():
         if col in steps.columns:
             problems.extend(_dtype_problems(steps[col], col, dtype, steps.index))
+    problems.extend(_token_length_problems(steps))
     return problems
 
 
@@ -181,6 +206,8 @@ _NOT_TEXT = (list, tuple, dict, set, bytes, bytearray, np.ndarray)
 
 def _dtype_problems(s: pd.Series, col: str, dtype: str, index: pd.Index) -> list[str]:
     """Whether the non-null values of one known column fit its schema dtype."""
+    if dtype.startswith("list["):
+        return _list_problems(s, col, dtype[5:-1], index)
     if dtype == "str":
         if s.dtype != object or pd.api.types.infer_dtype(s, skipna=True) in (
                 "string", "empty", "integer", "floating", "boolean", "mixed-integer-float"):
@@ -224,6 +251,81 @@ def _dtype_problems(s: pd.Series, col: str, dtype: str, index: pd.Index) -> list
         if neg.any() and col in ("t", "train_step", "prompt_tokens", "response_tokens"):
             problems.append(f"column {col!r} is negative in {_rows(neg, index)}")
     return problems
+
+
+def is_list_cell(value: object) -> bool:
+    """Whether a cell of a per-token column is a list: a list, a tuple or a 1-D array."""
+    return isinstance(value, list | tuple) or isinstance(value, np.ndarray) and value.ndim == 1
+
+
+def _list_cells(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) bool: the cells of a per-token column that are lists (:func:`is_list_cell`);
+    (n,) int64: their lengths (0 elsewhere)."""
+    cells = s.tolist()
+    is_list = np.fromiter(map(is_list_cell, cells), dtype=bool, count=len(cells))
+    lengths = np.fromiter((len(v) if ok else 0 for v, ok in zip(cells, is_list, strict=True)),
+                          dtype=np.int64, count=len(cells))
+    return is_list, lengths
+
+
+def _list_problems(s: pd.Series, col: str, element: str, index: pd.Index) -> list[str]:
+    """Whether each non-null cell of a per-token column is a flat list whose entries fit
+    ``element`` (the rule of the module docs); rows named by ``index``."""
+    is_list, lengths = _list_cells(s)
+    not_list = s.notna().to_numpy() & ~is_list
+    if not_list.any():
+        return [f"column {col!r} holds no list (one entry per token of the step's response) "
+                f"in {_rows(not_list, index)}"]
+    rows = np.flatnonzero(is_list)
+    if not lengths.sum():
+        return []
+    cells = [s.iat[i] for i in rows]
+    if all(isinstance(c, np.ndarray) and c.dtype.kind in "biuf" for c in cells):
+        flat = pd.Series(np.concatenate(cells))  # from Parquet or a batch dump: no loop
+    else:
+        flat = pd.Series([v for c in cells for v in c], dtype=object)
+    owner = np.repeat(rows, lengths[rows])
+    bad: dict[str, np.ndarray] = {}
+    kind = pd.api.types.infer_dtype(flat, skipna=element == "float64")
+    if element == "str":
+        if kind != "string":
+            bad["is not text"] = ~flat.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+    elif not (element == "bool" and kind == "boolean"):
+        values, wrong = real_numbers(flat)
+        bad.update(wrong)
+        null = flat.isna().to_numpy()
+        if element != "float64":
+            bad["is null (every token needs a value)"] = null
+        if element == "bool":
+            bad["is not boolean (True/False or 1/0)"] = ~null & (values != 0) & (values != 1)
+        elif element == "int64":
+            bad["is not a whole number from 0 to 2**62"] = ~null & (
+                ~np.isfinite(values) | (values != np.round(values)) | (values < 0)
+                | (values > _INT_LIMIT))
+    for what, mask in bad.items():
+        if mask.any():
+            hit = np.zeros(len(s), dtype=bool)
+            hit[owner[mask]] = True
+            return [f"column {col!r}: a list entry {what} in {_rows(hit, index)}"]
+    return []
+
+
+def _token_length_problems(steps: pd.DataFrame) -> list[str]:
+    """Rows whose per-token lists differ in length (each holds one entry per token)."""
+    present = [c for c in TOKEN_COLUMNS if c in steps.columns]
+    if len(present) < 2:
+        return []
+    cells = [_list_cells(steps[c]) for c in present]
+    lengths = np.column_stack([np.where(is_list, n, -1) for is_list, n in cells])
+    shortest = np.where(lengths >= 0, lengths, np.iinfo(np.int64).max).min(axis=1)
+    differ = (lengths >= 0).sum(axis=1) > 1
+    differ &= lengths.max(axis=1) != shortest
+    if not differ.any():
+        return []
+    first = lengths[np.flatnonzero(differ)[0]]
+    said = ", ".join(f"{c!r} {n}" for c, n in zip(present, first, strict=True) if n >= 0)
+    return [f"per-token columns differ in length (each holds one entry per token of the "
+            f"step; the first such row: {said}) in {_rows(differ, steps.index)}"]
 
 
 def real_numbers(s: pd.Series) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -346,6 +448,8 @@ def coerce_steps(steps: pd.DataFrame, extra: Mapping[str, str] | None = None) ->
         if col not in steps.columns:
             continue
         s = steps[col]
+        if dtype.startswith("list["):
+            continue  # per-token lists stay as the log gave them (validated, not cast)
         if dtype == "str":
             if not _is_text(s):
                 changed[col] = s.astype(str).where(s.notna(), None)

@@ -29,7 +29,7 @@ from loaders.errors import LogFormatError
 from loaders.mapping import ALIASES
 from loaders.report import LoadReport
 
-__all__ = ["ADVANTAGE", "advantage_sources", "read_advantage", "step_values"]
+__all__ = ["ADVANTAGE", "advantage_sources", "read_advantage", "step_values", "as_list"]
 
 #: The step-table column of the recorded advantage.
 ADVANTAGE = "advantage"
@@ -69,7 +69,7 @@ def read_advantage(frame: pd.DataFrame, source: str, report: LoadReport,
     return frame.assign(**{ADVANTAGE: values})
 
 
-def _as_list(value: object) -> object:
+def as_list(value: object) -> object:
     """A JSON list in text becomes a list; anything else is left as it is."""
     if isinstance(value, str) and value.lstrip().startswith("["):
         try:
@@ -96,7 +96,7 @@ def step_values(column: pd.Series, source: str = "", label: str = "line") -> pd.
     >>> step_values(pd.Series([[0.0, 0.5, 0.5], "[0, 0]", 1.5])).tolist()
     [0.5, 0.0, 1.5]
     """
-    cells = [_as_list(v) for v in column.tolist()]
+    cells = [as_list(v) for v in column.tolist()]
     is_list = np.array([isinstance(v, list | tuple | np.ndarray) for v in cells], dtype=bool)
     if not is_list.any():
         return column

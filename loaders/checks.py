@@ -13,6 +13,7 @@ from g2po.steps import KEY_COLUMNS, check_steps
 from loaders.advantage import read_advantage
 from loaders.errors import LogFormatError
 from loaders.report import LoadReport, attach_report
+from loaders.token_lists import read_token_lists
 
 __all__ = ["drop_exact_duplicates", "finish_steps", "DUPLICATE"]
 
@@ -61,11 +62,13 @@ def drop_exact_duplicates(frame: pd.DataFrame, source: str, report: LoadReport,
 
 def finish_steps(frame: pd.DataFrame, source: str, report: LoadReport,
                  label: str = "line") -> pd.DataFrame:
-    """Deduplicate, read the recorded advantage (:func:`loaders.advantage.read_advantage`),
-    validate (raising :class:`g2po.errors.StepTableError` naming rows by ``label``), give
-    canonical dtypes and a fresh index, and attach the report."""
+    """Deduplicate, read the recorded advantage (:func:`loaders.advantage.read_advantage`)
+    and the per-token lists (:func:`loaders.token_lists.read_token_lists`), validate
+    (raising :class:`g2po.errors.StepTableError` naming rows by ``label``), give canonical
+    dtypes and a fresh index, and attach the report."""
     frame = drop_exact_duplicates(frame, source, report, label)
     frame = read_advantage(frame, source, report, label)
+    frame = read_token_lists(frame, source, report)
     frame = check_steps(frame, source=f"{source} (rows named by {label} number)")
     frame = frame.reset_index(drop=True)
     attach_report(frame, report)

@@ -34,13 +34,17 @@ __all__ = [
 MappingSpec = Mapping[str, str] | str | Path | Sequence[str] | None
 
 #: Column names other code bases use for step-table columns (verl-agent's batch keys; verl's
-#: ``advantages`` for the advantage a trainer recorded, :mod:`loaders.advantage`).
+#: ``advantages`` for the advantage a trainer recorded, :mod:`loaders.advantage`; verl's
+#: per-token tensors, :mod:`loaders.token_lists`).
 ALIASES: dict[str, tuple[str, ...]] = {
     "group_id": ("uid",),
     "traj_id": ("traj_uid",),
     "state_key": ("anchor_obs",),
     "episode_reward": ("episode_rewards",),
     "advantage": ("advantages",),
+    "token_logprobs": ("old_log_probs", "rollout_log_probs"),
+    "token_entropy": ("entropys",),
+    "loss_mask": ("response_mask",),
 }
 
 

@@ -8,8 +8,10 @@ What a batch holds (verl-agent's ``TrajectoryCollector.gather_rollout_data``): o
 agent step, in rollout order; ``non_tensor_batch`` carries ``uid`` (the group), ``traj_uid``,
 ``anchor_obs`` (the observation without history), ``episode_rewards``, ``episode_lengths``,
 ``is_action_valid``, ``rewards``, ``active_masks``; the tensor batch carries ``responses``
-(token ids). Rows are mapped with the aliases of :mod:`loaders.mapping` and any user mapping;
-``t`` is the row's position inside its trajectory when the batch has no step index.
+(token ids) and per-token ``old_log_probs``, ``response_mask`` … (read into the per-token step
+columns, :mod:`loaders.token_lists`). Rows are mapped with the aliases of
+:mod:`loaders.mapping` and any user mapping; ``t`` is the row's position inside its
+trajectory when the batch has no step index.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from loaders.files import is_regular_file, regular_file
 from loaders.log import TableLog
 from loaders.mapping import MappingSpec, apply_mapping, parse_mapping, require_columns
 from loaders.report import LoadReport
+from loaders.token_lists import batch_token_lists
 
 __all__ = ["load_pickle", "open_pickle", "batch_columns", "is_pickle_bytes", "PICKLE_SUFFIXES"]
 
@@ -135,6 +138,8 @@ def _frame(obj: object, source: str, report: LoadReport) -> pd.DataFrame:
             if mask is not None and mask.shape == tokens.shape:
                 tokens = np.where(mask.astype(bool), tokens, 0.0)
             frame[name] = list(tokens.astype(np.float64))
+    for name, cells in batch_token_lists(columns, source).items():  # one array per step
+        frame[name] = cells
     if "action" not in frame.columns:
         text = next((c for c in _ACTION_TEXT if c in frame.columns), None)
         if text is not None:

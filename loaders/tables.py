@@ -25,6 +25,7 @@ from loaders.lines import MALFORMED, TRUNCATED, decode_text, read_jsonl
 from loaders.log import TableLog
 from loaders.mapping import ALIASES, MappingSpec, apply_mapping, parse_mapping, require_columns
 from loaders.report import LoadReport
+from loaders.token_lists import lists_as_json
 
 __all__ = ["read_table", "load_table", "open_table", "parquet_frame", "write_csv",
            "count_rows", "TABLES"]
@@ -259,9 +260,11 @@ def count_rows(path: str | Path, format: str, stop_after: int) -> int | None:
 def write_csv(frame: pd.DataFrame, path: str | Path | None = None) -> str | None:
     """Write a table as CSV that :func:`read_table` reads back unchanged: fields holding a
     carriage return are quoted too (pandas quotes only the delimiter, quotes and ``\n``, and a
-    bare ``\r`` would end the row for every CSV reader). Returns the text when ``path`` is None.
+    bare ``\r`` would end the row for every CSV reader); list cells (the per-token columns)
+    are JSON lists (:func:`loaders.token_lists.lists_as_json`). Returns the text when
+    ``path`` is None.
     """
-    return frame.to_csv(path, index=False, lineterminator="\r\n")
+    return lists_as_json(frame).to_csv(path, index=False, lineterminator="\r\n")
 
 
 def load_table(path: str | Path, format: str, mapping: MappingSpec = None,

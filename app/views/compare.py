@@ -2,8 +2,10 @@
 outcome), per-trajectory charts titled with the trajectory's outcome and length (one estimator
 highlighted), rank correlations, and the steps where two estimators disagree in sign, with each
 estimator's parts, widest disagreement (in z-scores) first; a click on such a step opens it in
-the group explorer. Every registered estimator (built-in, a helper's, or a ``--plugin``'s) is
-offered, with one input per parameter: a choice for those taking one of a few values. An
+the group explorer. A click on a row of the per-step table shows the step's whole texts and its
+tokens coloured by credit (:mod:`app.token_view`). Every registered estimator (built-in, a
+helper's, or a ``--plugin``'s) is offered, with one input per parameter: a choice for those
+taking one of a few values. An
 optional display normalisation z-scores each estimator over the group, so that shapes compare.
 Numbers come before text in every table, and trajectory ids show what tells them apart."""
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -21,6 +24,7 @@ from app.context import AppContext
 from app.navigation import open_explorer_at
 from app.safe import fmt, truncate
 from app.tables import short_ids, style_diverging
+from app.token_view import token_panel
 from app.ui import chosen_graph, group_page, md, picked_row, show_error, show_short_error
 from g2po.analysis.compare import (
     DEFAULT_ESTIMATORS,
@@ -35,13 +39,14 @@ from g2po.analysis.compare import (
     trajectory_facts,
     zscore,
 )
+from g2po.analysis.tokens import Credit
 from g2po.errors import G2POError
 from g2po.estimators import estimator_params, get_spec, list_estimators
 from g2po.outcomes import OutcomeRule
 from g2po.params import STATE_KEY_CHOICES, G2POParams
 
 __all__ = ["render", "estimator_defaults", "state_key_options", "open_in_explorer",
-           "step_texts", "NORMALISE", "DIFF_KEY", "STEPS_KEY", "REASONS_SHOWN"]
+           "step_texts", "step_tokens", "NORMALISE", "DIFF_KEY", "STEPS_KEY", "REASONS_SHOWN"]
 
 #: Display choices: the estimators' own values, or each z-scored over the group.
 NORMALISE = ("raw values", "z-scored over the group")
@@ -196,6 +201,7 @@ def render(ctx: AppContext) -> None:
     picked = picked_row(event, len(table))
     if picked is not None:
         step_texts(result, picked, short)
+        step_tokens(ctx, result, shown_table, picked, z)
 
     st.subheader("Per trajectory")
     facts = trajectory_facts(table)
@@ -246,6 +252,35 @@ def step_texts(result: Comparison, row: int, short: dict[str, str]) -> None:
     if "prompt" in texts and isinstance(texts["prompt"], str):
         with st.expander(fmt("The whole prompt ({:,} characters)", len(texts["prompt"]))):
             st.code(texts["prompt"], language=None, wrap_lines=True)
+
+
+def step_tokens(ctx: AppContext, result: Comparison, shown: pd.DataFrame, row: int,
+                z: bool) -> None:
+    """The ``row``-th step's response as tokens coloured by each estimator's advantage (as
+    the table shows it, raw or z-scored; its scale over the group's steps), by the advantage
+    the trainer recorded where the log has one, or by the log's per-token fields
+    (:func:`app.token_view.token_panel`)."""
+    step = result.table.iloc[row]
+    opened = ctx.active
+    try:
+        group = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
+    except data.LOADER_ERRORS as err:
+        show_error(f"Cannot load group {ctx.group_id}", err)
+        return
+    rows = group[(group["traj_id"].astype(str).to_numpy() == str(step["traj_id"]))
+                 & (group["t"].to_numpy() == int(step["t"]))].iloc[:1]
+    if rows.empty:
+        return
+    suffix = " (z-scored over the group)" if z else ""
+    credits = [Credit(name + suffix, shown[name].to_numpy(dtype=np.float64)[[row]],
+                      shown[name].to_numpy(dtype=np.float64)) for name in result.estimators]
+    if "advantage" in group.columns and np.isfinite(rows["advantage"].to_numpy(
+            dtype=np.float64)).all():
+        credits.append(Credit("the trainer (recorded in the log)",
+                              rows["advantage"].to_numpy(dtype=np.float64),
+                              group["advantage"].to_numpy(dtype=np.float64)))
+    st.markdown("**Its tokens, coloured by credit**")
+    token_panel(rows, credits, key="cmp_tokens")
 
 
 def _with_short_ids(table: pd.DataFrame, short: dict[str, str]) -> pd.DataFrame:

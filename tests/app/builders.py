@@ -127,3 +127,106 @@ def write_cut_csv(path: Path) -> Path:
                          "episode_reward": reward, "is_action_valid": True})
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
+
+
+#: One ALFWorld-like task for the token view: each rollout's steps as (observation, thought,
+#: action); rollout 0 and 2 succeed.
+_TOKEN_TASK = "Your task is to: put a clean mug in the coffee machine."
+_TOKEN_PLANS = (
+    [("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a "
+      "countertop 1, a coffeemachine 1, a sinkbasin 1 and a shelf 1.",
+      "I need a clean mug. Mugs are usually kept in a cabinet, so I will look there first.",
+      "go to cabinet 1"),
+     ("You arrive at cabinet 1. The cabinet 1 is closed.",
+      "The cabinet is closed. I should open it to see whether the mug is inside.",
+      "open cabinet 1"),
+     ("You open the cabinet 1. The cabinet 1 is open. In it, you see a mug 1.",
+      "There is the mug. I will take it, then clean it at the sink before using it.",
+      "take mug 1 from cabinet 1"),
+     ("You pick up the mug 1 from the cabinet 1.",
+      "Now I hold the mug. It has to be clean, so the sinkbasin comes next.",
+      "clean mug 1 with sinkbasin 1")],
+    [("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a "
+      "countertop 1, a coffeemachine 1, a sinkbasin 1 and a shelf 1.",
+      "Maybe a mug was left on the countertop; people often leave cups there after using "
+      "the coffee machine. Checking it costs one step, and the cabinet can come next.",
+      "go to countertop 1"),
+     ("You arrive at countertop 1. On the countertop 1, you see a knife 1.",
+      "No mug here, only a knife. A drawer might hold cups, so let me try one.",
+      "open drawer 1"),
+     ("Nothing happens.", "That did nothing; there may be no drawer here. I am not sure "
+      "what to do, so I will look around again.", "look")],
+    [("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a "
+      "countertop 1, a coffeemachine 1, a sinkbasin 1 and a shelf 1.",
+      "I need a clean mug. Mugs are usually kept in a cabinet, so I will look there first.",
+      "go to cabinet 1"),
+     ("You arrive at cabinet 1. The cabinet 1 is closed.",
+      "It is closed; opening it should show what is inside.", "open cabinet 1"),
+     ("You open the cabinet 1. The cabinet 1 is open. In it, you see a mug 1.",
+      "The mug is here. Take it and clean it.", "take mug 1 from cabinet 1")],
+    [("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a "
+      "countertop 1, a coffeemachine 1, a sinkbasin 1 and a shelf 1.",
+      "Let me check the shelf first; mugs are sometimes stored there.", "go to shelf 1"),
+     ("You arrive at shelf 1. On the shelf 1, you see nothing.",
+      "The shelf is empty. I will try the other cabinet instead.", "go to cabinet 2"),
+     ("Nothing happens.", "There is no cabinet 2. I will open the one I know.",
+      "open cabinet 1")],
+)
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut like a BPE tokenizer would, roughly: words with their leading space, long
+    words in pieces of four characters, punctuation alone."""
+    out = []
+    for word in re.findall(r" ?\w+| ?[^\w\s]+|\s+", text):
+        while len(word) > 6:
+            out.append(word[:4])
+            word = word[4:]
+        out.append(word)
+    return out
+
+
+def token_steps(seed: int = 0, fake_gap: float = -45.0) -> pd.DataFrame:
+    """A step table of one group whose responses carry per-token fields as a verl batch dump
+    does (read through ``tokens``, ``token_logprobs``, ``token_entropy``, ``loss_mask``):
+    each response is a thought, an action, then the environment's reply inside the response
+    (a multi-turn agent loop's tool output): masked, its log-probs a fake gap of about
+    ``fake_gap`` nats (miles #2476). The policy's own tokens are mostly near 0, a few
+    uncertain ones far lower (an action's object number). Rewards: 10 on rollouts 0 and 2."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r, plan in enumerate(_TOKEN_PLANS):
+        for t, (obs, thought, action) in enumerate(plan):
+            said = _pieces(f"<think>{thought}</think><action>{action}</action>")
+            after = plan[t + 1][0] if t + 1 < len(plan) else "You win."
+            reply = _pieces(f"\nObservation: {after}")
+            logp = -rng.gamma(0.45, 0.9, len(said))
+            unsure = np.flatnonzero([p.strip().isdigit() for p in said])
+            logp[unsure] = -rng.uniform(1.5, 4.0, len(unsure))
+            ent = np.clip(-logp * 0.8 + rng.normal(0, 0.1, len(said)), 0.01, None)
+            rows.append({
+                "group_id": "mug-task", "traj_id": f"mug-task:{r}", "t": t,
+                "state_key": obs, "observation": f"{_TOKEN_TASK}\n{obs}", "action": action,
+                "response": "".join(said + reply),
+                "episode_reward": 10.0 if r in (0, 2) else 0.0, "is_action_valid": True,
+                "tokens": said + reply,
+                "token_logprobs": np.r_[logp, fake_gap + rng.normal(0, 6, len(reply))].tolist(),
+                "token_entropy": np.r_[ent, rng.uniform(0, 0.2, len(reply))].tolist(),
+                "loss_mask": [True] * len(said) + [False] * len(reply),
+            })
+    return pd.DataFrame(rows)
+
+
+def write_token_table(path: Path, **kwargs) -> Path:
+    """:func:`token_steps` as a JSON-lines table (lists as JSON arrays)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token_steps(**kwargs).to_json(path, orient="records", lines=True)
+    return path
+
+
+def token_spans(body: str) -> list[str]:
+    """The text of each token ``<span>`` in the token view's HTML, unescaped."""
+    import html
+
+    return [html.unescape(t) for t in re.findall(r'<span style="[^"]*" title="[^"]*">(.*?)'
+                                                 r"</span>", body, flags=re.S)]

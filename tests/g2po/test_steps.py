@@ -147,3 +147,48 @@ def test_bad_tables_are_step_table_errors_naming_the_column(table, says):
     assert says in str(err.value)
     with pytest.raises(StepTableError):  # the estimate entry checks the same way
         compute_advantages(bad)
+
+
+def with_tokens(steps: pd.DataFrame, **columns) -> pd.DataFrame:
+    """``steps`` with per-token columns, each a function of the row number to its cell."""
+    return steps.assign(**{c: [make(i) for i in range(len(steps))]
+                           for c, make in columns.items()})
+
+
+def test_per_token_lists_are_valid_and_kept_as_the_log_gave_them():
+    steps = with_tokens(trajectories(TWO), tokens=lambda i: ["go", " north"],
+                        token_ids=lambda i: np.array([12, 7]),
+                        token_logprobs=lambda i: [-0.5, None if i else -np.inf],
+                        token_entropy=lambda i: None if i == 2 else (0.1, 0.2),
+                        loss_mask=lambda i: np.array([True, False]))
+    assert validate_steps(steps) == []
+    clean = check_steps(steps)
+    assert clean["loss_mask"].iloc[0].tolist() == [True, False]
+    assert clean["token_logprobs"].iloc[1] == [-0.5, None] and clean["token_entropy"][2] is None
+
+
+@pytest.mark.parametrize(("column", "make", "says"), [
+    ("token_logprobs", lambda i: "[-0.5, -0.1]" if i == 3 else [-0.5, -0.1],
+     "column 'token_logprobs' holds no list (one entry per token of the step's response) in "
+     "1 row(s): 3"),
+    ("token_logprobs", lambda i: [-0.5, "x"] if i == 1 else [-0.5, -0.1],
+     "column 'token_logprobs': a list entry is not numeric in 1 row(s): 1"),
+    ("token_logprobs", lambda i: [[-0.5], [-0.1]], "a list entry is not numeric"),  # nested
+    ("token_entropy", lambda i: [0.1, 1j], "a list entry holds complex numbers"),
+    ("token_ids", lambda i: [3, -1] if i == 4 else [3, 1],
+     "column 'token_ids': a list entry is not a whole number from 0 to 2**62 in 1 row(s): 4"),
+    ("token_ids", lambda i: [3, None], "column 'token_ids': a list entry is null"),
+    ("loss_mask", lambda i: [1, 2], "column 'loss_mask': a list entry is not boolean"),
+    ("tokens", lambda i: ["go", 5] if i == 0 else ["go", "x"],
+     "column 'tokens': a list entry is not text in 1 row(s): 0"),
+    ("tokens", lambda i: ["go", "north", "now"] if i in (1, 2) else ["go", "x"],
+     "per-token columns differ in length (each holds one entry per token of the step; the "
+     "first such row: 'tokens' 3, 'token_logprobs' 2) in 2 row(s): 1, 2"),
+])
+def test_malformed_per_token_lists_name_the_column_and_rows(column, make, says):
+    columns = {"token_logprobs": lambda i: [-0.5, -0.1], column: make}
+    bad = with_tokens(trajectories(TWO), **columns)
+    problems = validate_steps(bad)
+    assert any(says in p for p in problems), problems
+    with pytest.raises(StepTableError, match="in dump.pkl"):
+        check_steps(bad, source="dump.pkl")

@@ -1,4 +1,6 @@
+import html
 import json
+import re
 from typing import Literal
 
 import numpy as np
@@ -6,7 +8,15 @@ import pytest
 
 from g2po.analysis.compare import parameter_choices, zscore
 from loaders import RunWriter
-from tests.app.builders import app_test, group_steps, shown, texts
+from tests.app.builders import (
+    app_test,
+    group_steps,
+    shown,
+    texts,
+    token_spans,
+    token_steps,
+    write_token_table,
+)
 from tests.loaders.builders import SYSTEM, agent_loop_entries, write_verl_dump
 
 #: Trajectory ids as long as a real run's: the same long prefix, a seed that tells them apart.
@@ -256,6 +266,43 @@ def test_a_verl_step_shows_its_observation_and_response_and_the_prompt_on_a_clic
     prompt = next(e for e in at.expander if e.label.startswith("The whole prompt"))
     assert prompt.code[0].value.startswith("system\n" + SYSTEM)
     assert prompt.code[0].value.rstrip().endswith("You are in room 2.\nassistant")
+    # no token boundaries in a verl dump: the response split for display, coloured per step
+    assert at.radio(key="cmp_tokens:by").options == ["advantage"]
+    (body,) = [h.proto.body for h in at.html]
+    assert "".join(token_spans(body)) == shown[1]
+    assert "no token boundaries" in body and "not per token" in body
+
+
+@pytest.fixture(scope="module")
+def token_table(tmp_path_factory):
+    return write_token_table(tmp_path_factory.mktemp("tokens") / "mug.jsonl")
+
+
+def test_a_clicked_step_shows_its_tokens_coloured_by_credit_and_per_token_fields(token_table):
+    at = app_test("compare", ["--log", str(token_table)])
+    at.session_state["cmp_steps"] = {"selection": {"rows": [1], "columns": []}}
+    at.run()
+    assert not at.exception
+    step = at.dataframe[0].value.iloc[1]
+    logged = token_steps().set_index(["traj_id", "t"]).loc[("mug-task:0", 1)]
+    assert int(step["t"]) == 1 and str(step["rollout"]).endswith(":0")
+    by = at.radio(key="cmp_tokens:by")
+    assert by.options == ["advantage", "log-prob", "entropy", "loss mask"]
+    chosen = at.multiselect(key="cmp_estimators").value
+    assert at.selectbox(key="cmp_tokens:credit").options == chosen
+    (body,) = [h.proto.body for h in at.html]
+    assert token_spans(body) == logged["tokens"]
+    first = chosen[at.selectbox(key="cmp_tokens:credit").value]  # the first: an index
+    said = html.unescape(body)
+    assert f"One value per step: {first} gives each step one advantage" in said
+    n_masked = logged["loss_mask"].count(False)
+    assert said.count(f"advantage {step[first]:+.4g}") == len(logged["tokens"]) - n_masked
+    by.set_value("log-prob").run()
+    said = html.unescape(at.html[0].proto.body)
+    assert f"masked: {n_masked} token(s) with loss_mask False" in said
+    lo, hi = map(float, re.search(r"from (\S+) \(the [^)]*\) to (\S+) nats", said).groups())
+    assert -10 < lo < hi <= 0  # the masked span's fake -45 nats are not in the scale
+    assert said.count("· masked (not in the loss)") == n_masked
 
 
 def test_each_disagreement_is_explained_with_counts_by_deciding_term(runs_root):

@@ -86,8 +86,8 @@ def test_a_disagreement_row_opens_its_step_in_the_group_explorer(browser, runs_r
 
 def test_a_verl_dump_explains_disagreements_and_shows_a_steps_texts(browser, tmp_path):
     """On a verl dump: the counts by deciding term and the reasons in words; a click on a step
-    of the per-step table shows its current observation beside the model's response, and the
-    whole prompt one click further."""
+    of the per-step table shows its current observation beside the model's response, its
+    tokens coloured by the step's advantage, and the whole prompt one click further."""
     from tests.loaders.builders import SYSTEM, agent_loop_entries, write_verl_dump
 
     dump = tmp_path / "rollout_data"
@@ -113,6 +113,15 @@ def test_a_verl_dump_explains_disagreements_and_shows_a_steps_texts(browser, tmp
         response = page.locator("[data-testid='stCode']:visible", has_text="<action>")
         assert response.first.inner_text().strip().endswith("<action>go to room 3</action>")
         assert not page.locator("[data-testid='stCode']:visible", has_text=SYSTEM).count()
+        # the response's tokens, coloured by the step's advantage, its text as it was
+        tokens = page.locator("[data-testid='stHtml'] span[title^='t=2 ']")
+        tokens.first.wait_for(timeout=30_000)
+        assert tokens.evaluate_all("els => els.map(e => e.textContent).join('')") == \
+            "<think>Turn 2: try something.</think><action>go to room 3</action>"
+        colours = set(tokens.evaluate_all(
+            "els => els.map(e => getComputedStyle(e).backgroundColor)"))
+        assert len(colours) == 1 and colours != {"rgba(0, 0, 0, 0)"}  # one colour: one step
+        assert page.evaluate("window.__xss") is None
         prompt.click()
         page.get_by_text(SYSTEM).first.wait_for(timeout=30_000)
         wait_idle(page)
