@@ -1,0 +1,57 @@
+"""What several checks read from the whole run's groups table: a task's shortest win, a share
+per training step, a group's advantage range in words. Private to the check modules (not a
+check: the package does not register it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from g2po.analysis.checks.registry import ESTIMATORS
+
+__all__ = ["task_shortest_win", "per_step_shares", "spread", "estimator_name", "where",
+           "fires_of"]
+
+
+def task_shortest_win(table: pd.DataFrame) -> np.ndarray:
+    """(n_rows,) the shortest winning rollout of each row's task over the whole table (every
+    training step), NaN where no rollout of the task ever won. A task is the ``task`` column
+    (the group id where the log has none)."""
+    if table.empty:
+        return np.zeros(0)
+    wins = table["shortest_win"].to_numpy(dtype=np.float64)
+    key = table["task"].astype(str).to_numpy()
+    best = pd.Series(wins).groupby(key, sort=False).transform("min")
+    return best.to_numpy(dtype=np.float64)
+
+
+def per_step_shares(table: pd.DataFrame, mask: np.ndarray, limit: int = 6) -> str:
+    """The share of each training step's groups where ``mask`` holds, in words: every step
+    when there are few, else ``limit`` steps spread over the run (first and last included)."""
+    frame = pd.DataFrame({"step": table["train_step"].to_numpy(), "on": mask})
+    shares = frame.groupby("step", sort=True)["on"].mean()
+    if len(shares) <= 1:
+        return ""
+    picks = np.unique(np.linspace(0, len(shares) - 1, min(limit, len(shares))).round()
+                      .astype(int))
+    shown = [f"{shares.iloc[i]:.0%} at step {shares.index[i]}" for i in picks]
+    return "per training step: " + " → ".join(shown)
+
+
+def spread(table: pd.DataFrame, i: int) -> str:
+    """Row ``i``'s G2PO advantage range: "A from -0.97 to +0.97"."""
+    return f"A from {table['adv_min'].iat[i]:+.2f} to {table['adv_max'].iat[i]:+.2f}"
+
+
+def estimator_name(estimator: str) -> str:
+    return ESTIMATORS.get(estimator, estimator)
+
+
+def where(mask: np.ndarray, values) -> np.ndarray:
+    """``values`` where ``mask`` holds, else 0 (float64)."""
+    return np.where(mask, np.asarray(values, dtype=np.float64), 0.0)
+
+
+def fires_of(table: pd.DataFrame, kind: str) -> np.ndarray:
+    """(n_rows,) bool: ``alarm_<kind>`` > 0."""
+    return table[f"alarm_{kind}"].to_numpy() > 0
