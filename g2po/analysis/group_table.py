@@ -18,9 +18,11 @@ import pyarrow as pa
 
 from g2po.analysis.checks import Batch, list_checks
 from g2po.analysis.checks.registry import ESTIMATORS
+from g2po.analysis.checks.rows import separate_repeats
 from g2po.analysis.findings import assess
 from g2po.analysis.history import VALUE_WISE_STRATEGIES
 from g2po.analysis.signals import ZERO_ADV, group_signals
+from g2po.errors import StepTableError
 from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule, flag_values
 from g2po.params import DEFAULT_PARAMS, G2POParams
@@ -160,6 +162,23 @@ def triage_groups(
                              validity_known="is_action_valid" not in assumed), estimator)
 
 
+def _signals(steps: pd.DataFrame, rule: OutcomeRule, params: G2POParams, stochastic: bool,
+             text: TextLookup):
+    """(steps, signals, text) of the batch; where its rows repeat a step (the estimators
+    refuse them), the rows made readable first (:func:`separate_repeats`, which the
+    ``duplicates`` check then reports) and the text lookup mapped to the rows kept."""
+    try:
+        return steps, group_signals(steps, rule=rule, params=params, stochastic=stochastic), text
+    except StepTableError:
+        repaired = separate_repeats(steps.assign(_pos=np.arange(len(steps))))
+        if "_copies" not in repaired.columns:
+            raise
+        pos = repaired["_pos"].to_numpy()
+        repaired = repaired.drop(columns="_pos")
+        sig = group_signals(repaired, rule=rule, params=params, stochastic=stochastic)
+        return repaired, sig, lambda column, rows: text(column, pos[np.asarray(rows)])
+
+
 def _measured(batch: Batch) -> dict[str, np.ndarray]:
     """Every registered check's measure of the batch: ``alarm_<kind>`` and its columns."""
     G = batch.sig.ix.n_groups
@@ -188,7 +207,7 @@ def group_rows(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
     ``validity_known`` False: the log held no validity (the invalid rate is NaN)."""
     steps, state_key = coded(steps, params.state_key)
     params = replace(params, state_key=state_key)
-    sig = group_signals(steps, rule=rule, params=params, stochastic=stochastic)
+    steps, sig, text = _signals(steps, rule, params, stochastic, text)
     ix, cols = sig.ix, sig.g2po
     G = ix.n_groups
     first = np.full(G, ix.n_steps, dtype=np.int64)

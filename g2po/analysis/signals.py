@@ -31,7 +31,10 @@ ZERO_ADV = 1e-6
 #: success reward.
 VALUE_STD_SHARE = 0.25
 #: A hub by its sources: reached from at least this many different states, and from at least
-#: :data:`HUB_MEDIAN_FACTOR` times as many as the group's median state with arrivals.
+#: :data:`HUB_MEDIAN_FACTOR` times as many as the group's median state with arrivals, *and*
+#: the same action from it leads on to different states (what follows depends on where the
+#: agent came from). A well-connected real state (ALFWorld's "go to drawer 1" reaches the
+#: drawer from anywhere; a gridworld cell) is no hub.
 HUB_MIN_SOURCES = 5
 HUB_MEDIAN_FACTOR = 3.0
 #: A hub by invalid actions: reached from at least this many different states, at least
@@ -278,7 +281,7 @@ def _arrivals(ix: StepIndex, split: np.ndarray, starts: np.ndarray):
     invalid_share = np.where(arrivals > 0, invalid_arrivals / np.maximum(arrivals, 1), 0.0)
     reached = in_sources > 0
     median = segment_median(in_sources[reached], ix.node_group[reached], G)
-    by_sources = (in_sources >= HUB_MIN_SOURCES) & \
+    by_sources = (in_sources >= HUB_MIN_SOURCES) & split & \
         (in_sources >= HUB_MEDIAN_FACTOR * np.nan_to_num(median[ix.node_group], nan=np.inf))
     moves = np.bincount(ix.node_group[dst], minlength=G)
     group_rate = np.bincount(ix.node_group[dst], weights=bad, minlength=G) / np.maximum(moves, 1)

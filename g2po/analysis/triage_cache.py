@@ -51,6 +51,13 @@ class _Log(Protocol):  # what triage_log needs of a loaders.Log
     def rule(self) -> OutcomeRule: ...
 
 
+def _validity_known(log: _Log) -> bool:
+    """False when the log's loader filled ``is_action_valid`` in rather than read it (its
+    report says so): the invalid rate is then unknown."""
+    report = getattr(log, "report", None)
+    return "is_action_valid" not in (getattr(report, "assumed", None) or {})
+
+
 def cache_dir() -> Path:
     """Where groups tables are cached: ``$G2PO_CACHE/triage`` (default ``~/.cache/g2po``)."""
     return user_cache_dir() / "triage"
@@ -154,7 +161,8 @@ def triage_log(
             return
         frame = batch[0] if len(batch) == 1 else pd.concat(batch, ignore_index=True)
         table = group_rows(frame, rule=rule, params=replace(params, state_key=applied),
-                           stochastic=stochastic, text=text_lookup(batch_text))
+                           stochastic=stochastic, text=text_lookup(batch_text),
+                           validity_known=_validity_known(log))
         for s, rows in table.groupby("train_step", sort=False):
             ident = identity.get(int(s)) or ("", -1, -1)
             done[int(s)] = rows.assign(_source=ident[0], _size=ident[1], _mtime_ns=ident[2])

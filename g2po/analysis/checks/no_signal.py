@@ -1,7 +1,8 @@
-"""No training signal: every advantage of the group is ~0 under an estimator (said per
-estimator: G2PO's graph terms still rank the steps of an all-success group, GRPO's outcome term
-does not), so the group teaches the policy nothing. Severity 1 for the estimator the user
-trains with.
+"""No training signal: every advantage of the group is ~0 under the estimator the user trains
+with (G2PO's graph terms still rank the steps of an all-success group, GRPO's outcome term
+does not), so the group teaches the policy nothing. A group every rollout of which succeeded
+is the policy's progress (``all_success``, ``converged``), not this defect: severity 1 − the
+success rate.
 """
 
 from __future__ import annotations
@@ -28,16 +29,19 @@ def _measure(batch: Batch) -> dict[str, np.ndarray]:
     return {"count": np.where(any_zero, n_steps, 0)}
 
 
-def _zero(table: pd.DataFrame, estimator: str) -> np.ndarray:
+def _fires(table: pd.DataFrame, estimator: str) -> np.ndarray:
     return table[zero_column(estimator)].to_numpy(dtype=bool)
 
 
 def _severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
-    return where(_zero(table, estimator), 1.0)
+    return where(_fires(table, estimator), 1.0 - table["success_rate"].to_numpy(float))
 
 
 def validity_words(invalid_rate: float) -> str:
-    """", no invalid action" where the log says so."""
+    """", no invalid action" where the log says so; where the log holds no validity (the rate
+    is NaN), that it is unknown."""
+    if np.isnan(invalid_rate):
+        return ", validity unknown (the log has none)"
     return ", no invalid action" if invalid_rate == 0 else ""
 
 
@@ -52,23 +56,27 @@ def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
     return [f"no signal under {estimator_name(estimator)}: {_why(table, i)}" for i in rows]
 
 
+def _counts(table: pd.DataFrame, fires: np.ndarray) -> tuple[int, int]:
+    success = table["success_rate"].to_numpy(float)[fires]
+    return int((success == 1).sum()), int((success == 0).sum())
+
+
 def _run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
-    success = table["success_rate"].to_numpy(float)
-    if not np.nanmax(success, initial=0.0) > 0:
-        return ("groups give no training signal. Likely cause: a success reward the rewards "
-                "never reach.")
-    solved, failed = int((success[fires] == 1).sum()), int((success[fires] == 0).sum())
-    cause = ("tasks the policy has solved (a run that learned them, or tasks too easy)"
-             if solved >= failed else "tasks the policy cannot solve yet")
-    return (f"groups give no training signal ({solved} where every rollout succeeded, {failed} "
-            f"where every rollout failed). Likely cause: {cause}; rollouts do reach the "
-            "success reward in other groups, so it is not the outcome rule.")
+    solved, failed = _counts(table, fires)
+    name = estimator_name(estimator)
+    said = (f"{name} gives every step of these groups an advantage of ~0 ({failed} where "
+            f"every rollout failed, {solved} where every rollout succeeded: those are "
+            "progress, said below)")
+    if not np.nanmax(table["success_rate"].to_numpy(float), initial=0.0) > 0:
+        return said + ". Likely cause: a success reward the rewards never reach."
+    return said + (". Likely cause: tasks the policy cannot solve yet; rollouts do reach the "
+                   "success reward in other groups, so it is not the outcome rule.")
 
 
 def _fix(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
     if not np.nanmax(table["success_rate"].to_numpy(float), initial=0.0) > 0:
-        return "the outcome rule's success reward (--success-reward)."
-    return "a task pool of harder (or easier) tasks, or more rollouts per task."
+        return "the outcome rule's success reward (--success-reward, the sidebar's rule)."
+    return "a task pool with tasks the policy can sometimes solve, or more rollouts per task."
 
 
 def _alarm(view: GroupView) -> Alarm | None:
@@ -99,4 +107,4 @@ def _alarm(view: GroupView) -> Alarm | None:
 
 CHECK = register_check(Check(
     kind="no_signal", title="No training signal", measure=_measure, severity=_severity,
-    reason=_reason, run_text=_run_text, fix=_fix, alarm=_alarm, order=11))
+    reason=_reason, run_text=_run_text, fix=_fix, alarm=_alarm, fires=_fires, order=10))

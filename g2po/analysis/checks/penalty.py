@@ -1,7 +1,8 @@
 """Penalty-only signal: every rollout got the same (failing) reward, so the only spread G2PO
 sees is the invalid-action penalty; under ``mean_std_norm`` normalisation turns it into
 unit-size advantages (invalid steps strongly negative, every valid step positive, whatever it
-did). Severity 0.9 (below a group with no signal at all).
+did). Severity: the share of the group's steps that are valid — each of them gets credit it
+did not earn (0.9 at most, below a group with no signal at all).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from g2po.analysis.checks._run import fires_of, spread, where
-from g2po.analysis.checks.no_signal import zero_column
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.words import REWARD_UNITS, adv_unit, pairs
 
@@ -33,17 +33,25 @@ def _measure(batch: Batch) -> dict[str, np.ndarray]:
 
 
 def _severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
-    zero = table[zero_column(estimator)].to_numpy(dtype=bool)
-    return where(fires_of(table, "penalty_amplification") & ~zero, 0.9)
+    valid = 1.0 - table["alarm_penalty_amplification"].to_numpy(float) / \
+        np.maximum(table["steps"].to_numpy(float), 1)
+    # GRPO's trajectory advantage takes no penalty: the group then has no signal at all
+    return where(fires_of(table, "penalty_amplification") & (estimator == "g2po"), 0.9 * valid)
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"penalty is the only signal: {spread(table, i)}" for i in rows]
+    return [f"penalty is the only signal: {spread(table, i)} "
+            f"({table['alarm_penalty_amplification'].iat[i]} invalid of "
+            f"{table['steps'].iat[i]} steps)" for i in rows]
 
 
 def _run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
-    return ("every rollout gets the same reward, so the invalid-action penalty is the only "
+    said = ("every rollout gets the same reward, so the invalid-action penalty is the only "
             "signal G2PO's episode and node terms see; normalisation makes it unit-sized.")
+    if not np.nanmax(table["success_rate"].to_numpy(float), initial=0.0) > 0:
+        said += (" No rollout of the run succeeds: likely a success reward the rewards never "
+                 "reach.")
+    return said
 
 
 def _fix(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:

@@ -1,5 +1,11 @@
 """Truncation treated as failure: trajectories cut at the step limit, valued as failures.
-Severity: half the share of rollouts cut. The explorer's alarm names the transitions the cut
+
+That is a defect where the limit is shorter than the task needs, not where a policy that has
+not learned the task wandered until the limit (limit 8, a task won in 2 steps): the cut
+rollouts failed. The evidence is the task's shortest win over the whole run, L*, against the
+limit: severity ½ · (share of rollouts cut) · blame, blame = clip(2·L*/limit − 1, 0, 1) (0 when
+the task is won in half the limit or less, 1 when wins need the whole limit), ½ where the task
+was never won (the limit may be the cause). The explorer's alarm names the transitions the cut
 steps took, largest |TD error| first (often the group's critical transitions).
 """
 
@@ -8,33 +14,66 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import fires_of, where
+from g2po.analysis.checks._run import fires_of, task_shortest_win, where
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.state_graph import StateGraph
 from g2po.analysis.words import REWARD_UNITS, pairs
 
-__all__ = ["CHECK"]
+__all__ = ["CHECK", "blame"]
 
 
 def _measure(batch: Batch) -> dict[str, np.ndarray]:
     return {"count": batch.sig.per_group(batch.sig.truncated, "traj").astype(np.int64)}
 
 
+def blame(table: pd.DataFrame) -> np.ndarray:
+    """(n_rows,) how far the step limit (the group's longest rollout) is the cause of its cuts:
+    see the module's docstring."""
+    limit = np.maximum(table["longest"].to_numpy(dtype=np.float64), 1)
+    best = task_shortest_win(table)
+    return np.where(np.isnan(best), 0.5, np.clip(2 * best / limit - 1, 0, 1))
+
+
 def _severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
-    return where(fires_of(table, "truncation"), 0.5 * table["truncated_share"].to_numpy(float))
+    return where(fires_of(table, "truncation"),
+                 0.5 * table["truncated_share"].to_numpy(float) * blame(table))
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"{table['alarm_truncation'].iat[i]} of {table['rollouts'].iat[i]} rollouts cut at "
-            "the step limit" for i in rows]
+    best = task_shortest_win(table)
+    out = []
+    for i in rows:
+        said = (f"{table['alarm_truncation'].iat[i]} of {table['rollouts'].iat[i]} rollouts "
+                f"cut at the step limit ({table['longest'].iat[i]})")
+        if np.isnan(best[i]):
+            said += "; no rollout of this task won: the limit may be too short"
+        elif 2 * best[i] <= table["longest"].iat[i]:
+            said += f"; the task is won in {best[i]:g}: they wandered, the limit is not why"
+        else:
+            said += f"; the task's shortest win takes {best[i]:g}"
+        out.append(said)
+    return out
+
+
+def _wandered(table: pd.DataFrame, fires: np.ndarray) -> bool:
+    return bool(fires.any() and (blame(table)[fires] == 0).mean() >= 0.5)
 
 
 def _run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
+    if _wandered(table, fires):
+        best = task_shortest_win(table)[fires]
+        limit = table["longest"].to_numpy()[fires]
+        return (f"rollouts cut at the step limit (mostly {int(np.median(limit))}) on tasks "
+                f"the run wins in far fewer steps (median shortest win {np.nanmedian(best):g}):"
+                " the policy wandered until the limit; the cut rollouts are failures, and "
+                "the limit is not what failed them.")
     return ("episodes are cut at the step limit and valued as failures. Likely cause: a step "
             "limit shorter than the task needs.")
 
 
 def _fix(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
+    if _wandered(table, fires):
+        return "nothing for the limit; the groups where many rollouts still wander show it."
     return ("say how the log marks the limit (the sidebar's outcome rule, or --truncate-at "
             "N), or raise the limit. Where the limit is the task's own budget (running out of "
             "steps is failing the task), the cut episodes are failures and nothing needs "
@@ -65,6 +104,10 @@ def _alarm(view: GroupView) -> Alarm | None:
     detail = (f"{count} trajectory(ies) were cut at the step limit; the estimator values them "
               f"as failures (terminal value {'R_i' if view.rule.terminal == 'reward' else '0'})"
               ", so their last step is blamed for running out of steps.")
+    wins = sig.traj_length[sig.success]
+    if len(wins) and 2 * wins.min() <= sig.traj_length.max():
+        detail += (f" A rollout here won in {int(wins.min())} steps: the cut ones wandered, "
+                   "and the limit is not what failed them.")
     top = graph.edges.loc[edge_rows[0]] if edge_rows else None
     if top is not None and abs(float(top["td_error"])) > 1e-12:
         td = graph.edges["td_error"].abs().to_numpy()

@@ -97,18 +97,30 @@ def test_a_group_with_one_aliased_key_raises_aliasing_with_evidence():
     assert alarm_counts(steps, rule=OutcomeRule(), stochastic=True)["aliased"][0] == 0
 
 
-def test_collapsed_group_and_its_artifact():
+def test_identical_wins_converged_identical_losses_collapsed():
+    """Issue 36: solved is not broken. Eight identical wins are the policy's progress (said
+    with the discount's artifact on G2PO's advantages); eight identical losses a collapse."""
     path = [("entrance", "go east"), ("hall", "go north"), ("kitchen", "go north")]
     rows = [(f"r{i}", t, k, a, 10.0, True) for i in range(8) for t, (k, a) in enumerate(path)]
     found = kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()),
                                 rule=OutcomeRule()))
-    assert found["collapsed"].count == 8 and "artifact" in found["collapsed"].detail
-    assert "G2PO's A from" in found["collapsed"].detail  # the edge term's depth ranking
-    assert "in standard deviations (mode mean_std_norm)" in found["collapsed"].detail
-    # one rollout differing by one action: not collapsed
+    assert "collapsed" not in found
+    alarm = found["converged"]
+    assert alarm.count == 8 and "converged" in alarm.detail
+    assert "G2PO's A from" in alarm.detail and "discount alone" in alarm.detail
+    assert "in standard deviations (mode mean_std_norm)" in alarm.detail
+    first = compute_advantages(frame(rows), "g2po")["adv"][frame(rows)["t"] == 0].mean()
+    assert f"the first step gets {first:+.2f}" in alarm.detail and first < 0
+    lost = [(r[0], r[1], r[2], r[3], 0.0, r[5]) for r in rows]
+    found = kinds(credit_alarms(state_graph(frame(lost), rule=OutcomeRule()),
+                                rule=OutcomeRule()))
+    assert found["collapsed"].count == 8 and "losing path" in found["collapsed"].detail
+    assert "converged" not in found
+    # one rollout differing by one action: neither
     rows[-1] = ("r7", 2, "kitchen", "go east", 10.0, True)
-    assert "collapsed" not in kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()),
-                                                  rule=OutcomeRule()))
+    found = kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()),
+                                rule=OutcomeRule()))
+    assert not {"collapsed", "converged"} & set(found)
     assert "collapsed" not in kinds(credit_alarms(state_graph(frame(HEALTHY), rule=OutcomeRule()),
                                                   rule=OutcomeRule()))
 
@@ -189,7 +201,7 @@ def test_a_state_reached_mostly_through_invalid_actions_is_a_hub():
     assert alarm.nodes == (int(hub),)
     row = alarm.ranking.iloc[0]
     assert row["in_sources"] == 5 and row["invalid_arrival_share"] == 1.0
-    assert set(alarm.steps["t"]) == {1, 3}  # its occurrences
+    assert set(alarm.steps["t"]) == {2, 4}  # its occurrences
     assert "Nothing happens" in alarm.detail
 
 
