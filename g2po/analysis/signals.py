@@ -251,8 +251,9 @@ def _splits(ix: StepIndex, pair_code: np.ndarray, n_pairs: int
         before = prev_row[taking]
         arrival = np.where(before >= 0, pair_code[np.maximum(before, 0)] + 1, 0)
         keyed = pd.factorize(arrival * np.int64(n_pairs) + pair_code[taking])[0]
-        spread = pd.DataFrame({"k": keyed, "next": node[ix.next_row[taking]]}).groupby(
-            "k")["next"].nunique().to_numpy()
+        triples = np.unique(keyed.astype(np.int64) * np.int64(n_nodes)
+                            + node[ix.next_row[taking]])
+        spread = np.bincount(triples // n_nodes, minlength=int(keyed.max()) + 1)
         stays = np.zeros(n_pairs, dtype=bool)
         stays[pair_code[taking][spread[keyed] > 1]] = True
         # a node is hidden when every split pair of it stays split

@@ -25,7 +25,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import fires_of, where
+from g2po.analysis.checks._run import at_rows, fires_of, where
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.signals import GroupSignals
 from g2po.analysis.words import REWARD_UNITS, pairs, split_evidence, split_phrase, top
@@ -117,17 +117,19 @@ def _severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
                  np.maximum(table["aliased_share"].to_numpy(float), 0.05) * weight)
 
 
-def _kind(table: pd.DataFrame, i: int) -> str:
-    if table["aliased_merged"].iat[i]:
+def _kind(merged: bool, hidden: float) -> str:
+    if merged:
         return " (the strategy merged keys that differ)"
-    if table["aliased_hidden"].iat[i] >= 0.5:
+    if hidden >= 0.5:
         return " (hidden state: the same observation, another world)"
     return ""  # the common case: the key leaves out where the agent came from
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"key merges states{_kind(table, i)}: {table['aliased_evidence'].iat[i]}"
-            for i in rows]
+    merged, hidden, evidence = at_rows(table, rows, "aliased_merged", "aliased_hidden",
+                                       "aliased_evidence")
+    return [f"key merges states{_kind(m, h)}: {e}"
+            for m, h, e in zip(merged, hidden, evidence, strict=True)]
 
 
 def _hidden_share(table: pd.DataFrame, fires: np.ndarray) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import fires_of, where
+from g2po.analysis.checks._run import at_rows, fires_of, where
 from g2po.analysis.checks.aliased import mass_share, ranking
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.signals import HUB_INVALID_SHARE
@@ -23,8 +23,9 @@ _FEEDBACK_FIX = ("feedback that the action changed nothing (\"Nothing happens.\"
                  "state: key such a step by the state the agent is still in (the previous "
                  "key: the bundled ALFWorld key and G2PO's ALFWorld anchor do so), e.g. in "
                  "the loader's state key")
-_SOURCES_FIX = ("a state key that keeps what tells these situations apart (the location, or "
-                "the previous observation)")
+_SOURCES_FIX = ("a state key that keeps what tells these situations apart: what the agent "
+                "holds or can do there (the admissible actions, as G2PO's ALFWorld anchor "
+                "keeps them), the location, or the previous observation")
 
 
 def _measure(batch: Batch) -> dict[str, np.ndarray]:
@@ -53,7 +54,8 @@ def _severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"hub: {table['hub_evidence'].iat[i]}" for i in rows]
+    (evidence,) = at_rows(table, rows, "hub_evidence")
+    return [f"hub: {e}" for e in evidence]
 
 
 def _feedback_share(table: pd.DataFrame, fires: np.ndarray) -> float:

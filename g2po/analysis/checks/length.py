@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from g2po.analysis.checks._run import at_rows
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 
 __all__ = ["CHECK", "LENGTH_GAP"]
@@ -37,8 +38,9 @@ def _never(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"step rows weight rollouts by length: {table['row_success_rate'].iat[i]:.0%} of "
-            f"rows are wins, {table['success_rate'].iat[i]:.0%} of rollouts won" for i in rows]
+    by_rows, by_rollouts = at_rows(table, rows, "row_success_rate", "success_rate")
+    return [f"step rows weight rollouts by length: {a:.0%} of rows are wins, {b:.0%} of "
+            "rollouts won" for a, b in zip(by_rows, by_rollouts, strict=True)]
 
 
 def _rates(table: pd.DataFrame) -> tuple[float, float]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import fires_of, where
+from g2po.analysis.checks._run import at_rows, fires_of, where
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.words import pairs
 from g2po.index import merge_rate
@@ -51,7 +51,8 @@ def _no_merging_severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _no_merging_reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"no merging: merge rate {table['merge_rate'].iat[i]:.0%}" for i in rows]
+    (rate,) = at_rows(table, rows, "merge_rate")
+    return [f"no merging: merge rate {r:.0%}" for r in rate]
 
 
 def _no_merging_run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
@@ -125,17 +126,11 @@ def _tree_severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _tree_reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    out = []
-    for i in rows:
-        if table["key_grows"].iat[i] >= 0.9:
-            out.append(f"state key carries the history: each key is the one before with more "
-                       f"appended ({table['key_grows'].iat[i]:.0%} of the steps compared), "
-                       "no state reached two ways")
-        else:
-            out.append(f"state key carries the history: paths part at "
-                       f"{table['alarm_prefix_tree'].iat[i]} states and never meet again (a "
-                       "prefix tree)")
-    return out
+    grows, parts = at_rows(table, rows, "key_grows", "alarm_prefix_tree")
+    return [f"state key carries the history: each key is the one before with more appended "
+            f"({g:.0%} of the steps compared), no state reached two ways" if g >= 0.9 else
+            f"state key carries the history: paths part at {p} states and never meet again "
+            "(a prefix tree)" for g, p in zip(grows, parts, strict=True)]
 
 
 def _tree_run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:

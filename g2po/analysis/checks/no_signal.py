@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import estimator_name, where
+from g2po.analysis.checks._run import at_rows, estimator_name, where
 from g2po.analysis.checks.registry import ESTIMATORS, Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.words import adv_unit, names, pairs
 
@@ -45,15 +45,16 @@ def validity_words(invalid_rate: float) -> str:
     return ", no invalid action" if invalid_rate == 0 else ""
 
 
-def _why(table: pd.DataFrame, i: int) -> str:
-    if table["reward_std"].iat[i] > 0:
+def _why(std: float, n: int, mean: float, invalid: float) -> str:
+    if std > 0:
         return "no step's score differs from its reference"
-    return (f"all {table['rollouts'].iat[i]} rollouts got reward {table['reward_mean'].iat[i]:g}"
-            + validity_words(float(table["invalid_rate"].iat[i])))
+    return f"all {n} rollouts got reward {mean:g}" + validity_words(float(invalid))
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"no signal under {estimator_name(estimator)}: {_why(table, i)}" for i in rows]
+    cols = at_rows(table, rows, "reward_std", "rollouts", "reward_mean", "invalid_rate")
+    return [f"no signal under {estimator_name(estimator)}: {_why(*v)}"
+            for v in zip(*cols, strict=True)]
 
 
 def _counts(table: pd.DataFrame, fires: np.ndarray) -> tuple[int, int]:

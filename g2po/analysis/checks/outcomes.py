@@ -17,7 +17,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import per_step_shares, spread, task_shortest_win, where
+from g2po.analysis.checks._run import (
+    at_rows,
+    per_step_shares,
+    spread,
+    task_shortest_win,
+    where,
+)
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.words import adv_unit, pairs
 
@@ -69,17 +75,17 @@ def _collapsed_fires(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _collapsed_reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    best = task_shortest_win(table)
+    best = task_shortest_win(table)[np.asarray(rows, dtype=np.int64)]
+    cols = at_rows(table, rows, "rollouts", "success_rate", "longest", "adv_min", "adv_max")
     out = []
-    for i in rows:
-        n = table["rollouts"].iat[i]
-        if table["success_rate"].iat[i] < 1:
+    for (n, rate, length, lo, hi), shortest in zip(zip(*cols, strict=True), best, strict=True):
+        if rate < 1:
             text = f"collapsed: {n} identical rollouts onto a losing path"
         else:
-            text = (f"collapsed: {n} identical wins by a {table['longest'].iat[i]}-step path; "
-                    f"the task's shortest win takes {best[i]:g}")
-        if estimator == "g2po" and table["adv_max"].iat[i] > table["adv_min"].iat[i]:
-            text += f" (G2PO's {spread(table, i)} is the discount's artifact)"
+            text = (f"collapsed: {n} identical wins by a {length}-step path; the task's "
+                    f"shortest win takes {shortest:g}")
+        if estimator == "g2po" and hi > lo:
+            text += f" (G2PO's {spread(lo, hi)} is the discount's artifact)"
         out.append(text)
     return out
 
@@ -140,8 +146,9 @@ def _converged_fires(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _converged_reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"converged: {table['rollouts'].iat[i]} identical wins by the shortest path seen "
-            f"({table['longest'].iat[i]} steps)" for i in rows]
+    n, length = at_rows(table, rows, "rollouts", "longest")
+    return [f"converged: {a} identical wins by the shortest path seen ({b} steps)"
+            for a, b in zip(n, length, strict=True)]
 
 
 def _converged_run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
@@ -204,8 +211,9 @@ def _all_success_fires(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _all_success_reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"all {table['rollouts'].iat[i]} succeeded (solved): G2PO ranks the paths by "
-            f"length, {spread(table, i)}" for i in rows]
+    n, lo, hi = at_rows(table, rows, "rollouts", "adv_min", "adv_max")
+    return [f"all {a} succeeded (solved): G2PO ranks the paths by length, {spread(b, c)}"
+            for a, b, c in zip(n, lo, hi, strict=True)]
 
 
 def _all_success_run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:

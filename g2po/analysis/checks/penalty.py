@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import fires_of, spread, where
+from g2po.analysis.checks._run import at_rows, fires_of, spread, where
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.words import REWARD_UNITS, adv_unit, pairs
 
@@ -40,9 +40,10 @@ def _severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"penalty is the only signal: {spread(table, i)} "
-            f"({table['alarm_penalty_amplification'].iat[i]} invalid of "
-            f"{table['steps'].iat[i]} steps)" for i in rows]
+    lo, hi, bad, n = at_rows(table, rows, "adv_min", "adv_max",
+                             "alarm_penalty_amplification", "steps")
+    return [f"penalty is the only signal: {spread(a, b)} ({c} invalid of {d} steps)"
+            for a, b, c, d in zip(lo, hi, bad, n, strict=True)]
 
 
 def _run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:

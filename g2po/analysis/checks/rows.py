@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import fires_of, where
+from g2po.analysis.checks._run import at_rows, fires_of, where
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.words import pairs
 
@@ -82,8 +82,9 @@ def _dup_words(copies: int, reused: int) -> str:
 
 
 def _dup_reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return ["repeated rows: " + _dup_words(int(table["duplicate_rows"].iat[i]),
-                                           int(table["reused_ids"].iat[i])) for i in rows]
+    copies, reused = at_rows(table, rows, "duplicate_rows", "reused_ids")
+    return ["repeated rows: " + _dup_words(int(c), int(r))
+            for c, r in zip(copies, reused, strict=True)]
 
 
 def _dup_run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
@@ -130,8 +131,9 @@ def _incomplete_severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _incomplete_reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"{table['alarm_incomplete'].iat[i]} of {table['rollouts'].iat[i]} rollouts "
-            "incomplete: a line of them was lost" for i in rows]
+    lost, n = at_rows(table, rows, "alarm_incomplete", "rollouts")
+    return [f"{a} of {b} rollouts incomplete: a line of them was lost"
+            for a, b in zip(lost, n, strict=True)]
 
 
 def _incomplete_run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:

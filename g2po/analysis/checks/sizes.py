@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import fires_of, where
+from g2po.analysis.checks._run import at_rows, fires_of, where
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 
 __all__ = ["PARTIAL", "SINGLETON", "usual_size"]
@@ -54,8 +54,8 @@ def _partial_severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 def _partial_reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
     usual = usual_size(table)
-    return [f"partial group: {table['rollouts'].iat[i]} of the run's usual {usual} rollouts"
-            for i in rows]
+    (n,) = at_rows(table, rows, "rollouts")
+    return [f"partial group: {a} of the run's usual {usual} rollouts" for a in n]
 
 
 def _partial_run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import fires_of, where
+from g2po.analysis.checks._run import at_rows, fires_of, where
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.words import pairs, short_text
 
@@ -77,7 +77,8 @@ def _severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    return [f"rollouts do not share a start: {table['start_evidence'].iat[i]}" for i in rows]
+    (evidence,) = at_rows(table, rows, "start_evidence")
+    return [f"rollouts do not share a start: {e}" for e in evidence]
 
 
 def _run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:

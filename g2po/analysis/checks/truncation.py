@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from g2po.analysis.checks._run import fires_of, task_shortest_win, where
+from g2po.analysis.checks._run import at_rows, fires_of, task_shortest_win, where
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.state_graph import StateGraph
 from g2po.analysis.words import REWARD_UNITS, pairs
@@ -40,17 +40,17 @@ def _severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:
-    best = task_shortest_win(table)
+    best = task_shortest_win(table)[np.asarray(rows, dtype=np.int64)]
+    cut, n, limit = at_rows(table, rows, "alarm_truncation", "rollouts", "longest")
     out = []
-    for i in rows:
-        said = (f"{table['alarm_truncation'].iat[i]} of {table['rollouts'].iat[i]} rollouts "
-                f"cut at the step limit ({table['longest'].iat[i]})")
-        if np.isnan(best[i]):
+    for a, b, c, shortest in zip(cut, n, limit, best, strict=True):
+        said = f"{a} of {b} rollouts cut at the step limit ({c})"
+        if np.isnan(shortest):
             said += "; no rollout of this task won: the limit may be too short"
-        elif 2 * best[i] <= table["longest"].iat[i]:
-            said += f"; the task is won in {best[i]:g}: they wandered, the limit is not why"
+        elif 2 * shortest <= c:
+            said += f"; the task is won in {shortest:g}: they wandered, the limit is not why"
         else:
-            said += f"; the task's shortest win takes {best[i]:g}"
+            said += f"; the task's shortest win takes {shortest:g}"
         out.append(said)
     return out
 
