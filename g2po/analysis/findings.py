@@ -13,12 +13,12 @@ A check on 2 of 192 groups keeps 98 % of its severity, one on half the run 27 %,
 group of a large run ~0: two runs that differ by a few groups rank alike (the former rule
 dropped a kind at 50 % of the groups, so runs at 49 % and 51 % answered differently).
 
-Said for the run (:func:`run_findings`): a check firing on a shrunk share of the groups of
-:data:`RUN_WIDE_SHARE` or more, on :data:`RUN_WIDE_MIN` groups or more (GRPO's "no signal" on
-a run whose groups are mostly solved is said, though the solved groups have no severity);
-and, whenever they fire, the checks that rank no group (progress such as converged groups; a
-cut that only a wandering policy ran into). The words follow the share; the ranking never
-jumps.
+Said for the run (:func:`run_findings`), when a check fires on :data:`RUN_WIDE_MIN` groups
+or more: a check firing on a shrunk share of the groups of :data:`RUN_WIDE_SHARE` or more
+(GRPO's "no signal" on a run whose groups are mostly solved is said, though the solved groups
+have no severity); and a check that ranks no group on this run (progress such as converged
+groups; cuts that only a wandering policy ran into), at any share. The words follow the
+share; the ranking never jumps.
 """
 
 from __future__ import annotations
@@ -108,8 +108,7 @@ def _said(checks: list[Check], sev: np.ndarray, fires: np.ndarray) -> list[bool]
     for j in range(len(checks)):
         k = int(fires[:, j].sum())
         ranks = bool((sev[fires[:, j], j] > 0).any())
-        widespread = k >= RUN_WIDE_MIN and run_share(k, n) >= RUN_WIDE_SHARE
-        out.append(k > 0 and (not ranks or widespread))
+        out.append(k >= RUN_WIDE_MIN and (not ranks or run_share(k, n) >= RUN_WIDE_SHARE))
     return out
 
 

@@ -169,8 +169,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="One row per group of a log (every training step, or --step N): task, "
                     "rollouts, success rate, reward mean and spread, share of steps with a ~0 "
                     "G2PO advantage, mean |A| and |A^EC|, state nodes and merge rate, largest "
-                    "node value variance, invalid and truncated shares, and the count of each "
-                    "credit alarm. Cached per step file in $G2PO_CACHE/triage (default "
+                    "node value variance, invalid and truncated shares, and each registered "
+                    "check's count and evidence (credit, the group's integrity, progress); "
+                    "what most of the run shares, and its progress, said once on stderr. "
+                    "Cached per step file in $G2PO_CACHE/triage (default "
                     "~/.cache/g2po/triage).")
     p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
                                 "batch dump, or a folder of them (a sweep: each row names its "

@@ -25,16 +25,29 @@ def task_shortest_win(table: pd.DataFrame) -> np.ndarray:
     return best.to_numpy(dtype=np.float64)
 
 
-def per_step_shares(table: pd.DataFrame, mask: np.ndarray, limit: int = 6) -> str:
-    """The share of each training step's groups where ``mask`` holds, in words: every step
-    when there are few, else ``limit`` steps spread over the run (first and last included)."""
-    frame = pd.DataFrame({"step": table["train_step"].to_numpy(), "on": mask})
-    shares = frame.groupby("step", sort=True)["on"].mean()
-    if len(shares) <= 1:
+def per_step_shares(table: pd.DataFrame, mask: np.ndarray, bins: int = 5) -> str:
+    """The share of the groups where ``mask`` holds, over the run's training steps in words:
+    step by step when there are at most ``bins`` steps, else over ``bins`` spans of
+    consecutive steps (each span's groups together, so a few groups per step do not make the
+    figure jump).
+
+    >>> table = pd.DataFrame({"train_step": np.repeat(np.arange(1, 21), 2)})
+    >>> per_step_shares(table, np.arange(40) >= 20, bins=4).split(" → ")
+    ['per training step: 0% at steps 1-5', '0% at steps 6-10', '100% at steps 11-15', \
+'100% at steps 16-20']
+    """
+    steps = table["train_step"].to_numpy()
+    distinct = np.unique(steps)
+    if len(distinct) <= 1:
         return ""
-    picks = np.unique(np.linspace(0, len(shares) - 1, min(limit, len(shares))).round()
-                      .astype(int))
-    shown = [f"{shares.iloc[i]:.0%} at step {shares.index[i]}" for i in picks]
+    span = np.minimum(np.searchsorted(distinct, steps) * min(bins, len(distinct))
+                      // len(distinct), bins - 1)
+    frame = pd.DataFrame({"span": span, "step": steps, "on": mask})
+    shown = []
+    for _, rows in frame.groupby("span", sort=True):
+        lo, hi = rows["step"].min(), rows["step"].max()
+        where_ = f"step {lo}" if lo == hi else f"steps {lo}-{hi}"
+        shown.append(f"{rows['on'].mean():.0%} at {where_}")
     return "per training step: " + " → ".join(shown)
 
 

@@ -225,3 +225,24 @@ def test_the_terminal_table_fits_the_width(tmp_path, capsys, monkeypatch, width)
     assert list(csv_out(capsys).columns) == TRIAGE_COLUMNS
     assert main(["triage", path, "--all-columns"]) == 0
     assert "adv_ec_abs_mean" in capsys.readouterr().out
+
+
+# -- issue 36: the group's integrity on a table of the user's own -----------------------------
+
+def test_integrity_findings_on_a_csv(tmp_path, capsys):
+    from tests.g2po.analysis.checks.examples import HEALTHY
+    from tests.g2po.analysis.checks.test_starts import two_tasks
+
+    def sized(gid, n):
+        return trajectories({f"r{i}": HEALTHY["abcd"[i % 4]] for i in range(n)}, gid)
+
+    path = write(tmp_path, *(sized(f"ok{i}", 4) for i in range(5)), sized("short", 2),
+                 two_tasks("mixed"))
+    assert main(["triage", path, "--format", "csv"]) == 0
+    table = csv_out(capsys).set_index("group_id")
+    assert list(table.index[:2]) == ["mixed", "short"]
+    assert table.loc["mixed", "reason"] == ("rollouts do not share a start: 2 starts: "
+                                            "'entrance' (2×), 'garden gate' (2×)")
+    assert table.loc["short", "reason"] == "partial group: 2 of the run's usual 4 rollouts"
+    assert main(["triage", path, "--alarm", "partial_group", "--format", "csv"]) == 0
+    assert list(csv_out(capsys)["group_id"]) == ["short"]

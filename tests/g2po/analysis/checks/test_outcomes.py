@@ -33,13 +33,15 @@ EXAMPLES = {
 
 
 def learning_run() -> pd.DataFrame:
-    """Three training steps of one task: mixed, then converged on the 3-step win twice; and a
-    second task whose rollouts all take the same 5-step detour while the first step of that
-    task saw the 3-step win."""
+    """Three training steps of one task: mixed, then converged on the 3-step win twice (two
+    groups a step); and a second task whose rollouts all take the same 5-step detour while the
+    first step of that task saw the 3-step win."""
     return pd.concat([
         trajectories(HEALTHY, "t1").assign(train_step=1, task="garden"),
         same(PATH, 10, "t1").assign(train_step=2, task="garden"),
+        same(PATH, 10, "t1b").assign(train_step=2, task="garden"),
         same(PATH, 10, "t1").assign(train_step=3, task="garden"),
+        same(PATH, 10, "t1b").assign(train_step=3, task="garden"),
         trajectories(HEALTHY, "t2").assign(train_step=1, task="cellar"),
         same(DETOUR, 10, "t2").assign(train_step=2, task="cellar"),
         same(PATH, 0, "t3").assign(train_step=3, task="attic"),
@@ -49,7 +51,7 @@ def learning_run() -> pd.DataFrame:
 def test_converged_groups_are_progress_and_collapse_onto_a_detour_or_a_loss_is_not():
     table = triage_groups(learning_run(), rule=OutcomeRule()).set_index(["train_step",
                                                                           "group_id"])
-    assert (table.loc[[(2, "t1"), (3, "t1")], "severity"] == 0).all()
+    assert (table.loc[[(2, "t1"), (3, "t1"), (3, "t1b")], "severity"] == 0).all()
     detour = table.loc[(2, "t2")]
     assert detour["reason"].startswith("collapsed: 4 identical wins by a 5-step path; the "
                                        "task's shortest win takes 3")
@@ -64,14 +66,16 @@ def test_converged_groups_are_progress_and_collapse_onto_a_detour_or_a_loss_is_n
     assert list(sort_groups(table.reset_index())["group_id"][:2]) == ["t3", "t2"]
     findings = {f.kind: f for f in run_findings(table.reset_index())}
     converged = findings["converged"]
-    assert converged.level == "note" and converged.groups == 2
-    assert "per training step: 0% at step 1 → 50% at step 2 → 50% at step 3" in converged.text
+    assert converged.level == "note" and converged.groups == 4
+    assert "per training step: 0% at step 1 → 67% at step 2 → 67% at step 3" in \
+        converged.text
 
 
 def test_the_discounts_artifact_on_converged_groups_is_said_with_the_first_step():
     steps = same(PATH, 10, "solved", n=8)
     first = compute_advantages(steps, "g2po")["adv"][steps["t"] == 0].mean()
-    table = triage_groups(beside_healthy(steps), rule=OutcomeRule())
+    table = triage_groups(beside_healthy(*(steps.assign(group_id=f"s{i}") for i in range(4))),
+                          rule=OutcomeRule())
     (said,) = [f for f in run_findings(table) if f.kind == "converged"]
     assert f"the first step of the optimal path gets A = {first:+.2f}" in said.text
     assert first == pytest.approx(-1.19, abs=0.01)  # the fact the design notes record
