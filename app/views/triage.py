@@ -38,6 +38,8 @@ SCOPES = {"step": "This training step", "all": "Every training step"}
 #: Columns the table can be sorted by ("" = the default order, worst first).
 SORTS = {"": "worst first (severity)",
          **{c: HEADERS[c] for c in TRIAGE_COLUMNS}}
+#: A check's short name, as the table's headers and filters show it.
+TITLES = ALARM_TITLES
 #: Alarm filters: each estimator's own "no signal", and every registered check.
 ALARM_FILTERS = {**NO_SIGNAL_FILTERS,
                  **{k: ALARM_TITLES[k] for k in ALARM_KINDS if k != "no_signal"}}
@@ -135,11 +137,15 @@ def render(ctx: AppContext) -> None:
                           min_success=success[0], max_success=success[1], estimator=estimator)
     shown = sort_groups(shown, sort or None, None if sort == "" else bool(descending))
     with section.container():
-        for finding in run_findings(table, estimator):  # about the run: said once
-            if finding.level == "defect":
-                st.warning(fmt("Run-wide: {}", finding.text))
-            else:
-                st.info(fmt("Run: {}", finding.text))
+        findings = run_findings(table, estimator)  # about the run: said once
+        for finding in (f for f in findings if f.level == "defect"):
+            st.warning(fmt("Run-wide: {}", finding.text))
+        notes = [f for f in findings if f.level == "note"]
+        if notes:  # progress and facts: one line folded, so the rows stay on the first screen
+            with st.expander(fmt("About the run: {}", ", ".join(
+                    f"{f.groups} group(s) {TITLES[f.kind].lower()}" for f in notes))):
+                for finding in notes:
+                    md("- {}", finding.text)
         if stochastic:
             st.info(fmt("Declared stochastic: {}.", STOCHASTIC_NOTE))
         where = f"training step {ctx.train_step}" if scope == "step" else \

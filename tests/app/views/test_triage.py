@@ -176,8 +176,6 @@ def test_the_estimator_and_a_stochastic_environment_change_the_order_and_say_why
     # the run-wide finding: said once, above the table; its rows weigh little, below
     run_wide = [w for w in warnings_of(at) if w.startswith("Run-wide:")]
     assert len(run_wide) == 1 and "Truncation on 5 of 9 groups" in run_wide[0]
-    assert any(i.startswith("Run: All succeeded on 1 of 9 groups") for i in
-               (shown(x.value) for x in at.info))
     assert drawn(at.main, ("Warning", "Dataframe"))[-2:] == ["Warning", "Dataframe"]
     shown_ids = list(table[HEADERS["group_id"]])
     assert shown_ids.index("dark") < min(shown_ids.index(f"cut{i}") for i in range(5))
@@ -209,3 +207,21 @@ def test_the_url_sets_the_estimator_and_the_stochastic_toggle(defects):
     assert at.selectbox(key="gr_est").value == "grpo" and at.toggle(key="gr_stoch").value
     assert table_of(at)[HEADERS["group_id"]].iloc[0] == "pen"
     assert table_of(at)[HEADERS["reason"]].iloc[0].startswith("no signal under GRPO")
+
+
+def test_the_runs_progress_is_said_once_folded_above_the_rows(tmp_path):
+    """Issue 36: converged groups are progress, said once (with their share per training
+    step), folded so the rows stay on the first screen; none is a row's reason."""
+    path = tmp_path / "learned.csv"
+    path_ = [("entrance", "go east", True), ("hall", "go north", True)]
+    converged = [trajectories({f"r{i}": (10, path_) for i in range(4)}, f"won{g}")
+                 for g in range(4)]
+    pd.concat([*converged, five(THREE, "three")], ignore_index=True).to_csv(path, index=False)
+    at = app_test("groups", ["--log", str(path)])
+    assert not at.exception
+    (about,) = [e for e in at.expander if shown(e.label).startswith("About the run")]
+    assert shown(about.label) == "About the run: 4 group(s) converged"
+    assert "Converged on 4 of 5 groups" in texts(at)
+    assert not [w for w in warnings_of(at) if w.startswith("Run-wide:")]
+    table = table_of(at).set_index(HEADERS["group_id"])
+    assert (table.loc[[f"won{g}" for g in range(4)], HEADERS["severity"]] == 0).all()
