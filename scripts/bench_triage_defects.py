@@ -37,12 +37,21 @@ With ``--step-limit [N]`` the first run is also cut after N steps (default 5; ``
 there, reward 0; planted groups show their defect within 5 steps): a run-wide defect, which
 the triage should say once and still rank the local defects first.
 
-Another generator: ``--generator PATH`` (a Python file) or a module name, with the interface
-of this script's own: ``KINDS`` (the planted defect kinds), ``PROGRESS`` (kinds that are not
-defects), and ``generate(healthy: int, per_kind: int, seed: int, converged: float) ->
-(steps, planted)``: a step table of one training step (the required columns, ``done``,
-``task``, ``train_step``) and a dict group id → kind (defects and progress kinds; every other
-group is healthy). ``--per-kind`` plants that many of each kind.
+Another generator: ``--generator PATH`` (a Python file) or a module name, with either
+interface:
+
+- this script's own: ``KINDS`` (the planted defect kinds), ``PROGRESS`` (kinds that are not
+  defects), and ``generate(healthy: int, per_kind: int, seed: int, converged: float) ->
+  (steps, planted)``: a step table of one training step (the required columns, ``done``,
+  ``task``, ``train_step``) and a dict group id → kind (defects and progress kinds; every
+  other group is healthy). ``--per-kind`` plants that many of each kind;
+- ``scripts/defect_runs_b.py``'s: ``make_run(seed, converged=…, per_kind=…) -> (steps,
+  truth)`` (truth: ``group_id``, ``kind``, ``family``: healthy, alarm, integrity or
+  recorded) and ``write_run(steps, path, rule=…, format="run")``, the rule in
+  ``truth.attrs["run"]``. Its alarm and integrity kinds are the planted defects, ``converged``
+  its progress; its recorded-credit kinds (a trainer's ``advantage`` column broken on healthy
+  data) are no concern of the checks measured here and count with the other groups.
+  ``--healthy`` is unused (the generator sizes its runs).
 
 Usage: ``python scripts/bench_triage_defects.py [--healthy 180] [--per-kind 2] [--seed 0]
 [--converged 0,0.15,0.3,0.6] [--step-limit [N]] [--generator PATH] [--keep DIR]``.
@@ -291,6 +300,16 @@ def _generator(spec: str | None) -> ModuleType:
     return importlib.import_module(spec)
 
 
+def _truth_run(gen: ModuleType, seed: int, per_kind: int, share: float, folder: Path,
+               name: str) -> tuple[Path, dict[str, str]]:
+    """A run of a generator with ``defect_runs_b.py``'s interface, written as a run
+    directory, and its planted group id → kind (alarm and integrity kinds, converged)."""
+    steps, truth = gen.make_run(seed, converged=share, per_kind=per_kind)
+    path = gen.write_run(steps, folder / name, rule=truth.attrs["run"]["rule"], format="run")
+    keep = truth["family"].isin(["alarm", "integrity"]) | (truth["kind"] == "converged")
+    return path, dict(zip(truth.loc[keep, "group_id"], truth.loc[keep, "kind"], strict=True))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--healthy", type=int, default=180)
@@ -308,6 +327,12 @@ def main(argv: list[str] | None = None) -> int:
     gen = _generator(args.generator)
     folder = args.keep or Path(tempfile.mkdtemp(prefix="g2po-bench-defects-"))
     folder.mkdir(parents=True, exist_ok=True)
+    if hasattr(gen, "make_run"):  # defect_runs_b.py's interface: runs of several steps
+        for i, share in enumerate(float(x) for x in args.converged.split(",")):
+            path, planted = _truth_run(gen, args.seed, args.per_kind, share, folder, f"run{i}")
+            evaluate(path, planted, f"{gen.__name__} seed {args.seed}, {share:.0%} of healthy "
+                     "groups converged", ("converged",))
+        return 0
     runs = {}
     for share in (float(x) for x in args.converged.split(",")):
         steps, planted = gen.generate(args.healthy, args.per_kind, args.seed, share)

@@ -61,3 +61,36 @@ def test_another_generator_plugs_in(tmp_path, capsys):
     (run,) = runs_of(capsys.readouterr().out)
     assert "12 groups, 2 planted defects, 0 solved" in run
     assert "precision@2 of the default order: 1.00" in run
+
+
+def test_a_generator_with_defect_runs_bs_interface_plugs_in(tmp_path, capsys):
+    """make_run / write_run and a truth table, as scripts/defect_runs_b.py has them."""
+    other = tmp_path / "gen_b.py"
+    other.write_text(
+        "import pandas as pd\n"
+        "from g2po.outcomes import OutcomeRule\n"
+        "def make_run(seed, converged=0.0, per_kind=1):\n"
+        "    rows, truth = [], []\n"
+        "    for g in range(10):\n"
+        "        kind = 'no_signal' if g < per_kind else 'rec_sign' if g == 9 else 'healthy'\n"
+        "        for r in range(4):\n"
+        "            reward = 0.0 if kind == 'no_signal' else float(r % 2)\n"
+        "            rows.append((0, f'g{g}', f'g{g}/r{r}', 0, 's0', 'go', reward, True, True))\n"
+        "        truth.append((0, f'g{g}', kind, {'no_signal': 'alarm', 'rec_sign':\n"
+        "                      'recorded'}.get(kind, 'healthy')))\n"
+        "    steps = pd.DataFrame(rows, columns=['train_step', 'group_id', 'traj_id', 't',\n"
+        "        'state_key', 'action', 'episode_reward', 'is_action_valid', 'done'])\n"
+        "    truth = pd.DataFrame(truth, columns=['train_step', 'group_id', 'kind', 'family'])\n"
+        "    truth.attrs['run'] = {'rule': OutcomeRule(success_reward=1.0)}\n"
+        "    return steps, truth\n"
+        "def write_run(steps, path, rule, format='run'):\n"
+        "    path = path.with_suffix('.csv')\n"
+        "    steps.to_csv(path, index=False)\n"
+        "    return path\n")
+    bench = load_script("bench_triage_defects")
+    assert bench.main(["--per-kind", "2", "--generator", str(other), "--keep",
+                       str(tmp_path / "runs")]) == 0
+    (run,) = runs_of(capsys.readouterr().out)
+    # the recorded-credit kind is none of these checks' concern: counted with the others
+    assert "10 groups, 2 planted defects, 0 solved" in run
+    assert "precision@2 of the default order: 1.00" in run

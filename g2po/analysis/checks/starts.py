@@ -3,10 +3,13 @@ tasks). A group is N rollouts of one task from one initial state; a group key th
 prompts (prime-rl #600) or turns of different prompts (agent-lightning #489) compares
 rollouts of different tasks, so every group-relative baseline is wrong. Names the starts and
 their counts. Severity: min(1, 2 · the share of rollouts away from the most common start),
-so an even split of two tasks is 1.
+so an even split of two tasks is 1; half that where every rollout has a start of its own
+(three or more), which is rather something unique in every key (a request id, a clock).
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pandas as pd
@@ -22,7 +25,11 @@ SHOWN_STARTS = 3
 
 
 def _phrase(texts: list[str], counts: np.ndarray, what: str) -> str:
-    shown = ", ".join(f"'{short_text(t, 30)}' ({int(n)}×)"
+    """"2 starts: 'A' (4×), 'B' (4×)", each text from the last word boundary of the start they
+    share (what tells them apart), shortened."""
+    common = os.path.commonprefix(texts)
+    cut = max(common.rfind(c) for c in " \n\t") + 1 if len(common) > 8 else 0
+    shown = ", ".join(f"'{'…' if cut else ''}{short_text(t[cut:], 30)}' ({int(n)}×)"
                       for t, n in zip(texts[:SHOWN_STARTS], counts[:SHOWN_STARTS], strict=True))
     more = len(texts) - SHOWN_STARTS
     return f"{len(texts)} {what}: {shown}" + (f", {more} more" if more > 0 else "")
@@ -72,8 +79,13 @@ def _measure(batch: Batch) -> dict[str, np.ndarray]:
 
 
 def _severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
+    # every rollout its own start (three or more): rather something unique in every key (an
+    # id, a clock) than tasks mixed; half the weight, so no merging's words come first
+    own = (table["alarm_mixed_start"].to_numpy() == table["rollouts"].to_numpy()) & \
+        (table["rollouts"].to_numpy() >= 3)
     return where(fires_of(table, "mixed_start"),
-                 np.minimum(1.0, 2 * table["start_minority"].to_numpy(float)))
+                 np.minimum(1.0, 2 * table["start_minority"].to_numpy(float)) *
+                 np.where(own, 0.5, 1.0))
 
 
 def _reason(table: pd.DataFrame, rows: np.ndarray, estimator: str) -> list[str]:

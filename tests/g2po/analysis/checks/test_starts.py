@@ -50,3 +50,15 @@ def test_a_run_whose_every_group_mixes_starts_is_told_once():
     assert said.groups == 6 and "group key mixes tasks" in said.text
     assert "uid" in said.fix
     assert table["run_wide"].str.contains("mixed_start").all()
+
+
+def test_every_rollout_its_own_start_is_rather_a_key_with_an_id():
+    """defect_runs_b's no-merging key (a request id in every observation) gives each rollout a
+    start of its own: named, trimmed to what differs, at half the weight of a task mix."""
+    spec = {f"r{i}": (10 * (i % 2), [(f"Room 0 on floor 0. (request {i}{t:03x})", "go", True)
+                                     for t in range(5)]) for i in range(4)}
+    row = triage_groups(trajectories(spec, "ids"), rule=OutcomeRule()).iloc[0]
+    assert row["alarm_mixed_start"] == 4 and row["alarm_no_merging"] > 0
+    assert row["start_evidence"] == "4 starts: '…0000)' (1×), '…1000)' (1×), '…2000)' (1×), " \
+                                    "1 more"
+    assert row["reason"].startswith("no merging: merge rate 0%")
