@@ -61,7 +61,8 @@ def alarm_counts(steps: pd.DataFrame, *, rule: OutcomeRule,
                  ) -> pd.DataFrame:
     """(n_groups, n_checks) each check's count per group code of ``steps`` (0: it does not
     fire), columns the kinds in the registry's order."""
-    sig = group_signals(steps, rule=rule, params=params, stochastic=stochastic)
+    sig = group_signals(steps, rule=rule, params=params, stochastic=stochastic,
+                        text=_text(steps))
     measured = measure_all(steps, sig, rule=rule, params=params)
     return pd.DataFrame({kind: np.asarray(m["count"], dtype=np.int64)
                          for kind, m in measured.items()})
@@ -102,7 +103,7 @@ def credit_alarms(
                  if c in REQUIRED_COLUMNS or c in OPTIONAL_COLUMNS or c in reads]]
     cut_rows = steps["truncated"].to_numpy(dtype=bool) if "truncated" in steps.columns else None
     sig = group_signals(raw, rule=rule, params=params, truncated_rows=cut_rows,
-                        stochastic=stochastic)
+                        stochastic=stochastic, text=_text(raw))
     measured = measure_all(raw, sig, rule=rule, params=params)
     graph_node = np.zeros(sig.ix.n_nodes, dtype=np.int64)
     graph_node[sig.ix.node] = steps["node"].to_numpy(dtype=np.int64)

@@ -168,15 +168,20 @@ def _signals(steps: pd.DataFrame, rule: OutcomeRule, params: G2POParams, stochas
     refuse them), the rows made readable first (:func:`separate_repeats`, which the
     ``duplicates`` check then reports) and the text lookup mapped to the rows kept."""
     try:
-        return steps, group_signals(steps, rule=rule, params=params, stochastic=stochastic), text
+        return steps, group_signals(steps, rule=rule, params=params, stochastic=stochastic,
+                                    text=text), text
     except StepTableError:
         repaired = separate_repeats(steps.assign(_pos=np.arange(len(steps))))
         if "_copies" not in repaired.columns:
             raise
         pos = repaired["_pos"].to_numpy()
         repaired = repaired.drop(columns="_pos")
-        sig = group_signals(repaired, rule=rule, params=params, stochastic=stochastic)
-        return repaired, sig, lambda column, rows: text(column, pos[np.asarray(rows)])
+
+        def kept(column: str, rows: np.ndarray) -> list[str]:
+            return text(column, pos[np.asarray(rows)])
+        sig = group_signals(repaired, rule=rule, params=params, stochastic=stochastic,
+                            text=kept)
+        return repaired, sig, kept
 
 
 def _measured(batch: Batch) -> dict[str, np.ndarray]:

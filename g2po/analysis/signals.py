@@ -10,11 +10,13 @@ The groups table (:mod:`g2po.analysis.triage`) and the group explorer's alarms
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from g2po.analysis.words import same_place
 from g2po.estimators import estimate, get_estimator
 from g2po.index import StepIndex
 from g2po.outcomes import OutcomeRule, truncated_steps
@@ -33,7 +35,8 @@ VALUE_STD_SHARE = 0.25
 #: A hub by its sources: reached from at least this many different states, and from at least
 #: :data:`HUB_MEDIAN_FACTOR` times as many as the group's median state with arrivals, *and*
 #: the same action from it leads on to different states (what follows depends on where the
-#: agent came from). A well-connected real state (ALFWorld's "go to drawer 1" reaches the
+#: agent came from; not where the next states are one place with a detail changed, which is
+#: hidden world state). A well-connected real state (ALFWorld's "go to drawer 1" reaches the
 #: drawer from anywhere; a gridworld cell) is no hub.
 HUB_MIN_SOURCES = 5
 HUB_MEDIAN_FACTOR = 3.0
@@ -158,6 +161,7 @@ def group_signals(
     params: G2POParams = DEFAULT_PARAMS,
     truncated_rows: np.ndarray | None = None,
     stochastic: bool = False,
+    text: Callable[[str, np.ndarray], list[str]] | None = None,
 ) -> GroupSignals:
     """Every check's numbers for every group of ``steps`` (one G2PO and one GRPO call).
 
@@ -165,7 +169,9 @@ def group_signals(
     are passed whole; ``truncated_rows`` (n_steps,) bool marks steps of trajectories known to
     be cut (a graph's ``truncated`` column), in addition to the rule's. ``stochastic``
     declares the environment random: the aliasing check (a (key, action) leading to different
-    next states) is then not raised.
+    next states) is then not raised. ``text`` ((column, rows) → the rows' text) lets a split
+    be read: a hub by its sources whose every split leads on to one place with a detail
+    changed (a drawer open or closed) is hidden world state, not a hub.
     """
     cols, ix = estimate(steps, "g2po", **params.g2po_kwargs(rule))
     grpo = get_estimator("grpo")(ix, mode=params.mode)["adv"]
@@ -199,7 +205,13 @@ def group_signals(
     wide = (np.sqrt(node_var) >= VALUE_STD_SHARE * scale) & (visits >= 2)
 
     split, hidden, splits = _splits(ix, pair_code, len(pair_n))
-    in_sources, invalid_share, hub, rejoin, branch = _arrivals(ix, split, starts)
+    in_sources, invalid_share, by_sources, by_invalid, rejoin, branch = \
+        _arrivals(ix, split, starts)
+    if text is not None and by_sources.any():  # the split a detail of one place: no hub
+        alike = _alike_splits(splits, by_sources & ~by_invalid, text)
+        by_sources &= ~alike
+        hidden |= alike
+    hub = by_sources | by_invalid
     zero = {}
     n_steps = np.bincount(ix.group, minlength=G)
     for name, adv in (("g2po", cols["adv"]), ("grpo", grpo)):
@@ -264,8 +276,27 @@ def _splits(ix: StepIndex, pair_code: np.ndarray, n_pairs: int
     return split, hidden, splits
 
 
+def _alike_splits(splits: pd.DataFrame, nodes: np.ndarray,
+                  text: Callable[[str, np.ndarray], list[str]]) -> np.ndarray:
+    """(n_nodes,) bool: of ``nodes``, those where every split pair leads on to next states
+    that read as one place with a detail changed (:func:`g2po.analysis.words.same_place`):
+    hidden world state, not where the agent came from."""
+    out = np.zeros(len(nodes), dtype=bool)
+    rows = splits[nodes[splits["node"].to_numpy()]]
+    if rows.empty:
+        return out
+    texts = text("state_key", rows["next_row"].to_numpy())
+    alike = {pair: same_place([texts[i] for i in idx])
+             for pair, idx in rows.reset_index(drop=True).groupby("_pair").indices.items()}
+    node_of = rows.drop_duplicates("_pair").set_index("_pair")["node"]
+    every = pd.Series(alike).groupby(node_of.reindex(list(alike)).to_numpy()).all()
+    out[every.index[every.to_numpy()].to_numpy(dtype=np.int64)] = True
+    return out
+
+
 def _arrivals(ix: StepIndex, split: np.ndarray, starts: np.ndarray):
-    """(in_sources, invalid_arrival_share, hub, rejoin, branch) of :class:`GroupSignals`."""
+    """(in_sources, invalid_arrival_share, hub by its sources, hub by invalid arrivals,
+    rejoin, branch) of :class:`GroupSignals`."""
     node, n_nodes, G = ix.node, ix.n_nodes, ix.n_groups
     has_next = ix.next_row >= 0
     src = node[has_next]
@@ -296,7 +327,7 @@ def _arrivals(ix: StepIndex, split: np.ndarray, starts: np.ndarray):
     is_start = np.bincount(node[starts], minlength=n_nodes) > 0
     rejoin = (in_sources + is_start + loops) >= 2
     branch = (out_targets + loops) >= 2
-    return in_sources, invalid_share, by_sources | by_invalid, rejoin, branch
+    return in_sources, invalid_share, by_sources, by_invalid, rejoin, branch
 
 
 def _collapsed(ix: StepIndex, pair_code: np.ndarray) -> np.ndarray:

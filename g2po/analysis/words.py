@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-__all__ = ["short_text", "split_phrase", "split_evidence", "names", "top", "pairs",
+__all__ = ["short_text", "split_phrase", "split_evidence", "names", "top", "pairs", "same_place",
            "ADV_UNITS", "REWARD_UNITS", "SHOWN", "adv_unit"]
 
 #: Ranked alarms name (and views show) this many nodes first; the rest are "n more".
@@ -77,6 +77,20 @@ def split_evidence(splits: pd.DataFrame, key: pd.Series, action: pd.Series,
     return split_phrase(str(key.iloc[row]), str(action.iloc[row]),
                         [str(key.iloc[int(r)]) for r in pair["next_row"]],
                         pair["count"].tolist(), limit)
+
+
+def same_place(texts: list[str]) -> bool:
+    """The next states of a split read as one place with a detail changed: the start they
+    share holds a whole sentence or line ("You arrive at drawer 2. The drawer 2 is " closed /
+    open), not just a few words ("You are in the " kitchen / entrance).
+
+    >>> same_place(["You arrive at drawer 2. It is closed.", "You arrive at drawer 2. It is open."])
+    True
+    >>> same_place(["You are in the kitchen.", "You are in the entrance."])
+    False
+    """
+    common = os.path.commonprefix([str(t) for t in texts])
+    return any(common.find(end, 8) >= 0 for end in (". ", "! ", "? ", "\n"))
 
 
 def top(ranking: pd.DataFrame, describe: Callable[[object], str]) -> str:

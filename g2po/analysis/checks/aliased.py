@@ -20,15 +20,13 @@ third of it where the evidence is hidden state (nothing a key can fix).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pandas as pd
 
 from g2po.analysis.checks._run import at_rows, fires_of, where
 from g2po.analysis.checks.registry import Alarm, Batch, Check, GroupView, register_check
 from g2po.analysis.signals import GroupSignals
-from g2po.analysis.words import REWARD_UNITS, pairs, split_evidence, split_phrase, top
+from g2po.analysis.words import REWARD_UNITS, pairs, same_place, split_evidence, split_phrase, top
 
 __all__ = ["CHECK", "mass_share", "ranking"]
 
@@ -57,20 +55,6 @@ def _merged_keys(batch: Batch) -> np.ndarray:
     base = np.int64(int(raw.max()) + 1)
     codes = np.unique(ix.node * base + raw)
     return np.bincount(codes // base, minlength=ix.n_nodes) > 1
-
-
-def same_place(texts: list[str]) -> bool:
-    """The next states of a split read as one place with a detail changed: the start they
-    share holds a whole sentence or line ("You arrive at drawer 2. The drawer 2 is " closed /
-    open), not just a few words ("You are in the " kitchen / entrance).
-
-    >>> same_place(["You arrive at drawer 2. It is closed.", "You arrive at drawer 2. It is open."])
-    True
-    >>> same_place(["You are in the kitchen.", "You are in the entrance."])
-    False
-    """
-    common = os.path.commonprefix([str(t) for t in texts])
-    return any(common.find(end, 8) >= 0 for end in (". ", "! ", "? ", "\n"))
 
 
 def _evidence(batch: Batch) -> tuple[np.ndarray, np.ndarray]:

@@ -8,9 +8,9 @@ import pandas as pd
 
 from g2po.analysis.alarms import credit_alarms
 from g2po.analysis.checks import get_check
-from g2po.analysis.checks.aliased import same_place
 from g2po.analysis.state_graph import state_graph
 from g2po.analysis.triage import run_findings, triage_groups
+from g2po.analysis.words import same_place
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 from tests.g2po.analysis.checks.examples import beside_healthy

@@ -73,3 +73,12 @@ def test_real_places_many_states_reach_are_no_hubs():
                                      ("a corridor", "go north", True),
                                      (f"room {i % 6}", "rest", True)]) for i in range(8)}
     assert alarm_counts(trajectories(spec), rule=OutcomeRule())["hub"].sum() == 1
+    # the same, where what follows is one place with a detail changed (a drawer some rollouts
+    # opened earlier): hidden world state, not where the agent came from
+    drawer = "You arrive at drawer 1. The drawer 1 is {}."
+    spec = {f"r{i}": (10 * (i % 2), [("hall", f"go to room {i % 6}", True),
+                                     (f"room {i % 6}", "go south", True),
+                                     ("a corridor", "go to drawer 1", True),
+                                     (drawer.format("open" if i % 2 else "closed"), "look",
+                                      True)]) for i in range(8)}
+    assert alarm_counts(trajectories(spec), rule=OutcomeRule())["hub"].sum() == 0
