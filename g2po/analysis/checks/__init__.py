@@ -28,11 +28,15 @@ Adding a check is one file and its test
 
    Keep the module under 600 lines; shared arithmetic belongs in
    :mod:`g2po.analysis.signals`, shared wording in :mod:`g2po.analysis.words`.
-2. Write ``tests/g2po/analysis/checks/test_<name>.py``: a group where it fires for a reason a
-   reader can check, one where it does not. ``tests/g2po/analysis/checks/test_registry.py``
-   walks the registry and fails on a check lacking a part, so nothing else needs an edit: the
-   table gains the columns, ``--alarm <kind>`` and the Groups page's filter accept it, the
-   Run overview charts its share, the explorer lists its alarm.
+2. Write ``tests/g2po/analysis/checks/test_<name>.py`` with ``EXAMPLES = {kind: (steps,
+   rule, [group ids where it fires])}`` (a step table beside a healthy group,
+   ``tests/g2po/analysis/checks/examples.py``) and tests of its own: a group where it fires
+   for a reason a reader can check, one where it does not.
+   ``tests/g2po/analysis/checks/test_registry.py`` walks the registry, runs every part of
+   every check on its example and fails on a check lacking a part or an example. Nothing else
+   needs an edit: the groups table gains its columns (the cache key its version), ``g2po
+   triage --alarm <kind>`` and the Groups page's filter accept it, the Run overview charts
+   its share, the run's findings say it, the explorer lists its alarm.
 
 Changing what a check measures: bump its ``version`` so cached groups tables are recomputed.
 """
