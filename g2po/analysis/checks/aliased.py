@@ -126,9 +126,10 @@ def _run_text(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
     hidden = _hidden_share(table, fires)
     said = "the same (state key, action) leads on to different next states"
     if hidden >= 0.5:
-        return (f"{said}, and on {hidden:.0%} of these groups the split stays among steps "
-                "that arrived the same way: the world changed where the observation does not "
-                "show it (a door opened in another room, an item taken earlier). That is "
+        return (f"{said}, and on {hidden:.0%} of these groups the next states are one place "
+                "with a detail changed, or the split stays among steps that arrived the same "
+                "way: the world changed where the observation does not show it (a door opened "
+                "in another room, an item taken earlier). That is "
                 "partial observability: G2PO's merge averages over the hidden state; no "
                 "state-key strategy over this key separates it.")
     return (f"{said}. Likely cause: a state key that leaves out what tells the states apart "
