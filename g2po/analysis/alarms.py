@@ -10,7 +10,18 @@ import numpy as np
 import pandas as pd
 
 from g2po.analysis.checks import ESTIMATORS, Alarm, Batch, GroupView, list_checks
-from g2po.analysis.signals import GroupSignals, group_signals
+from g2po.analysis.checks.merging import NO_MERGE_RATE
+from g2po.analysis.signals import (
+    HUB_INVALID_P,
+    HUB_INVALID_SHARE,
+    HUB_INVALID_SOURCES,
+    HUB_MEDIAN_FACTOR,
+    HUB_MIN_SOURCES,
+    VALUE_STD_SHARE,
+    ZERO_ADV,
+    GroupSignals,
+    group_signals,
+)
 from g2po.analysis.state_graph import StateGraph
 from g2po.analysis.words import (
     ADV_UNITS,
@@ -27,7 +38,10 @@ from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 __all__ = ["Alarm", "GroupSignals", "group_signals", "alarm_counts", "credit_alarms",
            "ALARM_KINDS", "ALARM_TITLES", "SIGNAL_ESTIMATORS", "SHOWN", "STOCHASTIC_NOTE",
            "split_evidence", "split_phrase", "short_text", "ADV_UNITS", "REWARD_UNITS",
-           "measure_all"]
+           "measure_all",
+           # the thresholds, where they were read before the checks had modules of their own
+           "ZERO_ADV", "VALUE_STD_SHARE", "NO_MERGE_RATE", "HUB_MIN_SOURCES", "HUB_MEDIAN_FACTOR",
+           "HUB_INVALID_SOURCES", "HUB_INVALID_SHARE", "HUB_INVALID_P"]
 
 #: Every registered check's kind, in the registry's order (the table's ``alarm_<kind>``).
 ALARM_KINDS = tuple(c.kind for c in list_checks())
