@@ -15,7 +15,7 @@ import streamlit as st
 from app import data
 from app.context import AppContext, OpenLog
 from app.ui import show_error
-from g2po.analysis.alarms import ALARM_KINDS, ALARM_TITLES
+from g2po.analysis.checks import list_checks
 from g2po.analysis.triage import triage_log
 from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
@@ -34,11 +34,13 @@ HEADERS = {
     "max_value_var": "max Var(V)", "invalid_rate": "invalid", "truncated_share": "truncated",
     "no_signal": "no signal (G2PO)", "no_signal_grpo": "no signal (GRPO)",
     "n_alarms": "alarm kinds", "run_wide": "run-wide alarms",
-    "shortest": "shortest", "longest": "longest", "undone_at_longest": "failed at longest, no done",
-    **{f"alarm_{k}": ALARM_TITLES[k] for k in ALARM_KINDS},
+    "shortest": "shortest", "longest": "longest", "shortest_win": "shortest win",
+    "undone_at_longest": "failed at longest, no done",
     "severity": "severity", "reason": "why", "sign_disagree_share": "G2PO/GRPO sign differs",
-    "adv_min": "min A", "adv_max": "max A", "aliased_evidence": "aliasing evidence",
-    "aliased_share": "|A| on aliased", "hub_evidence": "hub evidence", "hub_share": "|A| on hubs",
+    "adv_min": "min A", "adv_max": "max A",
+    # each registered check: its count under its title, its evidence under its own headers
+    **{c.column: c.title for c in list_checks()},
+    **{column: header for c in list_checks() for column, header in c.columns.items()},
 }
 #: Computed tables (log key, version, steps, params, rule) → table; here (not st.cache_data)
 #: so the progress bar is drawn by the computation itself, never replayed.

@@ -278,10 +278,11 @@ def scan_file(path: str, train_step: int, fast: bool = True,
 
 
 #: The columns :func:`scan_columns` computes on its fast path; a plain file has none of
-#: :data:`_OTHER_COLUMNS` (nor ``done``, ``won`` or ``incomplete``: no line of it is
-#: malformed), which the full reader would take from it.
+#: :data:`_OTHER_COLUMNS` (nor ``done`` or ``won``), which the full reader would take from it.
+#: ``incomplete`` (a trajectory that lost a malformed line, read by the triage's check) is
+#: never set on the fast path: a file with a malformed line leaves it for the full reader.
 FAST_COLUMNS = ("group_id", "traj_id", "t", "state_key", "action", "episode_reward",
-                "step_reward", "is_action_valid", "task", "train_step")
+                "step_reward", "is_action_valid", "task", "train_step", "incomplete")
 
 
 def scan_columns(path: str, train_step: int, columns: Sequence[str], options: dict

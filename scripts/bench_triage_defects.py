@@ -1,42 +1,71 @@
-"""Benchmark: does the groups table point at the groups that need a look? (issue 27, item 7)
+"""Benchmark: does the groups table point at the groups that need a look? (issues 27, 36)
 
-Writes a synthetic run with known defects, opens it with :func:`loaders.open_log` and runs the
-triage exactly as ``g2po triage`` does (:func:`g2po.analysis.triage.triage_log`, default order),
-then prints
+Writes synthetic runs with known defects, opens each with :func:`loaders.open_log` and runs
+the triage exactly as ``g2po triage`` does (:func:`g2po.analysis.triage.triage_log`, default
+order), then prints, per run,
 
-- precision@K of the default order, K = the planted groups: the share of the first K rows that
-  are planted;
-- each alarm kind's firing rate on the healthy groups (goal: each <= 10 %);
-- where each planted group ranks.
+- precision@K of the default order, K = the planted defects: the share of the first K rows
+  that are planted defects; and how many solved groups (progress, not defects) are among
+  them;
+- each check's firing rate on the groups that are not planted defects (healthy and solved;
+  goal: each <= 10 %, a check said once for the run aside): the share where the check marks
+  the group as a defect (a severity above 0 before the run's weighting; with the triage before
+  issue 36, its alarm firing and not said run-wide);
+- where each planted group ranks, and its reason.
 
-The environment is deterministic: each task is a small room graph where a (room, action) leads
-to one next room (an invalid action leaves the agent where it is); the goal room pays the
-success reward, a trap room ends the episode with 0. Healthy groups: 8 rollouts of a stochastic
-policy, outcomes mixed. Planted groups (``--per-kind`` of each):
+The environment is deterministic: each task is a small room graph where a (room, action)
+leads to one next room (an invalid action leaves the agent where it is); the goal room pays
+the success reward, a trap room ends the episode with 0. Healthy groups: 8 rollouts of a
+stochastic policy, outcomes mixed. Planted defects (``--per-kind`` of each):
 
 - ``aliased``: two rooms share one state key ("You are in a dark room."), and the same action
   there leads to different rooms;
-- ``collapsed``: 8 identical rollouts (the optimal path);
+- ``collapsed``: 8 identical rollouts onto a losing path (into the trap);
 - ``no_signal``: every rollout fails, no invalid action;
 - ``penalty_only``: every rollout fails, some actions invalid;
 - ``hub``: every invalid action answers "Nothing happens." (one state key for all of them);
-- ``all_success``: every rollout succeeds, along different paths.
+- issue 36's three that no check was built for: ``mixed_tasks`` (one group id over two tasks'
+  rollouts, 4 and 4), ``history_key`` (a state key that carries the rooms visited so far),
+  ``partial`` (a group holding 3 of its 8 rollouts).
 
-With ``--step-limit [N]`` the whole run is also cut after N steps (default 5; ``done`` false
-there, reward 0; planted groups are drawn so that their defect shows within 5 steps): a
-run-wide defect, which the triage should say once and still rank the
-local defects first.
+Solved groups (progress, never defects): ``all_success`` (every rollout wins, along different
+paths), ``converged`` (8 identical wins by the shortest path). ``--converged 0,0.15,0.3,0.6``
+runs the bench once per share of the healthy groups replaced by converged ones (issue 36: a
+run where 15 % of groups converged took the planted defects from 10 of the first 10 to 0).
+
+With ``--step-limit [N]`` the first run is also cut after N steps (default 5; ``done`` false
+there, reward 0; planted groups show their defect within 5 steps): a run-wide defect, which
+the triage should say once and still rank the local defects first.
+
+Another generator: ``--generator PATH`` (a Python file) or a module name, with either
+interface:
+
+- this script's own: ``KINDS`` (the planted defect kinds), ``PROGRESS`` (kinds that are not
+  defects), and ``generate(healthy: int, per_kind: int, seed: int, converged: float) ->
+  (steps, planted)``: a step table of one training step (the required columns, ``done``,
+  ``task``, ``train_step``) and a dict group id → kind (defects and progress kinds; every
+  other group is healthy). ``--per-kind`` plants that many of each kind;
+- ``scripts/defect_runs_b.py``'s: ``make_run(seed, converged=…, per_kind=…) -> (steps,
+  truth)`` (truth: ``group_id``, ``kind``, ``family``: healthy, alarm, integrity or
+  recorded) and ``write_run(steps, path, rule=…, format="run")``, the rule in
+  ``truth.attrs["run"]``. Its alarm and integrity kinds are the planted defects, ``converged``
+  its progress; its recorded-credit kinds (a trainer's ``advantage`` column broken on healthy
+  data) are no concern of the checks measured here and count with the other groups.
+  ``--healthy`` is unused (the generator sizes its runs).
 
 Usage: ``python scripts/bench_triage_defects.py [--healthy 180] [--per-kind 2] [--seed 0]
-[--step-limit [N]] [--keep DIR]``.
+[--converged 0,0.15,0.3,0.6] [--step-limit [N]] [--generator PATH] [--keep DIR]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -45,7 +74,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-KINDS = ("aliased", "collapsed", "no_signal", "penalty_only", "hub", "all_success")
+KINDS = ("aliased", "collapsed", "no_signal", "penalty_only", "hub", "mixed_tasks",
+         "history_key", "partial")
+PROGRESS = ("all_success", "converged")
 ROOMS = ("entrance", "hall", "corridor", "kitchen", "cellar", "garden")
 START, HALL, CORRIDOR, KITCHEN, TRAP, GOAL = range(6)
 #: room → {action: next room}; every other direction is invalid (the agent stays).
@@ -87,15 +118,22 @@ def _rollout(rng: np.random.Generator, *, p_best: float, p_invalid: float,
     return out
 
 
+#: A losing path: into the trap in two steps.
+LOSING = [(START, "go east", True), (HALL, "go east", True)]
+
+
 def _group(rng: np.random.Generator, kind: str) -> list[list[tuple[int, str, bool]]]:
-    """8 rollouts of a group of ``kind`` ("healthy" or one of :data:`KINDS`)."""
+    """8 rollouts of a group of ``kind`` ("healthy", one of :data:`KINDS` or
+    :data:`PROGRESS`); ``mixed_tasks`` and ``partial`` take a healthy group's rollouts."""
     def ends(r: list) -> bool:
         room, action, valid = r[-1]
         return valid and MOVES[room][action] == GOAL
 
     while True:
-        if kind == "collapsed":
+        if kind == "converged":
             return [_rollout(rng, p_best=1, p_invalid=0, optimal=True)] * 8
+        if kind == "collapsed":
+            return [list(LOSING)] * 8
         if kind in ("no_signal", "penalty_only"):
             group = [_rollout(rng, p_best=0.3, p_invalid=0.0 if kind == "no_signal" else 0.2,
                               avoid_goal=True) for _ in range(8)]
@@ -129,10 +167,40 @@ def _hub_sources(group: list) -> int:
                 if not valid and (t == 0 or r[t - 1][2])})
 
 
-def generate(healthy: int, per_kind: int, seed: int) -> tuple[pd.DataFrame, dict[str, str]]:
-    """The step table (one training step) and planted group id → kind."""
+def _key(kind: str, slot: int, rollout: list, t: int) -> str:
+    """The state key of step ``t`` of ``rollout`` in a group of ``kind``."""
+    room, _, _ = rollout[t]
+    if kind == "aliased" and room in (HALL, CORRIDOR):
+        return f"task {slot}: You are in a dark room."
+    if kind == "hub" and t > 0 and not rollout[t - 1][2]:
+        return "Nothing happens."
+    if kind == "history_key":  # every room so far: each path its own key
+        return f"task {slot}: " + " > ".join(ROOMS[r] for r, _, _ in rollout[:t + 1])
+    return f"task {slot}: -= {ROOMS[room].title()} =- You are in the {ROOMS[room]}."
+
+
+def _rows(gid: str, slot: int, kind: str, rollouts: list, first: int = 0) -> list[tuple]:
+    rows = []
+    for k, rollout in enumerate(rollouts, start=first):
+        room, action, valid = rollout[-1]
+        won = valid and MOVES[room][action] == GOAL
+        trapped = valid and MOVES[room][action] == TRAP
+        for t, (_, action, valid) in enumerate(rollout):
+            rows.append((gid, f"{gid}/r{k}", t, _key(kind, slot, rollout, t), action,
+                         SUCCESS if won else 0.0, valid,
+                         (won or trapped) if t == len(rollout) - 1 else False,
+                         f"Reach the garden (task {slot})"))
+    return rows
+
+
+def generate(healthy: int, per_kind: int, seed: int, converged: float = 0.0
+             ) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The step table (one training step) and planted group id → kind (defects and solved
+    groups); ``converged``: the share of the healthy groups replaced by converged ones."""
     rng = np.random.default_rng(seed)
-    kinds = ["healthy"] * healthy + [k for k in KINDS for _ in range(per_kind)]
+    n_converged = int(round(converged * healthy))
+    kinds = ["healthy"] * (healthy - n_converged) + ["converged"] * n_converged + \
+        [k for k in (*KINDS, "all_success") for _ in range(per_kind)]
     order = rng.permutation(len(kinds))  # planted groups anywhere in the run
     rows, planted = [], {}
     for slot, i in enumerate(order):
@@ -140,21 +208,12 @@ def generate(healthy: int, per_kind: int, seed: int) -> tuple[pd.DataFrame, dict
         gid = f"task-{slot:03d}"
         if kind != "healthy":
             planted[gid] = kind
-        for k, rollout in enumerate(_group(rng, kind)):
-            room, action, valid = rollout[-1]
-            won = valid and MOVES[room][action] == GOAL
-            trapped = valid and MOVES[room][action] == TRAP
-            for t, (room, action, valid) in enumerate(rollout):
-                if kind == "aliased" and room in (HALL, CORRIDOR):
-                    key = f"task {slot}: You are in a dark room."
-                elif kind == "hub" and t > 0 and not rollout[t - 1][2]:
-                    key = "Nothing happens."
-                else:
-                    key = f"task {slot}: -= {ROOMS[room].title()} =- You are in the " \
-                          f"{ROOMS[room]}."
-                rows.append((gid, f"{gid}/r{k}", t, key, action, SUCCESS if won else 0.0,
-                             valid, (won or trapped) if t == len(rollout) - 1 else False,
-                             f"Reach the garden (task {slot})"))
+        group = _group(rng, "healthy" if kind in ("mixed_tasks", "partial") else kind)
+        if kind == "partial":
+            group = group[:3]
+        rows += _rows(gid, slot, kind, group[:4] if kind == "mixed_tasks" else group)
+        if kind == "mixed_tasks":  # the other four: another task's rollouts, one group id
+            rows += _rows(gid, slot + 1000, kind, _group(rng, "healthy")[:4], first=4)
     steps = pd.DataFrame(rows, columns=["group_id", "traj_id", "t", "state_key", "action",
                                         "episode_reward", "is_action_valid", "done", "task"])
     return steps.assign(train_step=np.int64(0)), planted
@@ -170,41 +229,85 @@ def cut_at(steps: pd.DataFrame, limit: int) -> pd.DataFrame:
     return keep.reset_index(drop=True)
 
 
-def evaluate(path: Path, planted: dict[str, str], label: str) -> dict:
+def _defect_rates(table, triage) -> tuple[dict[str, np.ndarray], set[str]]:
+    """Per check kind, (n_rows,) bool where it marks the group as a defect, and the kinds
+    said once for the run; for this triage or the one before the check registry."""
+    try:
+        from g2po.analysis.checks import list_checks
+    except ImportError:  # the triage before issue 36: an alarm firing, not said run-wide
+        from g2po.analysis.alarms import ALARM_KINDS
+
+        said = {f.kind for f in triage.run_findings(table)}
+        return {k: (table[f"alarm_{k}"].to_numpy() > 0) & (k not in said)
+                for k in ALARM_KINDS}, said
+    from g2po.analysis.findings import recount
+
+    counted = recount(table)
+    marks = {c.kind: np.asarray(c.severity(counted, "g2po")) > 0
+             for c in list_checks() if c.defect}
+    said = {f.kind for f in triage.run_findings(table) if f.level == "defect"}
+    return marks, said
+
+
+def evaluate(path: Path, planted: dict[str, str], label: str, progress: tuple[str, ...]
+             ) -> dict:
     """Run the triage as ``g2po triage`` does; print and return the figures."""
     import loaders
     from g2po.analysis import triage
-    from g2po.analysis.alarms import ALARM_KINDS
 
     log = loaders.open_log(path)
     table = triage.triage_log(log, cache=False)
     ranked = triage.sort_groups(table)
-    k = len(planted)
-    is_planted = ranked["group_id"].isin(list(planted)).to_numpy()
-    precision = float(is_planted[:k].mean())
-    healthy = ~table["group_id"].isin(list(planted)).to_numpy()
-    findings = triage.run_findings(table)
-    run_wide = {f.kind for f in findings}
-    # a run-wide alarm is the run's, said once: not a group's alarm, so not counted here
-    rates = {kind: 0.0 if kind in run_wide else
-             float((table.loc[healthy, f"alarm_{kind}"] > 0).mean()) for kind in ALARM_KINDS}
-    print(f"\n== {label}: {len(table)} groups, {k} planted ==")
-    print(f"precision@{k} of the default order: {precision:.2f}")
-    for finding in findings:
-        print(f"run-wide finding: {finding.text}")
-    print("classed run-wide (said once, not a group's alarm): "
-          + (", ".join(f"{f.kind} (raw: on {f.groups} of {f.total} groups)" for f in findings)
-             or "none"))
-    print("alarm firing rate on healthy groups (local firings only):")
+    defects = {g for g, k in planted.items() if k not in progress}
+    solved = {g for g, k in planted.items() if k in progress}
+    k = len(defects)
+    first = ranked["group_id"].head(k)
+    precision = float(first.isin(list(defects)).mean())
+    others = ~table["group_id"].isin(list(defects)).to_numpy()
+    marks, said = _defect_rates(table, triage)
+    rates = {kind: float(mark[others].mean()) for kind, mark in marks.items()}
+    print(f"\n== {label}: {len(table)} groups, {k} planted defects, {len(solved)} solved ==")
+    print(f"precision@{k} of the default order: {precision:.2f}; solved groups among the "
+          f"first {k}: {int(first.isin(list(solved)).sum())}")
+    for finding in triage.run_findings(table):
+        print(f"said for the run: {finding.text}")
+    print("checks said once for the run (defects): " + (", ".join(sorted(said)) or "none"))
+    print("share of the other groups (healthy and solved) each check marks as a defect:")
     for kind, rate in rates.items():
-        note = "   run-wide" if kind in run_wide else "   > 10 %" if rate > 0.10 else ""
+        note = "   said once for the run" if kind in said else "   > 10 %" if rate > 0.10 \
+            else ""
         print(f"  {kind:24s} {rate:6.1%}{note}")
     rank = {g: i + 1 for i, g in enumerate(ranked["group_id"])}
     reason = ranked.set_index("group_id")["reason"]
     print("planted groups: rank (kind) reason")
     for gid, kind in sorted(planted.items(), key=lambda kv: rank[kv[0]]):
         print(f"  {rank[gid]:4d} ({kind})  {reason[gid]}")
-    return {"precision": precision, "rates": rates, "run_wide": sorted(run_wide)}
+    return {"precision": precision, "rates": rates, "run_wide": sorted(said),
+            "solved_first": int(first.isin(list(solved)).sum())}
+
+
+def _generator(spec: str | None) -> ModuleType:
+    """This script (``None``), a Python file, or an importable module with the interface the
+    docstring describes."""
+    if spec is None:
+        return sys.modules[__name__]
+    if spec.endswith(".py"):
+        loaded = importlib.util.spec_from_file_location(Path(spec).stem, spec)
+        module = importlib.util.module_from_spec(loaded)
+        sys.modules[loaded.name] = module
+        loaded.loader.exec_module(module)
+        return module
+    return importlib.import_module(spec)
+
+
+def _truth_run(gen: ModuleType, seed: int, per_kind: int, share: float, folder: Path,
+               name: str) -> tuple[Path, dict[str, str]]:
+    """A run of a generator with ``defect_runs_b.py``'s interface, written as a run
+    directory, and its planted group id → kind (alarm and integrity kinds, converged)."""
+    steps, truth = gen.make_run(seed, converged=share, per_kind=per_kind)
+    path = gen.write_run(steps, folder / name, rule=truth.attrs["run"]["rule"], format="run")
+    keep = truth["family"].isin(["alarm", "integrity"]) | (truth["kind"] == "converged")
+    return path, dict(zip(truth.loc[keep, "group_id"], truth.loc[keep, "kind"], strict=True))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,24 +315,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--healthy", type=int, default=180)
     parser.add_argument("--per-kind", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--converged", default="0",
+                        help="comma-separated shares of the healthy groups that converged, "
+                             "one run each (e.g. 0,0.15,0.3,0.6)")
     parser.add_argument("--step-limit", type=int, nargs="?", const=SHORT, metavar="N",
-                        help=f"also the run cut after N steps (default {SHORT}; a run-wide "
-                             "defect)")
+                        help=f"also the first run cut after N steps (default {SHORT}; a "
+                             "run-wide defect)")
+    parser.add_argument("--generator", help="another generator: a .py file or a module")
     parser.add_argument("--keep", type=Path, help="write the runs here and keep them")
     args = parser.parse_args(argv)
-    steps, planted = generate(args.healthy, args.per_kind, args.seed)
+    gen = _generator(args.generator)
     folder = args.keep or Path(tempfile.mkdtemp(prefix="g2po-bench-defects-"))
     folder.mkdir(parents=True, exist_ok=True)
-    runs = {"planted defects": steps}
-    if args.step_limit:
-        lengths = steps.groupby("traj_id").size()
-        share = float((lengths > args.step_limit).mean())
-        runs[f"planted defects + a step limit of {args.step_limit} cutting {share:.0%} of the "
-             "episodes (run-wide)"] = cut_at(steps, args.step_limit)
-    for i, (label, frame) in enumerate(runs.items()):
+    if hasattr(gen, "make_run"):  # defect_runs_b.py's interface: runs of several steps
+        for i, share in enumerate(float(x) for x in args.converged.split(",")):
+            path, planted = _truth_run(gen, args.seed, args.per_kind, share, folder, f"run{i}")
+            evaluate(path, planted, f"{gen.__name__} seed {args.seed}, {share:.0%} of healthy "
+                     "groups converged", ("converged",))
+        return 0
+    runs = {}
+    for share in (float(x) for x in args.converged.split(",")):
+        steps, planted = gen.generate(args.healthy, args.per_kind, args.seed, share)
+        runs[f"planted defects, {share:.0%} of healthy groups converged"] = (steps, planted)
+        if args.step_limit and len(runs) == 1:
+            cut = float((steps.groupby("traj_id").size() > args.step_limit).mean())
+            runs[f"the same + a step limit of {args.step_limit} cutting {cut:.0%} of the "
+                 "episodes (run-wide)"] = (cut_at(steps, args.step_limit), planted)
+    for i, (label, (frame, planted)) in enumerate(runs.items()):
         path = folder / f"run{i}.parquet"
         frame.to_parquet(path, index=False)
-        evaluate(path, planted, label)
+        evaluate(path, planted, label, tuple(getattr(gen, "PROGRESS", ())))
     if args.keep is None:
         import shutil
 

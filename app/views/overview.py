@@ -151,8 +151,9 @@ def _alarm_shares(ctx: AppContext) -> None:
     if opened is None:
         return
     st.subheader("Groups with no training signal or an alarm")
-    md("Run **{}**, per training step: the share of its groups where each credit alarm "
-       "fires (the Groups page lists them).", opened.name)
+    md("Run **{}**, per training step: the share of its groups where each check fires, "
+       "defects and progress alike (converged, all succeeded); the chart draws those that "
+       "fire, the table has them all (the Groups page lists the groups).", opened.name)
     rule = ctx.rule_of(opened)
     try:  # the summary the Run overview read (its cache entry: the same rule)
         rows = int(data.run_summary(opened.log, opened.key, data.log_version(opened.log),
@@ -172,7 +173,10 @@ def _alarm_shares(ctx: AppContext) -> None:
               **{c: HEADERS[c] for c in ALARM_COLUMNS if c != "alarm_no_signal"}}
     with section.container():
         # plotly, as every chart of the app: one chart library for the page to load
-        st.plotly_chart(history_figure(shares, labels, "Share of groups per training step",
+        drawn = {c: name for c, name in labels.items()  # the no-signal flags, the checks
+                 if not c.startswith("alarm_") or shares[c].any()}  # that fire
+        st.plotly_chart(history_figure(shares, drawn,
+                                       "Share of groups per training step",
                                        y_title="share of groups", percent=True),
                         width="stretch", key="ov_alarm_shares_chart")
         st.dataframe(shares.rename(columns={"train_step": "step", **labels}),

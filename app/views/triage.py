@@ -28,6 +28,9 @@ from g2po.analysis.triage import (
     run_findings,
     sort_groups,
 )
+from g2po.analysis.triage import (
+    ALARM_FILTERS as NO_SIGNAL_FILTERS,
+)
 
 __all__ = ["render", "SCOPES", "SORTS", "ALARM_FILTERS"]
 
@@ -35,9 +38,10 @@ SCOPES = {"step": "This training step", "all": "Every training step"}
 #: Columns the table can be sorted by ("" = the default order, worst first).
 SORTS = {"": "worst first (severity)",
          **{c: HEADERS[c] for c in TRIAGE_COLUMNS}}
-#: Alarm filters: the kinds, and G2PO's / GRPO's own "no signal".
-ALARM_FILTERS = {"no_signal_g2po": "No training signal under G2PO",
-                 "no_signal_grpo": "No training signal under GRPO",
+#: A check's short name, as the table's headers and filters show it.
+TITLES = ALARM_TITLES
+#: Alarm filters: each estimator's own "no signal", and every registered check.
+ALARM_FILTERS = {**NO_SIGNAL_FILTERS,
                  **{k: ALARM_TITLES[k] for k in ALARM_KINDS if k != "no_signal"}}
 #: The order shown: what is wrong first (the library's order stays in CSV / JSON).
 _FIRST = ("train_step", "group_id", "task", "severity", "reason", "no_signal",
@@ -130,11 +134,18 @@ def render(ctx: AppContext) -> None:
         return
     table = assess(table, estimator)
     shown = filter_groups(table, alarms=alarms, task=task or None,
-                          min_success=success[0], max_success=success[1])
+                          min_success=success[0], max_success=success[1], estimator=estimator)
     shown = sort_groups(shown, sort or None, None if sort == "" else bool(descending))
     with section.container():
-        for finding in run_findings(table):  # about the run: said once, above the table
+        findings = run_findings(table, estimator)  # about the run: said once
+        for finding in (f for f in findings if f.level == "defect"):
             st.warning(fmt("Run-wide: {}", finding.text))
+        notes = [f for f in findings if f.level == "note"]
+        if notes:  # progress and facts: one line folded, so the rows stay on the first screen
+            with st.expander(fmt("About the run: {}", ", ".join(
+                    f"{f.groups} group(s) {TITLES[f.kind].lower()}" for f in notes))):
+                for finding in notes:
+                    md("- {}", finding.text)
         if stochastic:
             st.info(fmt("Declared stochastic: {}.", STOCHASTIC_NOTE))
         where = f"training step {ctx.train_step}" if scope == "step" else \

@@ -12,12 +12,17 @@ from pathlib import Path
 from g2po.cli.logs import add_log_options, log_options
 from g2po.cli.sweep import add_ray_options, sweep_runs
 
-__all__ = ["add_parser", "ALARM_KINDS"]
+__all__ = ["add_parser"]
 
-#: :data:`g2po.analysis.alarms.ALARM_KINDS` (a test keeps them equal), named here so that the
-#: parser is built without importing the alarms and what they need (pandas, the estimators).
-ALARM_KINDS = ("no_signal", "collapsed", "penalty_amplification", "all_success", "aliased",
-               "hub", "truncation", "no_merging")
+
+def _say_findings(findings, where: str = "") -> None:
+    """The run's findings on stderr, once each: defects as ``run-wide``, progress and
+    run-level facts as ``note``."""
+    from g2po.cli.sweep import say
+
+    for finding in findings:
+        label = "run-wide" if finding.level == "defect" else "note"
+        say("triage", f"{where}{label}: {finding.text}")
 
 
 def _triage(args: argparse.Namespace) -> int:
@@ -47,8 +52,7 @@ def _triage(args: argparse.Namespace) -> int:
     if hint is not None:
         print(f"g2po triage: truncation? {hint.message()} Add --truncate-at {hint.length} to "
               "count them so.", file=sys.stderr)
-    for finding in run_findings(table):  # about the run: said once, not on every row
-        print(f"g2po triage: run-wide: {finding.text}", file=sys.stderr)
+    _say_findings(run_findings(table, args.estimator))  # about the run: said once
     if args.stochastic:
         print(f"g2po triage: {STOCHASTIC_NOTE}.", file=sys.stderr)
     return _show(args, table, f"{len(table):,} group(s) of {table['train_step'].nunique():,} "
@@ -63,7 +67,8 @@ def _show(args: argparse.Namespace, table, said: str) -> int:
     from g2po.analysis.triage import brief_view, filter_groups, sort_groups
     from g2po.cli.text import _terminal_width, terminal_table
 
-    shown = filter_groups(table, alarms=args.alarm or (), task=args.task)
+    shown = filter_groups(table, alarms=args.alarm or (), task=args.task,
+                          estimator=args.estimator)
     shown = sort_groups(shown, args.sort, False if args.ascending else None)
     if args.top is not None:
         shown = shown.head(args.top)
@@ -145,8 +150,7 @@ def _triage_sweep(args: argparse.Namespace, found: tuple[list, list[str]] | None
         if hint is not None:
             say("triage", f"{where}truncation? {hint.message()} Add --truncate-at "
                           f"{hint.length} to count them so.")
-        for finding in run_findings(rows):
-            say("triage", f"{where}run-wide: {finding.text}")
+        _say_findings(run_findings(rows, args.estimator), where)
     if args.stochastic:
         say("triage", f"{STOCHASTIC_NOTE}.")
     described = {r.describe() for r in rules.values()}
@@ -165,8 +169,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="One row per group of a log (every training step, or --step N): task, "
                     "rollouts, success rate, reward mean and spread, share of steps with a ~0 "
                     "G2PO advantage, mean |A| and |A^EC|, state nodes and merge rate, largest "
-                    "node value variance, invalid and truncated shares, and the count of each "
-                    "credit alarm. Cached per step file in $G2PO_CACHE/triage (default "
+                    "node value variance, invalid and truncated shares, and each registered "
+                    "check's count and evidence (credit, the group's integrity, progress); "
+                    "what most of the run shares, and its progress, said once on stderr. "
+                    "Cached per step file in $G2PO_CACHE/triage (default "
                     "~/.cache/g2po/triage).")
     p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
                                 "batch dump, or a folder of them (a sweep: each row names its "
@@ -179,9 +185,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                             "first")
     p.add_argument("--top", type=int, metavar="K", help="only the first K rows")
     p.add_argument("--alarm", action="append", metavar="KIND",
-                   choices=[*ALARM_KINDS, "no_signal_g2po", "no_signal_grpo"],
-                   help="only groups where this alarm fires (repeat: any of them); "
-                        f"{', '.join(ALARM_KINDS)}, no_signal_g2po, no_signal_grpo")
+                   help="only groups where this check fires (repeat: any of them): a check's "
+                        "kind (the alarm_<kind> columns; an unknown one lists them), or "
+                        "no_signal_g2po / no_signal_grpo")
     p.add_argument("--task", help="only groups whose task or group id contains this text")
     p.add_argument("--format", dest="output", choices=["table", "csv", "json"],
                    default="table", help="output: a table for the terminal (default), CSV or "

@@ -132,13 +132,19 @@ def test_a_task_column_is_shown_and_filters_groups_sharing_a_task(training_runs)
 
 # -- issue 27: the estimator trained with, a stochastic environment, the run's findings ------
 
+def five(spec: dict, group: str) -> pd.DataFrame:
+    """``spec``'s rollouts cycled to five, the run's usual group size."""
+    keys = list(spec)
+    return trajectories({f"r{i}": spec[keys[i % len(keys)]] for i in range(5)}, group)
+
+
 @pytest.fixture
 def defects(tmp_path) -> str:
-    """A penalty-only, an all-success and an aliased group beside a healthy one, and five
-    groups cut at the step limit (the log says so): a run-wide finding."""
+    """A penalty-only, a solved and an aliased group beside a healthy one, and five groups
+    cut at the step limit (the log says so): a run-wide finding. Five rollouts each."""
     path = tmp_path / "defects.csv"
-    pd.concat([trajectories(PENALTY_ONLY, "pen"), trajectories(ALL_SUCCEEDED, "won"),
-               aliased_group(), trajectories(THREE, "three"),
+    pd.concat([five(PENALTY_ONLY, "pen"), five(ALL_SUCCEEDED, "won"),
+               aliased_group(), five(THREE, "three"),
                *(cut_by_done(f"cut{i}") for i in range(5))], ignore_index=True
               ).to_csv(path, index=False)
     return str(path)
@@ -162,23 +168,26 @@ def test_the_estimator_and_a_stochastic_environment_change_the_order_and_say_why
     at = app_test("groups", ["--log", defects])
     assert not at.exception
     table = table_of(at)
-    assert list(table[HEADERS["group_id"]][:3]) == ["pen", "won", "dark"]
+    assert list(table[HEADERS["group_id"]][:2]) == ["pen", "dark"]
     why = dict(zip(table[HEADERS["group_id"]], table[HEADERS["reason"]], strict=True))
-    assert why["won"].startswith("all 2 succeeded: G2PO ranks steps by depth alone")
+    assert why["pen"].startswith("penalty is the only signal")
     assert why["dark"].startswith("key merges states: 'dark room' + go north")
-    # the run-wide finding: said once, above the table, and never a row's reason
+    assert not why["won"]  # solved: progress, not a defect (issue 36)
+    # the run-wide finding: said once, above the table; its rows weigh little, below
     run_wide = [w for w in warnings_of(at) if w.startswith("Run-wide:")]
     assert len(run_wide) == 1 and "Truncation on 5 of 9 groups" in run_wide[0]
     assert drawn(at.main, ("Warning", "Dataframe"))[-2:] == ["Warning", "Dataframe"]
-    assert not any("step limit" in str(r) for r in table[HEADERS["reason"]])
+    shown_ids = list(table[HEADERS["group_id"]])
+    assert shown_ids.index("dark") < min(shown_ids.index(f"cut{i}") for i in range(5))
     assert (table.set_index(HEADERS["group_id"]).loc["cut0", HEADERS["run_wide"]]
             == "truncation")
-    # trained with GRPO, the all-success group gives nothing: it comes first
+    # trained with GRPO, the penalty-only group gives nothing; the solved one is still progress
     at.selectbox(key="gr_est").select("grpo").run()
     assert not at.exception and at.query_params["gest"] == "grpo"
     table = table_of(at)
-    assert list(table[HEADERS["group_id"]][:2]) == ["won", "pen"]
+    assert table[HEADERS["group_id"]].iloc[0] == "pen"
     assert table[HEADERS["reason"]].iloc[0].startswith("no signal under GRPO")
+    assert not table.set_index(HEADERS["group_id"]).loc["won", HEADERS["reason"]]
     assert len([w for w in warnings_of(at) if w.startswith("Run-wide:")]) == 1
     # declared stochastic, the split is chance: no aliasing, and the page says what it loses
     assert STOCHASTIC_NOTE not in texts(at)
@@ -188,7 +197,7 @@ def test_the_estimator_and_a_stochastic_environment_change_the_order_and_say_why
     table = table_of(at).set_index(HEADERS["group_id"])
     assert table.loc["dark", HEADERS["alarm_aliased"]] == 0
     assert "key merges" not in str(table.loc["dark", HEADERS["reason"]])
-    assert list(table.index[:2]) == ["pen", "won"]
+    assert table.index[0] == "pen"
     assert STOCHASTIC_NOTE in texts(at)
 
 
@@ -196,4 +205,23 @@ def test_the_url_sets_the_estimator_and_the_stochastic_toggle(defects):
     at = with_url(["--log", defects], gest="grpo", gstoch="1")
     assert not at.exception
     assert at.selectbox(key="gr_est").value == "grpo" and at.toggle(key="gr_stoch").value
-    assert table_of(at)[HEADERS["group_id"]].iloc[0] == "won"
+    assert table_of(at)[HEADERS["group_id"]].iloc[0] == "pen"
+    assert table_of(at)[HEADERS["reason"]].iloc[0].startswith("no signal under GRPO")
+
+
+def test_the_runs_progress_is_said_once_folded_above_the_rows(tmp_path):
+    """Issue 36: converged groups are progress, said once (with their share per training
+    step), folded so the rows stay on the first screen; none is a row's reason."""
+    path = tmp_path / "learned.csv"
+    path_ = [("entrance", "go east", True), ("hall", "go north", True)]
+    converged = [trajectories({f"r{i}": (10, path_) for i in range(4)}, f"won{g}")
+                 for g in range(4)]
+    pd.concat([*converged, five(THREE, "three")], ignore_index=True).to_csv(path, index=False)
+    at = app_test("groups", ["--log", str(path)])
+    assert not at.exception
+    (about,) = [e for e in at.expander if shown(e.label).startswith("About the run")]
+    assert shown(about.label) == "About the run: 4 group(s) converged"
+    assert "Converged on 4 of 5 groups" in texts(at)
+    assert not [w for w in warnings_of(at) if w.startswith("Run-wide:")]
+    table = table_of(at).set_index(HEADERS["group_id"])
+    assert (table.loc[[f"won{g}" for g in range(4)], HEADERS["severity"]] == 0).all()

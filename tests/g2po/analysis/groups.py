@@ -27,14 +27,20 @@ PENALTY_ONLY = {"a": (0, [("s0", "go", True), ("s1", "bad", False)]),
 NOTHING = "Nothing happens."
 
 
+#: Where every rollout of :func:`hub_group` starts.
+ROOM = "You are in the middle of a room."
+
+
 def hub_group(rollouts: int = 8, group: str = "alf") -> pd.DataFrame:
-    """ALFWorld-like rollouts: at each location the agent tries an invalid action, gets
-    "Nothing happens.", and walks on. "Nothing happens." is reached from five locations, every
-    time through an invalid action; the locations are reached from it alone."""
+    """ALFWorld-like rollouts from one start: at each location the agent tries an invalid
+    action, gets "Nothing happens.", and walks on. "Nothing happens." is reached from five
+    locations, every time through an invalid action; the locations are reached from it (and
+    the start) alone."""
     spec = {}
     for i in range(rollouts):
         a, b, c = i % 5, (i + 2) % 5, (i + 3) % 5
         spec[f"r{i}"] = (10 if i % 2 else 0, [
+            (ROOM, f"go to loc {a}", True),
             (f"You arrive at loc {a}.", "take apple 1", False),
             (NOTHING, f"go to loc {b}", True),
             (f"You arrive at loc {b}.", "take apple 1", False),

@@ -80,7 +80,8 @@ def test_a_healthy_stochastic_group_raises_no_aliasing():
     graph = state_graph(frame(HEALTHY), rule=OutcomeRule())
     sig = group_signals(frame(HEALTHY), rule=OutcomeRule())
     assert sig.mixed.any() and sig.wide.any()  # the policy's randomness is there …
-    assert not sig.split.any() and sig.counts["aliased"][0] == 0  # … and is no aliasing
+    assert not sig.split.any()  # … and is no aliasing
+    assert alarm_counts(frame(HEALTHY), rule=OutcomeRule())["aliased"][0] == 0
     assert "aliased" not in kinds(credit_alarms(graph, rule=OutcomeRule()))
 
 
@@ -93,21 +94,33 @@ def test_a_group_with_one_aliased_key_raises_aliasing_with_evidence():
     assert "'dark room' + go north → kitchen (2×) | entrance (1×)" in alarm.detail
     # declared stochastic, the split says nothing: no aliasing alarm
     assert "aliased" not in kinds(credit_alarms(graph, rule=OutcomeRule(), stochastic=True))
-    assert group_signals(steps, rule=OutcomeRule(), stochastic=True).counts["aliased"][0] == 0
+    assert alarm_counts(steps, rule=OutcomeRule(), stochastic=True)["aliased"][0] == 0
 
 
-def test_collapsed_group_and_its_artifact():
+def test_identical_wins_converged_identical_losses_collapsed():
+    """Issue 36: solved is not broken. Eight identical wins are the policy's progress (said
+    with the discount's artifact on G2PO's advantages); eight identical losses a collapse."""
     path = [("entrance", "go east"), ("hall", "go north"), ("kitchen", "go north")]
     rows = [(f"r{i}", t, k, a, 10.0, True) for i in range(8) for t, (k, a) in enumerate(path)]
     found = kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()),
                                 rule=OutcomeRule()))
-    assert found["collapsed"].count == 8 and "artifact" in found["collapsed"].detail
-    assert "G2PO's A from" in found["collapsed"].detail  # the edge term's depth ranking
-    assert "in standard deviations (mode mean_std_norm)" in found["collapsed"].detail
-    # one rollout differing by one action: not collapsed
+    assert "collapsed" not in found
+    alarm = found["converged"]
+    assert alarm.count == 8 and "converged" in alarm.detail
+    assert "G2PO's A from" in alarm.detail and "discount alone" in alarm.detail
+    assert "in standard deviations (mode mean_std_norm)" in alarm.detail
+    first = compute_advantages(frame(rows), "g2po")["adv"][frame(rows)["t"] == 0].mean()
+    assert f"the first step gets {first:+.2f}" in alarm.detail and first < 0
+    lost = [(r[0], r[1], r[2], r[3], 0.0, r[5]) for r in rows]
+    found = kinds(credit_alarms(state_graph(frame(lost), rule=OutcomeRule()),
+                                rule=OutcomeRule()))
+    assert found["collapsed"].count == 8 and "losing path" in found["collapsed"].detail
+    assert "converged" not in found
+    # one rollout differing by one action: neither
     rows[-1] = ("r7", 2, "kitchen", "go east", 10.0, True)
-    assert "collapsed" not in kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()),
-                                                  rule=OutcomeRule()))
+    found = kinds(credit_alarms(state_graph(frame(rows), rule=OutcomeRule()),
+                                rule=OutcomeRule()))
+    assert not {"collapsed", "converged"} & set(found)
     assert "collapsed" not in kinds(credit_alarms(state_graph(frame(HEALTHY), rule=OutcomeRule()),
                                                   rule=OutcomeRule()))
 
@@ -188,14 +201,14 @@ def test_a_state_reached_mostly_through_invalid_actions_is_a_hub():
     assert alarm.nodes == (int(hub),)
     row = alarm.ranking.iloc[0]
     assert row["in_sources"] == 5 and row["invalid_arrival_share"] == 1.0
-    assert set(alarm.steps["t"]) == {1, 3}  # its occurrences
+    assert set(alarm.steps["t"]) == {2, 4}  # its occurrences
     assert "Nothing happens" in alarm.detail
 
 
 def test_random_invalid_actions_make_no_hub():
     steps = random_walks(groups=6, invalid_rate=0.3)
     sig = group_signals(steps, rule=OutcomeRule())
-    assert sig.counts["hub"].sum() == 0
+    assert alarm_counts(steps, rule=OutcomeRule())["hub"].sum() == 0
     assert (sig.invalid_arrival_share[sig.in_sources >= 3] >= 0.5).any()  # by share alone,
     # some would have qualified: chance explains them
 
@@ -228,8 +241,7 @@ def test_alarm_counts_of_many_groups_equal_each_groups_alarms():
                        trajectories(ALL_SUCCEEDED, "won"), hub_group(), cut_group(),
                        random_walks(groups=2)], ignore_index=True)
     rule = OutcomeRule(truncate_at=4)
-    sig = group_signals(steps, rule=rule, params=G2POParams(mode="mean_std_norm"))
-    table = alarm_counts(sig)
+    table = alarm_counts(steps, rule=rule, params=G2POParams(mode="mean_std_norm"))
     ids = sorted(steps["group_id"].unique())
     assert len(table) == len(ids)
     for code, gid in enumerate(ids):

@@ -64,13 +64,6 @@ def test_a_command_that_runs_imports_what_it_needs(tmp_path):
     assert found == ["pandas", "numpy", "g2po.estimators"]
 
 
-def test_the_alarm_kinds_are_the_alarms():
-    from g2po.analysis.alarms import ALARM_KINDS
-    from g2po.cli.triage import ALARM_KINDS as NAMED
-
-    assert NAMED == ALARM_KINDS
-
-
 def test_an_estimator_registered_in_the_process_is_a_choice(tmp_path, capsys):
     import numpy as np
 

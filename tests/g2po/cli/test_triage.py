@@ -123,8 +123,10 @@ def test_mistakes_are_one_line_errors(run, capsys):
     assert "no training step 9" in capsys.readouterr().err
     assert main(["triage", str(run), "-p", "success_reward=1"]) == 2
     assert "--success-reward" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["triage", str(run), "--alarm", "boom"])
+    # the kinds are the registry's: an unknown one names them
+    assert main(["triage", str(run), "--alarm", "boom"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown alarm 'boom'" in err and "aliased" in err and "no_signal_grpo" in err
 
 
 # -- issue 27 ---------------------------------------------------------------------------------
@@ -139,18 +141,18 @@ def test_the_estimator_you_train_with_judges_an_all_success_group(tmp_path, caps
     path = write(tmp_path, trajectories(ALL_SUCCEEDED, "won"), trajectories(PENALTY_ONLY, "pen"),
                  trajectories(THREE, "three"))
     assert main(["triage", path, "--format", "csv"]) == 0
-    g2po = csv_out(capsys)
-    assert list(g2po["group_id"]) == ["pen", "won", "three"]
-    assert list(g2po["severity"][:2]) == [0.9, 0.6]  # G2PO: the penalty, then depth alone
-    assert g2po["reason"][1].startswith("all 2 succeeded: G2PO ranks steps by depth alone")
+    g2po = csv_out(capsys).set_index("group_id")
+    # G2PO: the penalty is the only signal of one; the solved group is progress (issue 36)
+    assert g2po.index[0] == "pen" and g2po["reason"].iloc[0].startswith(
+        "penalty is the only signal")
+    assert g2po.loc["won", "severity"] == 0 and g2po.loc["won", "alarm_all_success"] == 2
     assert main(["triage", path, "--format", "csv", "--estimator", "grpo"]) == 0
-    grpo = csv_out(capsys)
-    # GRPO learns nothing from either: both severity 1, as many alarm kinds, and the group
-    # with more steps to waste first
-    assert list(grpo["group_id"]) == ["won", "pen", "three"]
-    assert list(grpo["severity"][:2]) == [1.0, 1.0] and list(grpo["n_alarms"][:2]) == [2, 2]
-    won = grpo.set_index("group_id").loc["won", "reason"]
-    assert won == "no signal under GRPO: all 2 rollouts got reward 10, no invalid action"
+    grpo = csv_out(capsys).set_index("group_id")
+    # GRPO learns nothing from the failed group; the solved one is still progress
+    assert grpo.index[0] == "pen"
+    assert grpo.loc["pen", "reason"].startswith("no signal under GRPO: all 2 rollouts got "
+                                                "reward 0")
+    assert grpo.loc["won", "severity"] == 0 and grpo.loc["won", "no_signal_grpo"]
     with pytest.raises(SystemExit):
         main(["triage", path, "--estimator", "ppo"])
 
@@ -177,8 +179,8 @@ def test_a_run_wide_finding_is_said_once_on_stderr(tmp_path, capsys):
     assert len(said) == 1 and said[0].startswith("g2po triage: run-wide: Truncation on 5 of 6 "
                                                  "groups")
     table = out.out.splitlines()
-    assert "hub: 'Nothing happens.'" in table[2]  # the local defect first
-    assert not any("step limit" in line for line in table)  # never on a row
+    assert "hub: 'Nothing happens.'" in table[2]  # the local defect first, the cut below it
+    assert all("step limit" in line for line in table[3:8])
 
 
 def test_a_suspected_step_limit_is_warned_of_as_validate_does(tmp_path, capsys):
@@ -211,15 +213,36 @@ def test_the_terminal_table_fits_the_width(tmp_path, capsys, monkeypatch, width)
     assert lines[header].split() == ["group", "task", "severity", "success", "reason"]
     rows = lines[header + 1:]
     # worst first, each by its id's end, its task's place and the reason
-    assert [r.split()[:2] for r in rows] == [["s0", "sauna"], ["s3", "attic"],
-                                             ["s1", "cellar"], ["s2", "garden"]]
+    assert [r.split()[:2] for r in rows[:2]] == [["s3", "attic"], ["s1", "cellar"]]
+    assert sorted(r.split()[0] for r in rows[2:]) == ["s0", "s2"]  # solved, and healthy
     assert "cooking-recipe3" not in "".join(rows) and "Welcome" not in "".join(rows)
-    assert "all 2 succeeded: G2PO ranks steps" in rows[0] and "hub: 'Nothing" in rows[1]
-    assert "key merges states: 'dark room' + go north" in rows[2]
+    assert "hub: 'Nothing" in rows[0]
+    assert "key merges states: 'dark room' + go north" in rows[1]
     if width == 160:  # room for the whole phrase
-        assert "'dark room' + go north → kitchen (2×) | entrance (1×)" in rows[2]
+        assert "'dark room' + go north → kitchen (2×) | entrance (1×)" in rows[1]
     # CSV and JSON keep every column, whatever the width
     assert main(["triage", path, "--format", "csv"]) == 0
     assert list(csv_out(capsys).columns) == TRIAGE_COLUMNS
     assert main(["triage", path, "--all-columns"]) == 0
     assert "adv_ec_abs_mean" in capsys.readouterr().out
+
+
+# -- issue 36: the group's integrity on a table of the user's own -----------------------------
+
+def test_integrity_findings_on_a_csv(tmp_path, capsys):
+    from tests.g2po.analysis.checks.examples import HEALTHY
+    from tests.g2po.analysis.checks.test_starts import two_tasks
+
+    def sized(gid, n):
+        return trajectories({f"r{i}": HEALTHY["abcd"[i % 4]] for i in range(n)}, gid)
+
+    path = write(tmp_path, *(sized(f"ok{i}", 4) for i in range(5)), sized("short", 2),
+                 two_tasks("mixed"))
+    assert main(["triage", path, "--format", "csv"]) == 0
+    table = csv_out(capsys).set_index("group_id")
+    assert list(table.index[:2]) == ["mixed", "short"]
+    assert table.loc["mixed", "reason"] == ("rollouts do not share a start: 2 starts: "
+                                            "'entrance' (2×), 'garden gate' (2×)")
+    assert table.loc["short", "reason"] == "partial group: 2 of the run's usual 4 rollouts"
+    assert main(["triage", path, "--alarm", "partial_group", "--format", "csv"]) == 0
+    assert list(csv_out(capsys)["group_id"]) == ["short"]
