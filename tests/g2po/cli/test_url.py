@@ -54,7 +54,8 @@ def test_a_node_is_the_explorers_node_under_the_given_parameters(runs, capsys):
     log = open_log(runs / "run_a")
     group = log.groups(1)[1]
     graph = state_graph(log.load_group(1, group), rule=log.rule(), params=G2POParams(gamma=0.9))
-    node = int(graph.nodes.index[graph.nodes["visits"] > 1][-1])
+    states = graph.nodes[graph.nodes["kind"] == "state"]
+    node = int(states.index[states["visits"] > 1][-1])  # a state several steps reach
     traj = sorted(graph.steps["traj_id"].astype(str).unique())[2]
     path, query, err = url_of(capsys, str(runs / "run_a"), "--app-log", str(runs), "--step",
                               "1", "--group", group, "--node", str(node), "--traj", traj,
