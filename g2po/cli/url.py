@@ -290,20 +290,26 @@ def with_urls(args: argparse.Namespace, log: Log, table: pd.DataFrame, page: str
               params: G2POParams, rule: OutcomeRule,
               extra: dict[str, object] | None = None) -> pd.DataFrame:
     """``table`` (rows of groups: ``group_id``, and ``train_step`` where the log has training
-    steps) with a last column ``url``, each row's view on ``page`` of the app at ``args.url``
-    (:func:`add_url_option`) under ``params`` and ``rule`` (the outcome-rule fields the user
-    set are in the URL), with the page's ``extra`` names; ``table`` as it is without
-    ``--url``."""
+    steps; rows of steps may add ``traj_id``, highlighted in the explorer) with a last column
+    ``url``, each row's view on ``page`` of the app at ``args.url`` (:func:`add_url_option`)
+    under ``params`` and ``rule`` (the outcome-rule fields the user set are in the URL), with
+    the page's ``extra`` names; ``table`` as it is without ``--url``."""
     if getattr(args, "url", None) is None:
         return table
     run = app_run(args.path, args.app_log or ())
+    if run.open is not None:
+        print(f"g2po {args.command}: note: the URLs open {run.open} in the app as its path box "
+              f"does; {OPEN_RULE}", file=sys.stderr)
     names = {**view_names(run, params, rule, list(log.outcome_overrides)), **(extra or {})}
     base = _base(args.url)
+    n = len(table)
     steps = table["train_step"].tolist() if log.has_train_steps and \
-        "train_step" in table.columns else [None] * len(table)
+        "train_step" in table.columns else [None] * n
+    trajs = [[str(t)] if "," not in str(t) else None for t in table["traj_id"]] \
+        if page == "group" and "traj_id" in table.columns else [None] * n
     urls = [view_url(base, page, {**names, **({} if s is None else {"step": int(s)}),
-                                  "group": str(g)})
-            for s, g in zip(steps, table["group_id"], strict=True)]
+                                  "group": str(g), **({} if t is None else {"traj": t})})
+            for s, g, t in zip(steps, table["group_id"], trajs, strict=True)]
     return table.assign(url=urls)
 
 

@@ -151,7 +151,15 @@ def test_whatif_and_audit_add_each_rows_view(runs, tmp_path, capsys):
 
     run = write_run(tmp_path / "audited", advantage=True)
     assert main(["audit", str(run), "--all", "--format", "json", "--no-fit", "--url"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    out = capsys.readouterr()
+    rows = json.loads(out.out)
     assert rows and all(parse_qs(urlsplit(r["url"]).query) == {
         "run": ["audited"], "open": [str(run.resolve())], "step": [str(r["train_step"])],
         "group": [r["group_id"]]} for r in rows)
+    assert "g2po audit: note: the URLs open" in out.err and "path rule" in out.err
+    # a step row: its trajectory highlighted in its group
+    assert main(["audit", str(run), "--all", "--steps", "--top", "5", "--format", "json",
+                 "--no-fit", "--url"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 5 and all(parse_qs(urlsplit(r["url"]).query)["traj"] == [r["traj_id"]]
+                                  for r in rows)
