@@ -15,8 +15,8 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 __all__ = ["Page", "PAGES", "START_PAGE", "PAGE_ALIASES", "UrlName", "URL_NAMES", "URL_KEYS",
-           "PAGE_ONLY", "OPEN", "SAMPLE_DIR", "DEFAULT_BASE", "page_key", "url_text",
-           "view_url"]
+           "PAGE_ONLY", "OPEN", "SIMILARITY_RANGE", "SAMPLE_DIR", "DEFAULT_BASE", "page_key",
+           "url_text", "view_url"]
 
 #: The bundled sample rollouts: what the app opens when started without ``--log``.
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_rollouts"
@@ -68,6 +68,8 @@ class UrlName:
     own : other pages drop it (a stale one must not override their choices).
     sets : the field of :class:`g2po.params.G2POParams` or :class:`g2po.outcomes.OutcomeRule`
         it sets, where it is one.
+    bounds : (lowest, highest) value its widget takes, where it is a number input: a value
+        outside would not be shown as it is, so :func:`view_url` refuses it.
     """
 
     name: str
@@ -75,6 +77,7 @@ class UrlName:
     doc: str
     own: bool = False
     sets: str | None = None
+    bounds: tuple[float, float] | None = None
 
 
 #: Every name the app keeps in its URL, in the order a URL lists them.
@@ -90,10 +93,10 @@ URL_NAMES: dict[str, UrlName] = {n.name: n for n in (
     UrlName("filter", "group", "what the step tables are filtered to: node:N, edge:E or "
                                "alarm:KIND"),
     UrlName("outcome", "group", "the trajectories shown, by outcome, comma-separated"),
-    UrlName("gamma", None, "discount γ", sets="gamma"),
-    UrlName("w", None, "step-advantage weight w", sets="w"),
+    UrlName("gamma", None, "discount γ", sets="gamma", bounds=(0.01, 1.0)),
+    UrlName("w", None, "step-advantage weight w", sets="w", bounds=(0.0, 10.0)),
     UrlName("mode", None, "normalisation", sets="mode"),
-    UrlName("penalty", None, "invalid-action penalty p", sets="penalty"),
+    UrlName("penalty", None, "invalid-action penalty p", sets="penalty", bounds=(0.0, 100.0)),
     UrlName("success", None, "the run's success reward", sets="success_reward"),
     UrlName("success_min", None, "success when reward ≥ this", sets="success_threshold"),
     UrlName("terminal", None, "the terminal rule", sets="terminal"),
@@ -115,7 +118,8 @@ URL_NAMES: dict[str, UrlName] = {n.name: n for n in (
     UrlName("hgroup", "state_history", "the group it was chosen in", own=True),
     UrlName("hstate", "state_history", "12 hex digits of the SHA-256 of its key", own=True),
     UrlName("wkey", "whatif", "the second state key", own=True),
-    UrlName("wmin", "whatif", "the smallest change of A that counts", own=True),
+    UrlName("wmin", "whatif", "the smallest change of A that counts", own=True,
+            bounds=(0.0, 100.0)),
 )}
 #: The names, in the order they are written.
 URL_KEYS = tuple(URL_NAMES)
@@ -124,6 +128,8 @@ PAGE_ONLY = {page: tuple(n.name for n in URL_NAMES.values() if n.own and n.page 
              for page in dict.fromkeys(n.page for n in URL_NAMES.values() if n.own)}
 #: The name of a path the sidebar opens (:data:`URL_NAMES`).
 OPEN = "open"
+#: The similarity threshold the state-key sliders take (``state_key``, ``wkey``).
+SIMILARITY_RANGE = (0.5, 1.0)
 
 
 def page_key(word: str) -> str:
@@ -173,6 +179,10 @@ def view_url(base: str, page: str, query: Mapping[str, object]) -> str:
         if reader is not None and reader != page:
             raise ValueError(f"{name} is read by the page {reader!r} only, not by {page!r}")
         value = query[name]
+        bounds = URL_NAMES[name].bounds
+        if bounds is not None and not bounds[0] <= float(value) <= bounds[1]:
+            raise ValueError(f"{name}={url_text(value)}: the app takes {name} from "
+                             f"{bounds[0]:g} to {bounds[1]:g}")
         values: Iterable = value if name == OPEN and isinstance(value, list | tuple) \
             else [value]
         pairs += [(name, url_text(v)) for v in values]

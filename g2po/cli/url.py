@@ -21,7 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from g2po.app_url import DEFAULT_BASE, PAGES, SAMPLE_DIR, START_PAGE, URL_NAMES, page_key, view_url
+from g2po.app_url import (
+    DEFAULT_BASE,
+    PAGES,
+    SAMPLE_DIR,
+    SIMILARITY_RANGE,
+    START_PAGE,
+    URL_NAMES,
+    page_key,
+    view_url,
+)
 from g2po.cli.logs import add_log_options, log_options
 
 if TYPE_CHECKING:
@@ -126,9 +135,10 @@ def _app_state_key(key: str) -> str:
     if name == "similarity":
         threshold = float(arg) if arg else \
             inspect.signature(similarity).parameters["threshold"].default
-        if not 0.5 <= threshold <= 1.0:
+        low, high = SIMILARITY_RANGE
+        if not low <= threshold <= high:
             raise ValueError(f"state key {key!r}: the app's similarity threshold goes from "
-                             "0.5 to 1")
+                             f"{low:g} to {high:g}")
         return f"similarity:{threshold}"
     return key
 

@@ -19,7 +19,7 @@ from app.open_logs import OPEN_URL
 from app.sidebar import PARAM_URL
 from app.url_state import _SEEDED
 from g2po.analysis.state_graph import state_graph
-from g2po.app_url import PAGES, START_PAGE, URL_KEYS
+from g2po.app_url import PAGES, SIMILARITY_RANGE, START_PAGE, URL_KEYS, URL_NAMES
 from g2po.cli import main
 from g2po.params import G2POParams
 from tests.app.builders import entry, shown, texts, write_run
@@ -116,6 +116,9 @@ def test_the_app_opens_the_node_g2po_url_names(runs_root):
     assert f"Showing the {visits} step(s) at node {node}" in shown(texts(at))
     assert len(steps_shown(at)) == visits
     kept(at, query)
+    for name in ("gamma", "w", "penalty"):  # what g2po url refuses is what they cannot show
+        widget = at.number_input(key=f"p_{name}")
+        assert (widget.min, widget.max) == URL_NAMES[name].bounds
 
 
 def test_the_app_opens_a_log_it_was_not_started_with_at_the_edge_g2po_url_names(runs_root,
@@ -142,13 +145,17 @@ def test_the_app_opens_a_log_it_was_not_started_with_at_the_edge_g2po_url_names(
 
 
 def test_the_what_if_page_opens_on_the_row_g2po_whatif_links(runs_root):
-    out = printed("whatif", str(runs_root / "run_a"), "--key", "normalized", "--step", "2",
-                  "--min-change", "0.25", "--format", "csv", "--url", "--app-log",
-                  str(runs_root))
+    out = printed("whatif", str(runs_root / "run_a"), "--key", "normalized", "--against",
+                  "similarity:0.9", "--step", "2", "--min-change", "0.25", "--format", "csv",
+                  "--url", "--app-log", str(runs_root))
     row = pd.read_csv(io.StringIO(out)).iloc[-1]
     at, query = open_on(row["url"], ["--log", str(runs_root)])
     key = f"auto:{(runs_root / 'run_a').resolve()}"
     assert at.selectbox(key=f"group:{key}:2").value == str(row["group_id"])
     assert at.selectbox(key="wi_key").value == "normalized"
     assert at.number_input(key="wi_min").value == 0.25
+    assert at.slider(key="p_similarity").value == 0.9  # the sidebar's key: the first side
     kept(at, query)
+    widget, slider = at.number_input(key="wi_min"), at.slider(key="p_similarity")
+    assert (widget.min, widget.max) == URL_NAMES["wmin"].bounds
+    assert (slider.min, slider.max) == SIMILARITY_RANGE

@@ -53,6 +53,9 @@ def test_a_name_another_page_reads_or_no_page_reads_is_refused():
         view_url("http://h:1", "group", {"nodes": 1})
     with pytest.raises(ValueError, match="no page 'graph'; the pages: group, groups"):
         page_key("graph")
+    with pytest.raises(ValueError, match="gamma=0: the app takes gamma from 0.01 to 1"):
+        view_url("http://h:1", "group", {"gamma": 0.0})
+    assert "wmin=100" in view_url("http://h:1", "whatif", {"wmin": 100.0})
     for bad in ("localhost:8501", "ftp://h", "http://h/?x=1", "http://"):
         with pytest.raises(ValueError, match="the app's address must be"):
             view_url(bad, "group", {})
