@@ -32,6 +32,7 @@ from app.options import AppOptions
 from g2po.analysis.state_graph import StateGraph, state_graph
 from g2po.outcomes import OutcomeRule, TruncationHint
 from g2po.params import G2POParams
+from loaders.discover import log_name
 from loaders.formats import LOG_FORMATS, TABLE_FORMATS, options_for
 from loaders.tables import count_rows
 
@@ -164,8 +165,7 @@ def find_logs(path: str | Path, format: str | None = None,
         return None if within(entry, roots) else "leads outside the folders this app opens"
 
     found, notes = loaders.find_logs(root, skip=None if roots is None else outside)
-    refs = [LogRef((log.resolve().name or str(log)) if log == root
-                   else str(log.relative_to(root)), str(log.resolve()), None,
+    refs = [LogRef(log_name(log, root), str(log.resolve()), None,
                    read_options(fmt, read) + _curves_within(log, fmt, roots))
             for log, fmt in found.items()]
     return refs, notes

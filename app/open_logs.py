@@ -10,7 +10,8 @@ command line, the path box or an upload) gets a column-mapping form, prefilled w
 loaders' suggestions. A log opened from the path box or an upload is chosen and made the run
 in view at once, with its load report beside the input; errors are short and stand beside
 the input that caused them. Runs are named by their folder or file, and where two share a
-name, by what tells their paths apart (:func:`distinct_names`).
+name, by what tells their paths apart (:func:`loaders.discover.distinct_names`, which
+``g2po url`` names runs by too).
 """
 
 from __future__ import annotations
@@ -29,13 +30,15 @@ from app.safe import fmt
 from app.serving import shared_address
 from app.ui import show_short_error
 from app.url_state import mark_read, unread_url_value
+from g2po.app_url import OPEN
 from g2po.errors import G2POError
 from g2po.steps import REQUIRED_COLUMNS
 from loaders.columns import missing_columns, suggest_mapping, table_columns
+from loaders.discover import distinct_names
 from loaders.formats import upload_types
 
 __all__ = ["log_sources", "choose_runs", "open_chosen", "load_reports", "roots", "Sources",
-           "distinct_names", "EXTRA_PATHS", "OPEN_URL", "UPLOAD_TYPES", "MAPPING_ROLES"]
+           "EXTRA_PATHS", "OPEN_URL", "UPLOAD_TYPES", "MAPPING_ROLES"]
 
 #: Session keys: paths opened from the path box, mappings chosen in the forms, the log opened
 #: last from the path box or an upload (its report stays beside the input), upload ids seen.
@@ -46,7 +49,7 @@ SEEN_UPLOADS = "_g2po_seen_uploads"
 PENDING_PATH = "_g2po_pending_path"
 KNOWN_RUNS = "_g2po_known_runs"
 #: The URL's name for a path opened in the path box (repeated for several).
-OPEN_URL = "open"
+OPEN_URL = OPEN
 UPLOAD_TYPES = upload_types()
 #: The roles of the mapping form: the required columns, then optional ones worth naming
 #: (``task`` matches a task across training steps; ``done`` and ``won`` tell truncation and
@@ -329,39 +332,6 @@ def _unique(refs: list[LogRef]) -> list[LogRef]:
     names = distinct_names([r.name for r in out], [r.path for r in out])
     return [r if n == r.name else LogRef(n, r.path, r.format, r.read)
             for r, n in zip(out, names, strict=True)]
-
-
-def distinct_names(names: list[str], paths: list[str]) -> list[str]:
-    """Each run's name, told apart from the others of the same name by the nearest folder
-    above it in which their paths differ (``exp1/rollout_data``, ``exp2/rollout_data``;
-    ``a/…/rollout_data`` when they differ further up); runs of one path (other options) by
-    a number.
-
-    >>> distinct_names(["rollout_data", "rollout_data", "run_b"],
-    ...                ["/x/exp1/rollout_data", "/x/exp2/rollout_data", "/x/run_b"])
-    ['exp1/rollout_data', 'exp2/rollout_data', 'run_b']
-    >>> distinct_names(["d", "d"], ["/a/x/exp/d", "/b/x/exp/d"])
-    ['a/…/d', 'b/…/d']
-    """
-    out = list(names)
-    for name in set(names):
-        members = [i for i, n in enumerate(names) if n == name]
-        if len(members) < 2:
-            continue
-        parents = [Path(paths[i]).parent.parts[::-1] for i in members]
-        for i, parts in zip(members, parents, strict=True):
-            others = [p for j, p in zip(members, parents, strict=True) if j != i]
-            depth = next((d for d in range(len(parts))
-                          if all(d >= len(o) or o[d] != parts[d] for o in others)), None)
-            if depth is None:
-                continue  # the same path: numbered below
-            out[i] = f"{parts[depth]}/{name}" if depth == 0 else f"{parts[depth]}/…/{name}"
-    counts: dict[str, int] = {}
-    for i, name in enumerate(out):
-        counts[name] = counts.get(name, 0) + 1
-        if counts[name] > 1:
-            out[i] = f"{name} ({counts[name]})"
-    return out
 
 
 def choose_runs(refs: list[LogRef], fresh: LogRef | None) -> list[LogRef]:

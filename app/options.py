@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from g2po.app_url import SAMPLE_DIR as BUNDLED_SAMPLES
 from g2po.cli.logs import add_log_options, log_options
 from loaders import LoaderError, check_outcome_overrides
 
 __all__ = ["AppOptions", "parse_options", "SAMPLE_DIR", "OptionsError"]
 
-#: The bundled sample rollouts, opened when no log is given.
-SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_rollouts"
+#: The bundled sample rollouts, opened when no log is given (``g2po url`` names runs so too).
+SAMPLE_DIR = BUNDLED_SAMPLES
 
 
 class OptionsError(ValueError):

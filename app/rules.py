@@ -21,6 +21,7 @@ from app.context import OpenLog
 from app.safe import fmt
 from app.ui import keep_widget_value, md, show_error
 from app.url_state import seed_from_url, write_url
+from g2po.app_url import URL_NAMES as APP_URL_NAMES
 from g2po.errors import G2POError
 from g2po.outcomes import TERMINAL_RULES, Fix, OutcomeRule, TruncationHint
 
@@ -29,8 +30,9 @@ __all__ = ["RULES", "RuleKeys", "rule_keys", "run_rules", "set_rule", "apply_fix
 
 #: Session key: run key → :class:`OutcomeRule`, the one rule of each run.
 RULES = "_g2po_rules"
-#: The URL names of the rule of the run in view.
-URL_NAMES = ("success", "success_min", "terminal", "truncate_at")
+#: The URL names of the rule of the run in view (:data:`g2po.app_url.URL_NAMES`).
+URL_NAMES = tuple(n.name for n in APP_URL_NAMES.values()
+                  if n.sets in OutcomeRule.__dataclass_fields__)
 #: The step-limit widget's value while the truncation rule is off.
 DEFAULT_STEP_LIMIT = 50
 

@@ -24,25 +24,30 @@ from app.options import OptionsError, parse_options
 from app.sidebar import build_context, warn_missing_run
 from app.ui import show_error, show_internal_error
 from app.url_state import drop_other_pages_names
+from g2po.app_url import PAGES as APP_PAGES
+from g2po.app_url import START_PAGE
 
-__all__ = ["run", "PAGES", "load_plugins"]
+__all__ = ["run", "PAGES", "VIEWS", "load_plugins"]
 
-#: name → (module of app.views with render(ctx), title, url path). The group explorer opens
-#: first; a page's module is imported when the page is first shown, so start-up pays only for
-#: the page on screen. No ":material/…:" icons: Streamlit fetches such a favicon from
-#: fonts.gstatic.com, and the app must not reach the internet.
-PAGES = {
-    "group": ("app.views.explorer", "Group explorer", "group"),
-    "groups": ("app.views.triage", "Groups", "groups"),
-    "overview": ("app.views.overview", "Run overview", "overview"),
-    "curves": ("app.views.curves", "Training curves", "curves"),
-    "state_history": ("app.views.state_history", "State over training", "state-history"),
-    "step_diff": ("app.views.step_diff", "Step diff", "step-diff"),
-    "compare": ("app.views.compare", "Estimator comparison", "compare"),
-    "diagnostics": ("app.views.diagnostics", "State-merge diagnostics", "diagnostics"),
-    "whatif": ("app.views.whatif", "What-if merging", "whatif"),
-    "export": ("app.views.export", "Export", "export"),
+#: Page key → the module of app.views that draws it (``render(ctx)``); a page's title and URL
+#: path are :data:`g2po.app_url.PAGES`' (which ``g2po url`` reads too). A page's module is
+#: imported when the page is first shown, so start-up pays only for the page on screen.
+VIEWS = {
+    "group": "app.views.explorer",
+    "groups": "app.views.triage",
+    "overview": "app.views.overview",
+    "curves": "app.views.curves",
+    "state_history": "app.views.state_history",
+    "step_diff": "app.views.step_diff",
+    "compare": "app.views.compare",
+    "diagnostics": "app.views.diagnostics",
+    "whatif": "app.views.whatif",
+    "export": "app.views.export",
 }
+#: name → (module of app.views with render(ctx), title, url path), in the navigation's order;
+#: the group explorer opens first. No ":material/…:" icons: Streamlit fetches such a favicon
+#: from fonts.gstatic.com, and the app must not reach the internet.
+PAGES = {key: (VIEWS[key], page.title, page.path) for key, page in APP_PAGES.items()}
 
 
 #: The start page is the root URL; Streamlit still wants a path of its own for it, unique and
@@ -94,7 +99,7 @@ def run(argv: Sequence[str] | None = None, start_page: str | None = None) -> Non
     except Exception as err:  # noqa: BLE001 - as in _render: a message, details in the log
         show_internal_error("The sidebar", err)
         ctx = AppContext(options=options)
-    start = start_page if start_page in PAGES else "group"
+    start = start_page if start_page in PAGES else START_PAGE
     pages = {
         name: st.Page(functools.partial(_render, name, module, title, ctx), title=title,
                       url_path=f"{url}{START_SUFFIX}" if name == start else url,

@@ -4,6 +4,9 @@ in ``st.query_params``, so a view can be bookmarked, shared and reloaded.
 The URL is read once per browser session (when the page is opened or reloaded): each value seeds
 its widget's state before the widget is drawn. From then on the widgets are the truth and every
 script run writes them back to the URL. The page itself is the URL's path (``st.navigation``).
+The names, which page reads each, and how a value is written are :mod:`g2po.app_url`'s, which
+``g2po url`` reads too (:data:`URL_KEYS`; :data:`PAGE_ONLY`: the names only one page keeps,
+which every other page drops, so a stale one never overrides the sidebar's choices).
 """
 
 from __future__ import annotations
@@ -13,18 +16,12 @@ from typing import Any
 
 import streamlit as st
 
+from g2po.app_url import PAGE_ONLY, URL_KEYS, url_text
+
 __all__ = ["seed_from_url", "reseed", "write_url", "url_value", "url_once", "URL_KEYS",
            "PAGE_ONLY", "drop_other_pages_names", "unread_url_value", "mark_read"]
 
-#: Query-string names, in the order they are written.
-URL_KEYS = ("run", "step", "group", "traj", "node", "edge", "filter", "outcome", "gamma", "w",
-            "mode", "penalty", "success", "success_min", "terminal", "truncate_at", "state_key",
-            "edge_color", "value_scale", "gscope", "gsort", "gorder", "galarm", "gtask",
-            "gsuccess", "hfrom", "hgroup", "hstate", "wkey", "wmin")
 _SEEDED = "_g2po_url_seeded"
-#: page → the names only it keeps in the URL: every other page drops them (and a session opened
-#: on another page never reads them), so a stale one never overrides the sidebar's choices.
-PAGE_ONLY = {"state_history": ("hfrom", "hgroup", "hstate"), "whatif": ("wkey", "wmin")}
 
 
 def url_value(name: str) -> str | None:
@@ -93,7 +90,6 @@ def write_url(**values: object) -> None:
             if name in st.query_params:
                 del st.query_params[name]
             continue
-        text = ",".join(str(v) for v in value) if isinstance(value, list | tuple) else \
-            (f"{value:g}" if isinstance(value, float) else str(value))
+        text = url_text(value)
         if st.query_params.get(name) != text:
             st.query_params[name] = text

@@ -1,4 +1,5 @@
-"""Finding the logs under a folder: the one rule the app's path box and ``g2po validate`` share.
+"""Finding the logs under a folder, and naming them: the one rule the app's path box and
+``g2po validate`` share, and the run names the app's sidebar and ``g2po url`` share.
 
 A path is a log when :func:`loaders.detect_format` recognises it from its content (a ``.parquet``
 of random bytes or a ``.jsonl`` that is not JSON lines is not one), so what is listed as a run
@@ -13,7 +14,7 @@ from pathlib import Path
 from loaders.detect import detect_format
 from loaders.errors import NoLogFoundError
 
-__all__ = ["find_logs", "SEARCH_DEPTH"]
+__all__ = ["find_logs", "log_name", "distinct_names", "SEARCH_DEPTH"]
 
 #: Folder levels searched below the given one (a folder of runs, a folder of such folders).
 SEARCH_DEPTH = 2
@@ -73,3 +74,51 @@ def find_logs(root: str | Path, depth: int = SEARCH_DEPTH,
     if not found:
         raise NoLogFoundError(f"{reason} (also looked {depth} levels below it)")
     return found, notes
+
+
+def log_name(log: Path, root: Path) -> str:
+    """The name of ``log``, one of :func:`find_logs` ``(root)``: the name of its folder or file
+    when it is ``root`` itself, else its path below ``root`` (``cooking`` for
+    ``sample_rollouts/cooking`` found under ``sample_rollouts``).
+
+    >>> log_name(Path("/x/runs/a"), Path("/x/runs")), log_name(Path("/x/runs/a"), Path("/x/runs/a"))
+    ('a', 'a')
+    >>> log_name(Path("/x/runs/exp1/d"), Path("/x/runs"))
+    'exp1/d'
+    """
+    if log == root:
+        return log.resolve().name or str(log)
+    return str(log.relative_to(root))
+
+
+def distinct_names(names: list[str], paths: list[str]) -> list[str]:
+    """Each run's name, told apart from the others of the same name by the nearest folder
+    above it in which their paths differ (``exp1/rollout_data``, ``exp2/rollout_data``;
+    ``a/…/rollout_data`` when they differ further up); runs of one path (other options) by
+    a number.
+
+    >>> distinct_names(["rollout_data", "rollout_data", "run_b"],
+    ...                ["/x/exp1/rollout_data", "/x/exp2/rollout_data", "/x/run_b"])
+    ['exp1/rollout_data', 'exp2/rollout_data', 'run_b']
+    >>> distinct_names(["d", "d"], ["/a/x/exp/d", "/b/x/exp/d"])
+    ['a/…/d', 'b/…/d']
+    """
+    out = list(names)
+    for name in set(names):
+        members = [i for i, n in enumerate(names) if n == name]
+        if len(members) < 2:
+            continue
+        parents = [Path(paths[i]).parent.parts[::-1] for i in members]
+        for i, parts in zip(members, parents, strict=True):
+            others = [p for j, p in zip(members, parents, strict=True) if j != i]
+            depth = next((d for d in range(len(parts))
+                          if all(d >= len(o) or o[d] != parts[d] for o in others)), None)
+            if depth is None:
+                continue  # the same path: numbered below
+            out[i] = f"{parts[depth]}/{name}" if depth == 0 else f"{parts[depth]}/…/{name}"
+    counts: dict[str, int] = {}
+    for i, name in enumerate(out):
+        counts[name] = counts.get(name, 0) + 1
+        if counts[name] > 1:
+            out[i] = f"{name} ({counts[name]})"
+    return out

@@ -18,7 +18,8 @@ __all__ = ["main", "build_parser"]
 
 # Modules contributing sub-commands, each with add_parser(subparsers).
 _COMMAND_MODULES = ("g2po.cli.analysis", "g2po.cli.triage", "g2po.cli.audit", "g2po.cli.rollouts",
-                    "g2po.cli.logs", "g2po.cli.train", "g2po.cli.seeds", "g2po.cli.whatif")
+                    "g2po.cli.logs", "g2po.cli.train", "g2po.cli.seeds", "g2po.cli.whatif",
+                    "g2po.cli.url")
 
 
 def build_parser() -> argparse.ArgumentParser:

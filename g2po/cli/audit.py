@@ -10,6 +10,7 @@ import sys
 
 from g2po.cli.analysis import estimator_name
 from g2po.cli.logs import add_log_options, log_options
+from g2po.cli.url import add_url_option
 
 __all__ = ["add_parser", "AUDIT_READ"]
 
@@ -59,6 +60,7 @@ def _no_advantage(path: str, n_steps: int) -> str:
 def _audit(args: argparse.Namespace) -> int:
     from g2po.analysis.recorded import audit_recorded
     from g2po.cli.analysis import params_and_rule, parse_params
+    from g2po.cli.url import with_urls
     from g2po.estimators import list_estimators
     from g2po.params import G2POParams
     from loaders.opener import open_log
@@ -86,11 +88,12 @@ def _audit(args: argparse.Namespace) -> int:
     _say(f"recomputed with {estimator} ({origin}): {shown}; state key {params.state_key}")
     for text in found.run_text():
         _say(f"run: {text}")
-    return _show(args, found)
+    return _show(args, found, lambda table: with_urls(args, log, table, "group", params, rule))
 
 
-def _show(args: argparse.Namespace, found) -> int:
+def _show(args: argparse.Namespace, found, urls) -> int:
     from g2po.cli.text import terminal_table
+    from g2po.cli.url import print_urls
 
     groups = found.groups if args.all else found.findings
     if args.steps:
@@ -102,13 +105,16 @@ def _show(args: argparse.Namespace, found) -> int:
         table = groups
     if args.top is not None:
         table = table.head(args.top)
+    table = urls(table)  # each row's group in the explorer (--url)
     if args.output == "csv":
         sys.stdout.write(table.to_csv(index=False, lineterminator="\r\n"))
     elif args.output == "json":
         print(json.dumps(table.to_dict(orient="records"), indent=1, ensure_ascii=False,
                          default=str))
     elif args.steps:
-        print(terminal_table(table, max_rows=args.max_rows))
+        print(terminal_table(table.drop(columns="url", errors="ignore"),
+                             max_rows=args.max_rows))
+        print_urls(table)
     else:
         brief = table[[c for c in ("train_step", "group_id", "severity", "kind", "reason")
                        if c in table.columns]]
@@ -117,6 +123,7 @@ def _show(args: argparse.Namespace, found) -> int:
               + " · every column: --format csv")
         if len(brief):
             print(terminal_table(brief, max_rows=args.max_rows, stretch="reason"))
+        print_urls(table)
     return 0
 
 
@@ -156,5 +163,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="skip the search for the estimator and parameters that explain the "
                         "recorded values")
     p.add_argument("--max-rows", type=int, default=200, help="rows printed as a table")
+    add_url_option(p, per_row=True)
     add_log_options(p, format_option="--log-format")
     p.set_defaults(func=_audit)

@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from g2po.cli.logs import add_log_options, log_options
+from g2po.cli.url import add_url_option
 
 if TYPE_CHECKING:
     from g2po.analysis.whatif import WhatIf
@@ -35,6 +36,8 @@ def _whatif(args: argparse.Namespace) -> int:
 
 
 def _one_group(args: argparse.Namespace, log, params, rule) -> int:
+    import pandas as pd
+
     from g2po.analysis.whatif import what_if
 
     step = args.step
@@ -43,17 +46,32 @@ def _one_group(args: argparse.Namespace, log, params, rule) -> int:
     steps = log.load(train_step=step, group_id=args.group)
     result = what_if(steps, args.key, rule=rule, params=params, min_change=args.min_change)
     changed = result.changed
+    url = _urls(args, log, pd.DataFrame({"train_step": [step], "group_id": [args.group]}),
+                params, rule).get("url")
     if args.output == "csv":
+        changed = changed if url is None else changed.assign(url=url.iloc[0])
         sys.stdout.write(changed.to_csv(index=False, lineterminator="\r\n"))
     elif args.output == "json":
         print(json.dumps({"summary": result.summary(), "against": result.label_before,
                           "key": result.label_after, "min_change": result.min_change,
                           "steps": changed.to_dict(orient="records"),
-                          "nodes": result.nodes.to_dict(orient="records")},
+                          "nodes": result.nodes.to_dict(orient="records"),
+                          **({} if url is None else {"url": url.iloc[0]})},
                          indent=1, ensure_ascii=False, default=_plain))
     else:
         _print_group(args, result, step)
+        if url is not None:
+            print(f"\nthe view in the app: {url.iloc[0]}")
     return 0
+
+
+def _urls(args: argparse.Namespace, log, table, params, rule):
+    """``table`` with each group's view on the app's What-if page (``--url``: the second key
+    and the threshold too; the first key is the sidebar's)."""
+    from g2po.cli.url import with_urls
+
+    return with_urls(args, log, table, "whatif", params, rule,
+                     {"wkey": args.key, "wmin": args.min_change})
 
 
 def _plain(value: object) -> object:
@@ -99,6 +117,7 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
     from g2po.analysis.labels import lead_with_difference
     from g2po.analysis.whatif import sort_whatif, whatif_log
     from g2po.cli.text import progress_bar, terminal_table
+    from g2po.cli.url import print_urls
 
     steps = None if args.step is None else [args.step]
     update, close = progress_bar(args.output == "text" or args.progress, desc="whatif")
@@ -112,6 +131,7 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
     flips = int(table["sign_flips"].sum())
     if args.top is not None:
         table = table.head(args.top)
+    table = _urls(args, log, table, params, rule)
     if args.output == "csv":
         sys.stdout.write(table.to_csv(index=False, lineterminator="\r\n"))
     elif args.output == "json":
@@ -119,7 +139,7 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
                          default=_plain))
     else:
         short, prefix = lead_with_difference(table["group_id"].astype(str).tolist(), limit=20)
-        view = table.assign(group_id=short)
+        view = table.assign(group_id=short).drop(columns="url", errors="ignore")
         if (table["task"].astype(str) == table["group_id"].astype(str)).all():
             view = view.drop(columns="task")
         print(f"{args.key!r} against {params.state_key!r} (min change {args.min_change:g}): "
@@ -129,6 +149,7 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
               + (f" · group ids after {prefix!r}" if prefix else "")
               + " · one group: --group G [--step N]")
         print(terminal_table(view, max_rows=args.max_rows))
+        print_urls(table)
     return 0
 
 
@@ -169,5 +190,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--progress", action="store_true",
                    help="show the progress bar with --format csv/json too (on a terminal)")
     p.add_argument("--max-rows", type=int, default=200, help="rows printed as a table")
+    add_url_option(p, per_row=True)
     add_log_options(p, format_option="--log-format")
     p.set_defaults(func=_whatif)

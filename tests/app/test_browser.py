@@ -3,6 +3,8 @@ served by ``streamlit run`` on localhost. Screenshots land in ``artifacts/``."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 import time
 from urllib.parse import urlparse
@@ -14,6 +16,7 @@ from app.data import find_logs
 from app.graph import FADED_EDGE, graph_html
 from app.options import SAMPLE_DIR
 from g2po.analysis.state_graph import state_graph
+from g2po.cli import main
 from g2po.outcomes import OutcomeRule
 from loaders import RunWriter
 from tests.app.browser import (
@@ -99,6 +102,25 @@ def test_sample_rollouts_draw_select_and_stay_offline(browser):
         points.nth(1).click(force=True)
         page.get_by_role("heading", name="Group explorer").first.wait_for(timeout=30_000)
         graph_frame(page, condition=f"document.title.includes('training step {second_step}')")
+
+        # the URL `g2po url` prints for a node opens that group with that node selected
+        cooking = next(r for r in refs if r.name == "cooking")
+        log = loaders.open_log(cooking.path)
+        group = log.groups(1)[2]
+        linked = state_graph(log.load_group(1, group), rule=log.rule())
+        states = linked.nodes[linked.nodes["kind"] == "state"]
+        node = int(states.index[states["visits"] > 1][-1])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["url", cooking.path, "--group", group, "--node", str(node), "--base",
+                         url]) == 0
+        page.goto(out.getvalue().strip())
+        frame = graph_frame(page, timeout=60_000, condition=f"document.title.includes("
+                                                            f"'group {group},')")
+        assert frame.evaluate("window.g2po.network.getSelectedNodes()") == [node]
+        page.get_by_text(f"at node {node}").first.wait_for(timeout=20_000)
+        assert f"Showing the {int(states.loc[node, 'visits'])} step(s) at node {node}" in \
+            page.inner_text("body")
 
         assert seen.console_errors == []
         assert seen.dialogs == []

@@ -45,3 +45,16 @@ def test_every_page_has_its_own_path_and_the_start_page_the_root_too(runs_root):
     # "/group" opens the explorer as "/" does (it was "Page not found"); the others as before
     assert {"", *(url for _, _, url in PAGES.values())} <= set(paths)
     assert paths.count("group") == 1 and paths[0] == ""
+
+
+def test_the_pages_are_the_url_tables_each_drawn_by_a_view():
+    import importlib
+
+    from app.shell import VIEWS as DRAWN_BY
+    from g2po.app_url import PAGES as URL_PAGES
+
+    assert list(DRAWN_BY) == list(URL_PAGES) == list(PAGES)  # g2po url names the same pages
+    for key, module in DRAWN_BY.items():
+        assert module.startswith("app.views."), key
+        assert (VIEWS / f"{module.rpartition('.')[2]}.py").is_file(), module
+        assert callable(importlib.import_module(module).render), key

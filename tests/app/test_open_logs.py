@@ -8,7 +8,6 @@ import contextlib
 import json
 import shutil
 
-import pytest
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
@@ -97,13 +96,3 @@ def test_training_curves_given_as_a_log_say_what_they_are_and_how_to_pass_them(t
     said = shown(texts(at))
     assert "verl's file-logger metrics" in said and "--metrics" in said
     assert not at.get("form")  # no column-mapping form for it
-
-
-@pytest.mark.parametrize(("names", "paths", "want"), [
-    (["r", "r"], ["/a/x/r", "/a/y/r"], ["x/r", "y/r"]),
-    (["r", "r", "s"], ["/a/r", "/a/r", "/a/s"], ["r", "r (2)", "s"]),  # one path, two options
-])
-def test_distinct_names(names, paths, want):
-    from app.open_logs import distinct_names
-
-    assert distinct_names(names, paths) == want
