@@ -15,9 +15,11 @@ from app.safe import fmt, truncate
 from app.ui import keep_widget_value, show_error
 from app.url_state import mark_read, seed_from_url, unread_url_value, url_once, write_url
 from g2po.analysis.labels import lead_with_difference
-from g2po.errors import G2POError
+from g2po.errors import G2POError, StepTableError
+from g2po.index import index_steps
 from g2po.params import STATE_KEY_CHOICES, G2POParams
 from g2po.segments import NORM_MODES
+from g2po.state_keys import TrajectoryStrategy, resolve_state_key
 from loaders.formats import LOG_FORMATS
 
 __all__ = ["build_context", "request_group", "GOTO_STEP", "MISSING_RUN", "warn_missing_run"]
@@ -279,10 +281,40 @@ def _parameter_controls(ctx: AppContext) -> G2POParams:
               "state_key": state_key}
     write_url(**chosen)
     try:
-        return G2POParams.from_values(chosen)
+        params = G2POParams.from_values(chosen)
     except (ValueError, KeyError, re.error, G2POError) as err:
         show_error("Bad parameter; using the defaults until it is fixed", err)
         return base
+    return _usable_state_key(ctx, params)
+
+
+def _usable_state_key(ctx: AppContext, params: G2POParams) -> G2POParams:
+    """``params``, or with the exact state key when the chosen strategy builds keys from
+    columns this log lacks (:class:`g2po.state_keys.TrajectoryStrategy`, checked on the group
+    in view): the sidebar then says why, and no page computes with a key it cannot build."""
+    strategy = resolve_state_key(params.state_key)
+    if not isinstance(strategy, TrajectoryStrategy):
+        return params
+    opened = ctx.active
+    if opened is None or ctx.train_step is None or ctx.group_id is None:
+        return params
+    try:
+        rows = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
+    except data.LOADER_ERRORS + (G2POError,):
+        return params  # the log's own problem: its pages say it
+    problem = None
+    try:
+        index_steps(rows, strategy)
+    except StepTableError as err:
+        problem = "; ".join(err.problems)
+    if problem is None:
+        st.caption(fmt("State key “{}” builds each key from the trajectory's {}; a page "
+                       "that reads fewer of the log's columns says it cannot use it.",
+                       strategy.__name__, strategy.needs))
+        return params
+    st.warning(fmt("State key “{}” cannot key this log: {}. Every page uses “exact” until "
+                   "another key is chosen.", strategy.__name__, problem))
+    return G2POParams.from_values({"state_key": "exact"}, params)
 
 
 def _seed_state_key() -> None:

@@ -9,7 +9,7 @@ import json
 import sys
 
 from g2po.cli.analysis import estimator_name
-from g2po.cli.logs import add_log_options, log_options
+from g2po.cli.logs import STATE_KEY_HELP, add_log_options, log_options
 
 __all__ = ["add_parser", "AUDIT_READ"]
 
@@ -141,8 +141,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="its parameters: gamma, w, mode, penalty, or the estimator's own "
                         "(e.g. -p omega=0.8)")
-    p.add_argument("--state-key", default="exact",
-                   help="exact | normalized | regex:PATTERN | similarity[:THRESHOLD]")
+    p.add_argument("--state-key", default="exact", help=STATE_KEY_HELP)
     p.add_argument("--format", dest="output", choices=["table", "csv", "json"],
                    default="table", help="output: a table for the terminal (default), CSV or "
                                          "JSON records")

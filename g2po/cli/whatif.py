@@ -10,7 +10,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from g2po.cli.logs import add_log_options, log_options
+from g2po.cli.logs import STATE_KEY_HELP, add_log_options, log_options
 
 if TYPE_CHECKING:
     from g2po.analysis.whatif import WhatIf
@@ -145,9 +145,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
                                 "batch dump")
     p.add_argument("--key", required=True, metavar="KEY",
-                   help="the state key to try: exact | normalized | alfworld (G2PO's ALFWorld "
-                        "anchor; logs that record admissible actions) | regex:PATTERN | "
-                        "similarity[:THRESHOLD]")
+                   help=f"the state key to try: {STATE_KEY_HELP} (alfworld: G2PO's ALFWorld "
+                        "anchor, for logs that record admissible actions)")
     p.add_argument("--against", default="exact", metavar="KEY",
                    help="the state key it is compared with (default exact)")
     p.add_argument("--step", type=int, metavar="N", help="only training step N (with "

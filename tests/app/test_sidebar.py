@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from tests.app.builders import app_test, shown, texts
+from tests.app.builders import app_test, shown, texts, write_run
+from tests.g2po.builders import alfworld_steps
 from tests.loaders.builders import agent_loop_entries, write_verl_dump
 
 
@@ -58,3 +59,27 @@ def test_strict_app_refuses_the_log_naming_the_line(tmp_path):
     at = app_test("overview", ["--log", str(dump), "--strict"])
     assert not at.exception
     assert "2.jsonl:5: malformed JSON line" in shown(texts(at))
+
+
+def test_a_state_key_the_log_cannot_build_is_said_in_the_sidebar_not_a_traceback(tmp_path):
+    """alfworld reads each step's admissible actions, which a run directory does not record:
+    the sidebar says so, and the page computes with the exact key meanwhile."""
+    run = write_run(tmp_path / "run_a", 1, rows=120)
+    at = app_test("group", ["--log", str(run)])
+    at.selectbox(key="p_state_key").select("alfworld").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (warning,) = at.sidebar.warning
+    assert "State key “alfworld” cannot key this log: state key 'alfworld' needs each " \
+           "step's admissible actions" in shown(warning.value)
+    assert "Every page uses “exact” until another key is chosen." in shown(warning.value)
+    assert at.query_params["state_key"] == "alfworld"
+
+
+def test_the_alfworld_key_on_a_log_that_records_admissible_actions(tmp_path):
+    path = tmp_path / "alfworld.csv"
+    alfworld_steps("text").to_csv(path, index=False)
+    at = app_test("compare", ["--log", str(path)])
+    at.selectbox(key="p_state_key").select("alfworld").run()
+    assert not at.exception and not at.sidebar.warning
+    assert "State key “alfworld” builds each key from the trajectory's observations and " \
+           "admissible actions" in shown(texts(at))

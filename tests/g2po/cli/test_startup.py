@@ -71,6 +71,19 @@ def test_the_alarm_kinds_are_the_alarms():
     assert NAMED == ALARM_KINDS
 
 
+def test_the_state_keys_named_in_help_texts_are_the_strategies():
+    """The parser's --state-key help and the trainers' configuration doc name every
+    strategy g2po.state_keys offers, as g2po.params writes them."""
+    from g2po.cli.logs import STATE_KEY_HELP
+    from g2po.params import state_key_forms
+    from g2po.state_keys import strategy_names
+    from g2po.trainers.config import field_docs
+
+    assert STATE_KEY_HELP == state_key_forms()
+    assert all(name in STATE_KEY_HELP for name in strategy_names())
+    assert f"state_key ({state_key_forms()})" in " ".join(field_docs()["params"].split())
+
+
 def test_an_estimator_registered_in_the_process_is_a_choice(tmp_path, capsys):
     import numpy as np
 
