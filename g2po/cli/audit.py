@@ -9,7 +9,7 @@ import json
 import sys
 
 from g2po.cli.analysis import estimator_name
-from g2po.cli.logs import STATE_KEY_HELP, add_log_options, log_options
+from g2po.cli.logs import add_log_options, log_options
 
 __all__ = ["add_parser", "AUDIT_READ"]
 
@@ -121,6 +121,8 @@ def _show(args: argparse.Namespace, found) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from g2po.cli.logs import STATE_KEY_HELP
+
     p = sub.add_parser(
         "audit", help="the advantage the trainer recorded against the recomputation: "
                       "groups whose recorded credit differs, worst first",

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from g2po.cli.logs import STATE_KEY_HELP, add_log_options, log_options
+from g2po.cli.logs import add_log_options, log_options
 
 if TYPE_CHECKING:
     from g2po.analysis.whatif import WhatIf
@@ -133,6 +133,8 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from g2po.cli.logs import STATE_KEY_HELP
+
     p = sub.add_parser(
         "whatif", help="what another state key would change: the steps whose advantage "
                        "moves or flips sign, and the nodes that merge or split",
