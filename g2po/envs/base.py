@@ -83,7 +83,8 @@ class StepResult:
     ``won`` the environment's success flag (the collector turns it into the episode reward).
     ``action`` is the projected action actually played, or the raw text when invalid.
     ``info`` carries environment-specific fields (e.g. TextWorld's room description and
-    inventory, a walkthrough ``"policy_commands"`` for scripted policies).
+    inventory, a walkthrough ``"policy_commands"`` for scripted policies) and the facts about
+    the step the environment reports for the step table (:attr:`TextEnv.step_reports`).
     """
 
     observation: str
