@@ -3,8 +3,10 @@ parameters, and the live-run watcher. Builds the :class:`AppContext` every view 
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
+from collections.abc import Callable, Collection
 
 import streamlit as st
 
@@ -15,10 +17,13 @@ from app.safe import fmt, truncate
 from app.ui import keep_widget_value, show_error
 from app.url_state import mark_read, seed_from_url, unread_url_value, url_once, write_url
 from g2po.analysis.labels import lead_with_difference
-from g2po.errors import G2POError
+from g2po.errors import G2POError, StepTableError
+from g2po.index import index_steps
 from g2po.params import STATE_KEY_CHOICES, G2POParams
 from g2po.segments import NORM_MODES
+from g2po.state_keys import TrajectoryStrategy, resolve_state_key, similarity
 from loaders.formats import LOG_FORMATS
+from loaders.log import manifest_params
 
 __all__ = ["build_context", "request_group", "GOTO_STEP", "MISSING_RUN", "warn_missing_run"]
 
@@ -238,29 +243,58 @@ def _group_labels(groups: list[str], summary) -> tuple[dict[str, str], str]:
 #: rule's are per run: :mod:`app.rules`).
 #: (The state key has widgets of its own: strategy and argument.)
 PARAM_URL = {f"p_{name}": name for name in G2POParams.names() if name != "state_key"}
+#: The number boxes' bounds (a value from the URL or a run outside them is not applied).
+BOUNDS = {"p_gamma": (0.01, 1.0), "p_w": (0.0, 10.0), "p_penalty": (0.0, 100.0)}
+#: Session key: the runs whose recorded parameters were applied, each once: when it is first
+#: shown in the session.
+PARAMS_SEEDED = "_g2po_params_seeded"
+#: The similarity strategy's own threshold, for a recorded ``similarity`` without one.
+_SIMILARITY_DEFAULT = inspect.signature(similarity).parameters["threshold"].default
+
+
+def _bounded(key: str) -> Callable[[str], float]:
+    """The URL parser of number box ``key``: a float within its bounds, else ValueError."""
+    low, high = BOUNDS[key]
+
+    def parse(text: str) -> float:
+        value = float(text)
+        if not low <= value <= high:
+            raise ValueError(f"{value} is outside [{low}, {high}]")
+        return value
+
+    return parse
 
 
 def _parameter_controls(ctx: AppContext) -> G2POParams:
     """G2PO's parameters, and the active run's outcome rule into ``ctx.rules``; a change
     recomputes every view. Each is kept in the URL under its name in :class:`G2POParams`; the
-    rule is kept per run (:mod:`app.rules`)."""
+    rule is kept per run (:mod:`app.rules`). A run shown for the first time in the session
+    brings the parameters it records (:func:`loaders.log.manifest_params`: its ``run.json``),
+    except those the URL sets."""
     active = ctx.active
     assert active is not None
     base = G2POParams()
-    defaults = {key: getattr(base, name) for key, name in PARAM_URL.items()}
-    parsers = {"p_mode": str}
-    allowed = {"p_mode": NORM_MODES}
+    from_url = {name for key, name in PARAM_URL.items()
+                if seed_from_url(key, name, _bounded(key) if key in BOUNDS else str,
+                                 NORM_MODES if key == "p_mode" else None)}
+    if _seed_state_key(url_once("state_key")):
+        from_url.add("state_key")
+    recorded = _recorded_params(active)
+    seeded = st.session_state.setdefault(PARAMS_SEEDED, set())
+    if active.key not in seeded:
+        seeded.add(active.key)
+        if recorded is not None:
+            _apply_params(recorded, skip=from_url)
     for key, name in PARAM_URL.items():
-        seed_from_url(key, name, parsers.get(key, float), allowed.get(key))
-        st.session_state.setdefault(key, defaults[key])
-    _seed_state_key()
+        st.session_state.setdefault(key, getattr(base, name))
+    _seed_state_key(None)
     for key in (*PARAM_URL, "p_state_key", "p_regex", "p_similarity"):
         keep_widget_value(key)  # seeded above: sent with the widget on every run
     with st.expander("G2PO parameters", expanded=False):
-        gamma = st.number_input("γ (discount)", 0.01, 1.0, step=0.01, key="p_gamma")
-        w = st.number_input("w (step-advantage weight)", 0.0, 10.0, step=0.1, key="p_w")
+        gamma = st.number_input("γ (discount)", *BOUNDS["p_gamma"], step=0.01, key="p_gamma")
+        w = st.number_input("w (step-advantage weight)", *BOUNDS["p_w"], step=0.1, key="p_w")
         mode = st.selectbox("normalisation", NORM_MODES, key="p_mode")
-        penalty = st.number_input("invalid-action penalty p", 0.0, 100.0, step=0.05,
+        penalty = st.number_input("invalid-action penalty p", *BOUNDS["p_penalty"], step=0.05,
                                   key="p_penalty")
         strategy = st.selectbox("state key", STATE_KEY_CHOICES, key="p_state_key",
                                 help="How observations merge into nodes.")
@@ -279,30 +313,116 @@ def _parameter_controls(ctx: AppContext) -> G2POParams:
               "state_key": state_key}
     write_url(**chosen)
     try:
-        return G2POParams.from_values(chosen)
+        params = G2POParams.from_values(chosen)
     except (ValueError, KeyError, re.error, G2POError) as err:
         show_error("Bad parameter; using the defaults until it is fixed", err)
         return base
+    _say_origin(active, params, recorded)
+    return _usable_state_key(ctx, params)
 
 
-def _seed_state_key() -> None:
-    """The state-key strategy and its argument, from the URL's ``state_key`` (e.g.
-    ``regex:^[^\\n]*`` or ``similarity:0.9``) on the first run, else their defaults."""
-    raw = url_once("state_key")
-    if raw:
-        name, _, arg = raw.partition(":")
-        if name in STATE_KEY_CHOICES:
-            st.session_state["p_state_key"] = name
-            if name == "regex":
-                st.session_state["p_regex"] = arg
-            elif name == "similarity":
-                try:
-                    st.session_state["p_similarity"] = min(1.0, max(0.5, float(arg)))
-                except ValueError:
-                    pass
-    st.session_state.setdefault("p_state_key", "exact")
-    st.session_state.setdefault("p_regex", r"^[^\n]*")
-    st.session_state.setdefault("p_similarity", 0.9)
+def _recorded_params(opened: OpenLog) -> G2POParams | None:
+    """The parameters the run records (its ``run.json``), or None; a ``similarity`` key
+    without its threshold is written with the strategy's own, as the slider shows it."""
+    recorded = manifest_params(opened.log.manifest)
+    if recorded is not None and recorded.state_key == "similarity":
+        return G2POParams.from_values({"state_key": f"similarity:{_SIMILARITY_DEFAULT}"},
+                                      recorded)
+    return recorded
+
+
+def _apply_params(params: G2POParams, skip: Collection[str] = ()) -> None:
+    """Show ``params`` in the widgets (but the names in ``skip``, and a number outside its
+    box's bounds, which :func:`_say_origin` then names)."""
+    state = st.session_state
+    for key, name in PARAM_URL.items():
+        value = getattr(params, name)
+        low, high = BOUNDS.get(key, (None, None))
+        if name not in skip and (low is None or low <= value <= high):
+            state[key] = value
+    if "state_key" not in skip and isinstance(params.state_key, str):
+        _seed_state_key(params.state_key)
+
+
+def _say_origin(active: OpenLog, params: G2POParams, recorded: G2POParams | None) -> None:
+    """Under the parameters: where their values came from (the run's ``run.json`` or the
+    defaults), and, when they differ from what the run records, which, with a button that
+    brings the recorded ones back."""
+    if recorded is None:
+        if params == G2POParams():
+            st.caption(fmt("G2PO parameters: the defaults (the authors' code); {} records "
+                           "none.", active.name))
+        else:
+            st.caption(fmt("G2PO parameters: changed from the defaults; {} records none.",
+                           active.name))
+        return
+    if params == recorded:
+        st.caption(fmt("G2PO parameters: from the run's run.json ({}: what it was trained "
+                       "with).", active.name))
+        return
+    mine, theirs = params.as_dict(), recorded.as_dict()
+    differ = ", ".join(f"{name} {theirs[name]} (here {mine[name]})" for name in theirs
+                       if theirs[name] != mine[name])
+    st.caption(fmt("G2PO parameters: changed from the run's run.json ({} records {}).",
+                   active.name, differ))
+    st.button("Use the run's recorded parameters", key=f"p_recorded:{active.key}",
+              on_click=_apply_params, args=(recorded,))
+
+
+def _usable_state_key(ctx: AppContext, params: G2POParams) -> G2POParams:
+    """``params``, or with the exact state key when the chosen strategy builds keys from
+    columns this log lacks (:class:`g2po.state_keys.TrajectoryStrategy`, checked on the group
+    in view): the sidebar then says why, and no page computes with a key it cannot build."""
+    strategy = resolve_state_key(params.state_key)
+    if not isinstance(strategy, TrajectoryStrategy):
+        return params
+    opened = ctx.active
+    if opened is None or ctx.train_step is None or ctx.group_id is None:
+        return params
+    try:
+        rows = data.load_group(opened.log, opened.key, ctx.train_step, ctx.group_id)
+    except data.LOADER_ERRORS + (G2POError,):
+        return params  # the log's own problem: its pages say it
+    problem = None
+    try:
+        index_steps(rows, strategy)
+    except StepTableError as err:
+        problem = "; ".join(err.problems)
+    if problem is None:
+        st.caption(fmt("State key “{}” builds each key from the trajectory's {}; a page "
+                       "that reads fewer of the log's columns says it cannot use it.",
+                       strategy.__name__, strategy.needs))
+        return params
+    st.warning(fmt("State key “{}” cannot key this log: {}. Every page uses “exact” until "
+                   "another key is chosen.", strategy.__name__, problem))
+    return G2POParams.from_values({"state_key": "exact"}, params)
+
+
+def _seed_state_key(raw: str | None) -> bool:
+    """The state-key strategy and its argument from ``raw`` (the URL's or a run's
+    ``state_key``, e.g. ``regex:^[^\\n]*`` or ``similarity:0.9``): whether it set them. With
+    None, the defaults where the widgets have no state."""
+    state = st.session_state
+    if raw is None:
+        state.setdefault("p_state_key", "exact")
+        state.setdefault("p_regex", r"^[^\n]*")
+        state.setdefault("p_similarity", 0.9)
+        return False
+    name, _, arg = raw.partition(":")
+    if name not in STATE_KEY_CHOICES:
+        return False
+    if name == "similarity":
+        try:
+            threshold = float(arg) if arg else _SIMILARITY_DEFAULT
+        except ValueError:
+            return False
+        if not 0.5 <= threshold <= 1.0:  # the slider's range
+            return False
+        state["p_similarity"] = threshold
+    elif name == "regex":
+        state["p_regex"] = arg
+    state["p_state_key"] = name
+    return True
 
 
 def _live_watcher(ctx: AppContext, options: AppOptions) -> None:

@@ -18,13 +18,15 @@ from typing import Any
 from g2po.estimators.registry import estimator_params, shared_params
 from g2po.outcomes import OutcomeRule
 from g2po.segments import NORM_MODES
-from g2po.state_keys import StateKeyFn, resolve_state_key
+from g2po.state_keys import StateKeyFn, resolve_state_key, strategy_names
 
-__all__ = ["G2POParams", "DEFAULT_PARAMS", "STATE_KEY_CHOICES"]
+__all__ = ["G2POParams", "DEFAULT_PARAMS", "STATE_KEY_CHOICES", "state_key_forms"]
 
-#: Built-in state-key strategies offered as choices; ``regex:`` and ``similarity:`` take an
-#: argument.
-STATE_KEY_CHOICES = ("exact", "normalized", "regex", "similarity")
+#: The state-key strategies offered as choices (:func:`g2po.state_keys.strategy_names`, the one
+#: list): ``regex`` and ``similarity`` take an argument (``regex:PATTERN``).
+STATE_KEY_CHOICES = tuple(strategy_names())
+#: How the strategies that take an argument are written with it.
+_WITH_ARGUMENT = {"regex": "regex:PATTERN", "similarity": "similarity[:THRESHOLD]"}
 #: Parameters every estimator that takes them gets with G2PO's meaning (besides the rule's).
 _SHARED = ("gamma", "penalty")
 
@@ -37,8 +39,9 @@ class G2POParams:
     w : weight of the step terms, A = A^EP + w·(A^NC + A^EC); finite.
     mode : ``mean_std_norm`` | ``mean_norm``.
     penalty : invalid-action penalty p; finite.
-    state_key : ``exact`` | ``normalized`` | ``regex:PATTERN`` | ``similarity[:THRESHOLD]``, or
-        a callable strategy (:mod:`g2po.state_keys`).
+    state_key : a strategy's name as :func:`state_key_forms` writes them (the names of
+        :func:`g2po.state_keys.strategy_names`), or a callable strategy
+        (:mod:`g2po.state_keys`).
 
     >>> G2POParams.from_values({"gamma": "0.9", "mode": "mean_norm"})
     G2POParams(gamma=0.9, w=1.0, mode='mean_norm', penalty=0.1, state_key='exact')
@@ -114,6 +117,15 @@ class G2POParams:
             accepted = estimator_params(name)
             chosen.update({k: getattr(self, k) for k in ("w", "mode") if k in accepted})
         return chosen
+
+
+def state_key_forms() -> str:
+    """Every state-key strategy as a user writes it, for help texts and messages.
+
+    >>> state_key_forms()
+    'exact | normalized | alfworld | regex:PATTERN | similarity[:THRESHOLD]'
+    """
+    return " | ".join(_WITH_ARGUMENT.get(name, name) for name in strategy_names())
 
 
 #: The paper's parameters (the authors' code), the default wherever parameters are optional.

@@ -12,6 +12,11 @@ An environment that raises is reported with its task id, rollout and step (logge
 in the step's metrics as ``env/errors``); that rollout ends as a failure, its rows are kept and
 the failing row names the error in ``env_error``; every other rollout goes on.
 
+Step columns an estimator declares (:func:`g2po.estimators.step_columns`, e.g. MiGPO's
+``milestone_achieved``) are copied into the rows from each step's ``info`` when the environment
+reports them (:attr:`g2po.envs.base.TextEnv.step_reports`): :func:`reported_columns`, which the
+verl agent loop calls too.
+
 Policies are anything with ``act(turns) -> list[str]`` (:class:`Policy`); ``random`` and
 ``scripted`` are built in, model policies come from the trainers via :func:`register_policy`.
 """
@@ -34,6 +39,7 @@ from g2po.agent_format import build_prompt, format_response, parse_action
 from g2po.envs.base import EnvFamily, StepResult, TextEnv
 from g2po.envs.catalog import env_family
 from g2po.errors import G2POError
+from g2po.estimators import step_columns
 from g2po.index import merge_rate
 
 __all__ = [
@@ -48,6 +54,7 @@ __all__ = [
     "collect_groups",
     "collect_run",
     "step_metrics",
+    "reported_columns",
 ]
 
 log = logging.getLogger("g2po.rollouts")
@@ -408,13 +415,15 @@ def _advance(ro: _Rollout, turn: Turn, answer: Any, stats: dict) -> None:
                 err)
         action, valid = parse_action(response, cur.admissible_actions)
         row.update(action=action, is_action_valid=valid, step_reward=0.0, done=False,
-                   won=False, env_error=f"{type(err).__name__}: {err}")
+                   won=False, env_error=f"{type(err).__name__}: {err}",
+                   **reported_columns(env, None))
         ro.rows.append(row)
         ro.running = False
         _close(ro)
         return
     row.update(action=result.action, is_action_valid=result.is_action_valid,
-               step_reward=float(result.reward), done=bool(result.done), won=bool(result.won))
+               step_reward=float(result.reward), done=bool(result.done), won=bool(result.won),
+               **reported_columns(env, result))
     ro.rows.append(row)
     ro.history.append((cur.observation, result.action))
     ro.current = result
@@ -422,6 +431,37 @@ def _advance(ro: _Rollout, turn: Turn, answer: Any, stats: dict) -> None:
         ro.running = False
         ro.won = bool(result.won)
         _close(ro)
+
+
+def reported_columns(env: TextEnv, result: StepResult | None) -> dict[str, Any]:
+    """The step columns an estimator declares that ``env`` reports, for one step's row.
+
+    Parameters
+    ----------
+    env : the environment that played the step; its ``step_reports`` name what it reports.
+    result : what its ``step()`` returned; None when it raised, and the row gets each column's
+        value for a step whose action did nothing (the env's ``step_reports``).
+
+    Returns
+    -------
+    ``{column: value}``, read from ``result.info``: None where the environment left a column
+    it lists out of ``info`` (an estimator that needs the column then names the rows).
+
+    >>> from g2po.envs.base import TextEnv
+    >>> class Game(TextEnv):
+    ...     step_reports = {"milestone_achieved": False, "room": ""}
+    ...     def _reset(self): ...
+    ...     def _step(self, action): ...
+    >>> reported_columns(Game("t"), StepResult("ok", info={"milestone_achieved": True}))
+    {'milestone_achieved': True}
+    >>> reported_columns(Game("t"), None)
+    {'milestone_achieved': False}
+    """
+    reports = env.step_reports
+    names = [name for name in step_columns() if name in reports]
+    if result is None:
+        return {name: reports[name] for name in names}
+    return {name: result.info.get(name) for name in names}
 
 
 def _close(ro: _Rollout) -> None:

@@ -19,7 +19,7 @@ import pandas as pd
 from g2po.estimators import estimate
 from g2po.outcomes import OutcomeRule
 from g2po.params import DEFAULT_PARAMS, G2POParams
-from g2po.state_keys import resolve_state_key
+from g2po.state_keys import VALUE_WISE, distinct_key_codes, resolve_state_key
 
 __all__ = [
     "NO_NAMESPACE",
@@ -38,8 +38,9 @@ __all__ = [
 #: The namespace of a metric whose name has no ``/``.
 NO_NAMESPACE = "(top level)"
 #: State-key strategies that map each key on its own (no look at the other keys of the group),
-#: so they can run on the distinct keys alone.
-VALUE_WISE_STRATEGIES = ("exact", "normalized", "regex")
+#: so they can run on the distinct keys alone: :data:`g2po.state_keys.VALUE_WISE` (kept under
+#: this name for the modules that import it here).
+VALUE_WISE_STRATEGIES = VALUE_WISE
 #: Columns of :func:`state_history`.
 HISTORY_COLUMNS = ["train_step", "group_id", "n_traj", "visits", "traj_share", "value",
                    "value_var", "adv_mean", "adv_nc_mean", "adv_ec_mean", "adv_ep_mean"]
@@ -158,8 +159,9 @@ def state_table(steps: pd.DataFrame, keys: Sequence[str] | None = None, *,
     steps apart; groups never merge, so each step's graph is its own); ``keys``: when given,
     ``state_key`` holds numbers into this list of distinct keys (see
     :func:`loaders.across_steps.load_groups_coded`): a value-wise strategy
-    (:data:`VALUE_WISE_STRATEGIES`) then runs on the distinct keys only, any other gets the
-    text back. ``params`` and the run's ``rule`` go to the G2PO estimator whole.
+    (:data:`VALUE_WISE_STRATEGIES`) then runs on the distinct keys only
+    (:func:`g2po.state_keys.distinct_key_codes`), any other gets the text back. ``params`` and
+    the run's ``rule`` go to the G2PO estimator whole.
 
     Returns one row per (training step, state node): train_step, group_id, key (the canonical
     key), n_traj (the group's trajectories), visits, traj_share (share of the trajectories
@@ -172,19 +174,20 @@ def state_table(steps: pd.DataFrame, keys: Sequence[str] | None = None, *,
     if "train_step" not in steps.columns:
         steps = steps.assign(train_step=0)
     state_key = params.state_key
-    canon_text = None
+    raw = None  # each row's key text, when the rows carry merged codes instead
     if keys is not None:
         codes = steps["state_key"].to_numpy().astype(np.int64)
-        distinct = pd.Series(list(keys), dtype=object)
-        if str(state_key).partition(":")[0] in VALUE_WISE_STRATEGIES:
-            canonical = pd.Series(resolve_state_key(state_key)(
-                distinct, np.zeros(len(distinct), np.int64))).astype(str)
-            ccode, canon_text = pd.factorize(canonical, sort=False)
-            names = np.array([str(i) for i in range(len(canon_text))], dtype=object)
-            steps = steps.assign(state_key=names[ccode[codes]])  # shared short strings
-            state_key = "exact"
+        distinct = np.asarray(list(keys), dtype=object)
+        merged = distinct_key_codes(
+            pd.Series(pd.Categorical.from_codes(codes, categories=pd.Index(distinct))),
+            state_key)
+        if merged is not None:
+            names = np.array([str(i) for i in range(int(merged.max(initial=-1)) + 1)],
+                             dtype=object)
+            steps = steps.assign(state_key=names[merged])  # shared short strings
+            raw, state_key = distinct[codes], "exact"
         else:
-            steps = steps.assign(state_key=distinct.to_numpy()[codes])
+            steps = steps.assign(state_key=distinct[codes])
     columns, ix = estimate(steps, "g2po",
                            **replace(params, state_key=state_key).g2po_kwargs(rule))
     node = ix.node
@@ -204,8 +207,9 @@ def state_table(steps: pd.DataFrame, keys: Sequence[str] | None = None, *,
         return sums / np.maximum(visits, 1)
 
     key = ix.canonical_key.to_numpy()[first]
-    if canon_text is not None:
-        key = np.asarray(canon_text, dtype=object)[key.astype(np.int64)]
+    if raw is not None:  # every key of a node has one canonical text: its first row's
+        key = np.asarray(resolve_state_key(params.state_key)(
+            pd.Series(raw[first], dtype=object), np.zeros(len(first), np.int64)), dtype=object)
     out = pd.DataFrame({
         "train_step": steps["train_step"].to_numpy(dtype=np.int64)[first],
         "group_id": steps["group_id"].astype(str).to_numpy()[first],

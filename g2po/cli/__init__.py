@@ -58,11 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         setattr(args, dest, list(getattr(args, dest)) + extra)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # `g2po … | head`: the reader has all it wants (an OSError: first)
+        _quiet_stdout()
+        return 0
     except (G2POError, OSError, ValueError, TypeError, KeyError) as err:
         print(f"g2po {args.command}: error: {err}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # `g2po … | head`
-        return 0
     except KeyboardInterrupt:
         print(f"g2po {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -75,6 +76,16 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{_one_line(str(err))}; please report it (G2PO_DEBUG=1 shows the traceback)",
               file=sys.stderr)
         return 3
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device: Python flushes it at exit, and what is left
+    in its buffer would fail on the closed pipe again ("Exception ignored … BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout without a descriptor (captured): nothing to flush
+        pass
 
 
 def _one_line(text: str, width: int = 300) -> str:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from g2po.cli.logs import add_log_options, log_options
+from g2po.cli.logs import STATE_KEY_HELP, add_log_options, log_options
 from g2po.cli.sweep import add_ray_options, sweep_runs
 
 if TYPE_CHECKING:
@@ -66,8 +66,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="a step table file (csv, jsonl, parquet) or a supported log")
     p.add_argument("--group", help="only this group_id")
     p.add_argument("--train-step", type=int, help="only this training step")
-    p.add_argument("--state-key", default="exact",
-                   help="exact | normalized | regex:PATTERN | similarity[:THRESHOLD]")
+    p.add_argument("--state-key", default="exact", help=STATE_KEY_HELP)
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="estimator parameter, e.g. -p gamma=0.9 -p mode=mean_norm")
     add_log_options(p)

@@ -128,6 +128,8 @@ def _show(args: argparse.Namespace, found, urls) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from g2po.cli.logs import STATE_KEY_HELP
+
     p = sub.add_parser(
         "audit", help="the advantage the trainer recorded against the recomputation: "
                       "groups whose recorded credit differs, worst first",
@@ -148,8 +150,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="its parameters: gamma, w, mode, penalty, or the estimator's own "
                         "(e.g. -p omega=0.8)")
-    p.add_argument("--state-key", default="exact",
-                   help="exact | normalized | regex:PATTERN | similarity[:THRESHOLD]")
+    p.add_argument("--state-key", default="exact", help=STATE_KEY_HELP)
     p.add_argument("--format", dest="output", choices=["table", "csv", "json"],
                    default="table", help="output: a table for the terminal (default), CSV or "
                                          "JSON records")

@@ -12,7 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 
-__all__ = ["add_parser", "add_log_options", "log_options"]
+__all__ = ["add_parser", "add_log_options", "log_options", "STATE_KEY_HELP"]
+
+#: The state-key strategies as ``--state-key`` takes them: :func:`g2po.params.state_key_forms`,
+#: written out because importing it imports pandas (a test keeps the two equal).
+STATE_KEY_HELP = "exact | normalized | alfworld | regex:PATTERN | similarity[:THRESHOLD]"
 
 
 def add_log_options(p: argparse.ArgumentParser, format_option: str = "--format") -> None:

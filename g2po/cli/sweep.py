@@ -95,10 +95,17 @@ def plan_units(runs: Sequence[Run], options: dict) -> list[Unit]:
 
 def sweep_runs(args: argparse.Namespace) -> tuple[list[Run], list[str]] | None:
     """The runs of ``args.path`` when it is a folder of more than one run
-    (:func:`g2po.cli.sweep.find_runs`), else None: a folder that holds one log reads as that
-    log, as does a folder with none, and a run's ``rollouts/`` folder (its step files are no
-    runs): those get the single-log answer, as from ``g2po validate``. ``g2po triage`` and
-    ``g2po advantages`` both ask this, once."""
+    (:func:`g2po.cli.sweep.find_runs`), else None: a folder with no log reads as one log, as
+    does a run's ``rollouts/`` folder (its step files are no runs): those get the single-log
+    answer, as from ``g2po validate``. ``g2po triage`` and ``g2po advantages`` both ask this,
+    once.
+
+    Raises
+    ------
+    loaders.errors.NoLogFoundError
+        When the folder holds exactly one log: no sweep of one run, and no log itself either;
+        the message names the log to pass instead.
+    """
     from loaders.detect import is_rollouts_folder
     from loaders.errors import NoLogFoundError
 
@@ -108,7 +115,12 @@ def sweep_runs(args: argparse.Namespace) -> tuple[list[Run], list[str]] | None:
         found = find_runs(args.path)
     except NoLogFoundError:
         return None
-    return found if found is not None and len(found[0]) > 1 else None
+    if found is not None and len(found[0]) == 1:
+        (run,) = found[0]
+        raise NoLogFoundError(f"{args.path}: this folder is no log itself, and it holds one "
+                              f"log, {run.path}: pass that log (a sweep takes a folder of "
+                              "two or more)")
+    return found
 
 
 def add_ray_options(p: argparse.ArgumentParser) -> None:

@@ -154,6 +154,8 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from g2po.cli.logs import STATE_KEY_HELP
+
     p = sub.add_parser(
         "whatif", help="what another state key would change: the steps whose advantage "
                        "moves or flips sign, and the nodes that merge or split",
@@ -166,9 +168,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
                                 "batch dump")
     p.add_argument("--key", required=True, metavar="KEY",
-                   help="the state key to try: exact | normalized | alfworld (G2PO's ALFWorld "
-                        "anchor; logs that record admissible actions) | regex:PATTERN | "
-                        "similarity[:THRESHOLD]")
+                   help=f"the state key to try: {STATE_KEY_HELP} (alfworld: G2PO's ALFWorld "
+                        "anchor, for logs that record admissible actions)")
     p.add_argument("--against", default="exact", metavar="KEY",
                    help="the state key it is compared with (default exact)")
     p.add_argument("--step", type=int, metavar="N", help="only training step N (with "

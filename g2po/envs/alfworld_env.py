@@ -53,6 +53,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from g2po.agent_format import format_response
@@ -211,6 +212,9 @@ class ALFWorldEnv(TextWorldEnv):
 
     env_name = "alfworld"
     role = "You are an expert agent operating in the ALFRED Embodied Environment."
+    #: No milestones: the PDDL engine scores the whole goal only (1 when it holds), and the
+    #: text game reports no sub-goal of it.
+    step_reports = MappingProxyType({})
 
     def __init__(self, task_id: str, path: str | Path, *, expert: bool = True,
                  validity: str = "admissible", anchor: str = "observation") -> None:

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from g2po.agent_format import extract_action, parse_action, parse_action_format
@@ -82,7 +83,8 @@ class StepResult:
     ``won`` the environment's success flag (the collector turns it into the episode reward).
     ``action`` is the projected action actually played, or the raw text when invalid.
     ``info`` carries environment-specific fields (e.g. TextWorld's room description and
-    inventory, a walkthrough ``"policy_commands"`` for scripted policies).
+    inventory, a walkthrough ``"policy_commands"`` for scripted policies) and the facts about
+    the step the environment reports for the step table (:attr:`TextEnv.step_reports`).
     """
 
     observation: str
@@ -117,6 +119,14 @@ class TextEnv(ABC):
     #: only admissible actions; ``format`` (ALFWorld's paper setting) plays every action and
     #: judges the response's format alone.
     validity: str = "admissible"
+    #: The facts about a step's own action this environment puts in each result's ``info``
+    #: for the step table (columns an estimator declares, e.g. TextWorld's
+    #: ``milestone_achieved``), each with its value for a step whose action did nothing: an
+    #: invalid action's no-op result reports that value, and so does the row of a step whose
+    #: environment raised. Facts about the state (the room, the inventory) stay in ``info``
+    #: without being listed here. The collectors copy the listed facts an estimator declares
+    #: (:func:`g2po.rollouts.reported_columns`).
+    step_reports: Mapping[str, Any] = MappingProxyType({})
 
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
@@ -199,6 +209,7 @@ class TextEnv(ABC):
         feedback = (INVALID_ACTION_FEEDBACK.format(action=action) if has_tag
                     else NO_ACTION_FEEDBACK)
         info = {k: v for k, v in last.info.items() if k != "unchanged_key"}
+        info.update(self.step_reports)  # the last step's facts are not this step's
         info["unchanged_key"] = last.state_key
         return dataclasses.replace(
             last, observation=feedback, reward=0.0, done=False, won=False,

@@ -50,6 +50,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from g2po.cache import user_cache_dir
@@ -250,12 +251,19 @@ class TextWorldEnv(TextEnv):
     """One TextWorld game; every reset starts the same initial state (games are deterministic).
 
     ``info`` of each result holds ``description``, ``inventory``, ``score``, ``max_score``,
-    ``moves`` and ``policy_commands`` (the engine's walkthrough from the current state, used by
-    the scripted policy; it is never shown in the prompt).
+    ``moves``, ``policy_commands`` (the engine's walkthrough from the current state, used by
+    the scripted policy; it is never shown in the prompt) and ``milestone_achieved``.
+
+    Milestones: a step whose action raised the game's score achieved one (MiGPO's
+    ``milestone_achieved`` step column). TextWorld scores a game's sub-goals as they are met:
+    a cooking game's every ingredient taken, cooked or cut, the meal prepared and eaten; each
+    reward point of ``tw-simple``; the coin or the treasure of the one-goal challenges (whose
+    only milestone is the winning step).
     """
 
     env_name = "textworld"
     role = "You are an expert agent playing a text-based adventure game."
+    step_reports = MappingProxyType({"milestone_achieved": False})
 
     def __init__(self, task_id: str, path: str | Path, *, wrappers: Sequence[Any] = (),
                  extras: Sequence[str] = ()) -> None:
@@ -311,6 +319,7 @@ class TextWorldEnv(TextEnv):
             "moves": int(state.get("moves") or 0),
             "lost": bool(state.get("lost")),
             "policy_commands": list(state.get("policy_commands") or []),
+            "milestone_achieved": reward > 0,  # the score rose: a sub-goal was met
         }
         return StepResult(
             observation=observation,

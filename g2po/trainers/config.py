@@ -29,7 +29,7 @@ import yaml
 
 from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
-from g2po.params import G2POParams
+from g2po.params import G2POParams, state_key_forms
 
 __all__ = [
     "TrainConfig",
@@ -143,8 +143,9 @@ class TrainConfig:
     params: G2POParams = field(default_factory=G2POParams)
     """G2PO's parameters (g2po.params.G2POParams): gamma (0.95), w (1.0), mode (mean_std_norm |
     mean_norm), penalty (the invalid-action penalty, 0.1), state_key (exact | normalized |
-    regex:PATTERN | similarity[:THRESHOLD]); each estimator gets those it takes with G2PO's
-    meaning. Set one as params.gamma=0.9 (gamma=, invalid_penalty=, state_key= also work)."""
+    alfworld | regex:PATTERN | similarity[:THRESHOLD]); each estimator gets those it takes with
+    G2PO's meaning. Set one as params.gamma=0.9 (gamma=, invalid_penalty=, state_key= also
+    work)."""
     outcome: OutcomeRule = field(default_factory=OutcomeRule)
     """The run's outcome rule (g2po.outcomes.OutcomeRule): success_reward (a won episode's
     reward, else 0; the success terminal's value; 10), success_threshold (null: success is
@@ -224,8 +225,8 @@ class TrainConfig:
             except (ValueError, G2POError) as err:
                 problems.append(str(err))
         if not problems and not isinstance(self.params.state_key, str):
-            problems.append("params.state_key must be a strategy's name (exact, normalized, "
-                            "regex:PATTERN, similarity[:THRESHOLD]): a run stores it as text")
+            problems.append(f"params.state_key must be a strategy's name ({state_key_forms()})"
+                            ": a run stores it as text")
         if problems or not isinstance(self.estimator_params, dict):
             return problems
         try:

@@ -1,12 +1,18 @@
-"""The sidebar's group picker: groups named by their task where the log has one."""
+"""The sidebar: groups named by their task where the log has one, one bad line, the G2PO
+parameters a run records, a state key the log cannot build."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
-from tests.app.builders import app_test, shown, texts
+from g2po.outcomes import OutcomeRule
+from g2po.params import G2POParams
+from loaders import RunWriter
+from tests.app.builders import app_test, entry, group_steps, shown, texts
+from tests.g2po.builders import alfworld_steps
 from tests.loaders.builders import agent_loop_entries, write_verl_dump
 
 
@@ -58,3 +64,105 @@ def test_strict_app_refuses_the_log_naming_the_line(tmp_path):
     at = app_test("overview", ["--log", str(dump), "--strict"])
     assert not at.exception
     assert "2.jsonl:5: malformed JSON line" in shown(texts(at))
+
+
+RECORDED = G2POParams(gamma=0.9, w=0.5, mode="mean_norm", penalty=0.2, state_key="normalized")
+
+
+def _run_with_params(path, params: G2POParams | None, seed: int = 0):
+    """A run directory whose run.json records ``params`` (None: none)."""
+    manifest = {"env": "synthetic", "model": "test", "outcome": OutcomeRule().as_dict()}
+    if params is not None:
+        manifest["params"] = params.as_dict()
+    writer = RunWriter(path, manifest)
+    writer.write_step(1, group_steps(seed=seed, rows=120))
+    return path
+
+
+def _widgets(at) -> dict:
+    return {"gamma": at.number_input(key="p_gamma").value, "w": at.number_input(key="p_w").value,
+            "mode": at.selectbox(key="p_mode").value,
+            "penalty": at.number_input(key="p_penalty").value,
+            "state_key": at.selectbox(key="p_state_key").value}
+
+
+def test_the_parameters_start_from_the_runs_run_json(tmp_path):
+    run = _run_with_params(tmp_path / "run_a", RECORDED)
+    at = app_test("curves", ["--log", str(run)])
+    assert not at.exception
+    assert _widgets(at) == RECORDED.as_dict()
+    assert "G2PO parameters: from the run's run.json (run_a" in shown(texts(at))
+    at.number_input(key="p_gamma").set_value(0.8).run()
+    said = shown(texts(at))
+    assert "changed from the run's run.json (run_a records gamma 0.9 (here 0.8))" in said
+    (button,) = [b for b in at.button if b.key.startswith("p_recorded:")]
+    button.click().run()
+    assert not at.exception and _widgets(at)["gamma"] == 0.9
+    assert "from the run's run.json" in shown(texts(at))
+
+
+def test_the_urls_parameters_win_over_the_recorded_ones(tmp_path):
+    run = _run_with_params(tmp_path / "run_a", RECORDED)
+    at = AppTest.from_function(entry, kwargs={"page": "curves", "argv": ["--log", str(run)]},
+                               default_timeout=60)
+    at.query_params.update({"gamma": "0.7", "state_key": "similarity:0.8", "w": "20"})
+    at.run()
+    assert not at.exception  # w=20 is beyond its box: not applied (the widget showed 0)
+    assert _widgets(at) == {**RECORDED.as_dict(), "gamma": 0.7, "state_key": "similarity"}
+    assert at.slider(key="p_similarity").value == 0.8
+    assert "run_a records gamma 0.9 (here 0.7), state_key normalized (here similarity:0.8)" \
+        in shown(texts(at))
+
+
+def test_a_recorded_similarity_key_without_threshold_is_the_strategys_own(tmp_path):
+    run = _run_with_params(tmp_path / "run_a", G2POParams(state_key="similarity"))
+    at = app_test("curves", ["--log", str(run)])
+    assert not at.exception and at.slider(key="p_similarity").value == 0.95
+    assert "G2PO parameters: from the run's run.json" in shown(texts(at))
+
+
+def test_a_run_that_records_none_starts_from_the_defaults_and_says_so(tmp_path):
+    run = _run_with_params(tmp_path / "old", None)
+    at = app_test("curves", ["--log", str(run)])
+    assert not at.exception
+    assert _widgets(at) == G2POParams().as_dict()
+    assert "G2PO parameters: the defaults (the authors' code); old records none." in \
+        shown(texts(at))
+
+
+def test_a_run_shown_first_brings_its_parameters(tmp_path):
+    """Each run brings what it records when it is first shown in the session."""
+    _run_with_params(tmp_path / "run_a", RECORDED)
+    _run_with_params(tmp_path / "run_b", G2POParams(gamma=0.5), seed=1)
+    at = app_test("curves", ["--log", str(tmp_path)])
+    at.selectbox(key="active_run").select("run_a").run()
+    assert _widgets(at) == RECORDED.as_dict()
+    at.selectbox(key="active_run").select("run_b").run()
+    assert not at.exception and _widgets(at) == G2POParams(gamma=0.5).as_dict()
+    at.selectbox(key="active_run").select("run_a").run()  # seen: the values stay
+    assert _widgets(at)["gamma"] == 0.5
+    assert "run_a records gamma 0.9 (here 0.5)" in shown(texts(at))
+
+
+def test_a_state_key_the_log_cannot_build_is_said_in_the_sidebar_not_a_traceback(tmp_path):
+    """alfworld reads each step's admissible actions, which a run directory does not record:
+    the sidebar says so, and the page computes with the exact key meanwhile."""
+    run = _run_with_params(tmp_path / "run_a", None)
+    at = app_test("group", ["--log", str(run)])
+    at.selectbox(key="p_state_key").select("alfworld").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (warning,) = at.sidebar.warning
+    assert "State key “alfworld” cannot key this log: state key 'alfworld' needs each " \
+           "step's admissible actions" in shown(warning.value)
+    assert "Every page uses “exact” until another key is chosen." in shown(warning.value)
+    assert at.query_params["state_key"] == "alfworld"
+
+
+def test_the_alfworld_key_on_a_log_that_records_admissible_actions(tmp_path):
+    path = tmp_path / "alfworld.csv"
+    alfworld_steps("text").to_csv(path, index=False)
+    at = app_test("compare", ["--log", str(path)])
+    at.selectbox(key="p_state_key").select("alfworld").run()
+    assert not at.exception and not at.sidebar.warning
+    assert "State key “alfworld” builds each key from the trajectory's observations and " \
+           "admissible actions" in shown(texts(at))

@@ -3,7 +3,8 @@ import pytest
 from g2po.analysis.state_graph import state_graph
 from g2po.errors import UnknownStateKeyError
 from g2po.outcomes import OutcomeRule
-from g2po.params import G2POParams
+from g2po.params import STATE_KEY_CHOICES, G2POParams, state_key_forms
+from g2po.state_keys import resolve_state_key, strategy_names
 from tests.g2po.builders import THREE, trajectories
 
 
@@ -32,6 +33,15 @@ def test_the_rule_is_one_value_its_fields_are_derived_from():
 def test_bad_values_are_refused(kwargs):
     with pytest.raises(ValueError):
         G2POParams(**kwargs)
+
+
+def test_the_state_key_choices_are_the_strategies_and_each_form_resolves():
+    assert list(STATE_KEY_CHOICES) == strategy_names() and "alfworld" in STATE_KEY_CHOICES
+    forms = state_key_forms().split(" | ")
+    assert len(forms) == len(strategy_names())
+    for form in forms:  # each as written, with an example argument
+        resolve_state_key(form.replace("PATTERN", "^a").replace("[:THRESHOLD]", ":0.9"))
+        G2POParams(state_key=form.replace("PATTERN", "^a").replace("[:THRESHOLD]", ""))
 
 
 def test_bad_state_key_is_refused_early():

@@ -13,6 +13,8 @@ import pytest
 from g2po.cli import main
 from g2po.envs import env_family
 from g2po.errors import G2POError
+from g2po.estimators import estimate, register_estimator, registry
+from g2po.estimators.spec import StepColumn
 from g2po.rollouts import (
     CollectConfig,
     RandomPolicy,
@@ -24,7 +26,7 @@ from g2po.rollouts import (
 )
 from g2po.steps import check_steps
 from loaders.rundir import open_run
-from tests.g2po.envs.corridor import CorridorFamily
+from tests.g2po.envs.corridor import CorridorFamily, MilestoneCorridor
 
 TW = "textworld:coin_collector-level3"
 
@@ -163,6 +165,41 @@ def test_policy_responses_can_carry_extra_row_fields():
 
     with pytest.raises(G2POError, match="overwrite"):
         collect_groups(family, family.tasks(1), Clashing(), group_size=1)
+
+
+def test_a_declared_step_column_the_env_reports_reaches_the_rows():
+    """MiGPO's milestone_achieved comes from each step's info: True on a step forward, the
+    no-op value (False) on an invalid step and on the row of a step whose game raised."""
+    family = CorridorFamily(game=MilestoneCorridor, broken={"c1": 1})
+    policy = ScriptedPolicy(follow=0.0, invalid_rate=0.3, seed=3)
+    steps, stats = collect_groups(family, family.tasks(2), policy, group_size=4, max_steps=6)
+    steps = check_steps(steps)
+    assert len(stats["env_errors"]) == 1 and steps["milestone_achieved"].dtype == bool
+    played = steps["is_action_valid"] & steps["env_error"].isna()
+    forward = played & steps["action"].eq("go forward")
+    assert steps["milestone_achieved"].equals(forward)
+    assert (~steps["is_action_valid"]).any() and forward.any()
+    assert not steps.loc[steps["env_error"].notna(), "milestone_achieved"].any()
+    columns, _ = estimate(steps, "migpo")  # MiGPO trains on what was collected
+    assert columns["segment"].max() >= 1
+
+
+def test_the_collector_copies_what_the_registry_declares_not_what_it_knows():
+    class Forward:
+        def act(self, turns):
+            return ["<action>go forward</action>"] * len(turns)
+
+    family, policy = CorridorFamily(game=MilestoneCorridor), Forward()
+    plain, _ = collect_groups(CorridorFamily(), ["c0"], policy, group_size=2)
+    assert "milestone_achieved" not in plain.columns  # the env reports nothing
+    registry._REGISTRY.pop("migpo")  # the conftest fixture puts it back
+    undeclared, _ = collect_groups(family, ["c0"], policy, group_size=2)
+    assert "milestone_achieved" not in undeclared.columns
+    register_estimator("mine", columns=(StepColumn("milestone_achieved", "bool", "a sub-goal"),))(
+        lambda ix: {"adv": ix.columns["milestone_achieved"].astype(float)})
+    declared, _ = collect_groups(family, ["c0"], policy, group_size=2)
+    assert declared["milestone_achieved"].tolist() == [True] * 6
+    assert estimate(declared, "mine")[0]["adv"].tolist() == [1.0] * 6
 
 
 def test_textworld_groups(tw_cache):

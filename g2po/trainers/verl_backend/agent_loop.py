@@ -15,7 +15,8 @@ initial state. Each step:
 The loop returns one :class:`AgentLoopOutput` per step; verl turns each into a training row
 keyed ``{uid}_{session}_{step}``. Every output carries the episode reward as ``reward_score``
 and ``extra_fields["g2po_step"]`` (group and trajectory ids, step, state key, action, validity,
-episode reward, …), which the G2PO trainer reads back. ``extra_fields["reward_extra_info"]`` is
+episode reward, the step columns an estimator declares that the environment reports, …),
+which the G2PO trainer reads back. ``extra_fields["reward_extra_info"]`` is
 set on every output: verl copies the last output's reward onto the earlier ones and reads that
 field while doing so.
 """
@@ -37,6 +38,7 @@ from verl.experimental.agent_loop.agent_loop import (
 from g2po.agent_format import build_prompt
 from g2po.envs import EnvError, StepResult, env_family
 from g2po.envs.base import EnvFamily
+from g2po.rollouts import reported_columns
 from g2po.trainers.verl_backend.flags import PLAIN_CHAT_TEMPLATE
 from g2po.trainers.verl_backend.settings import (
     AGENT_LOOP,
@@ -122,6 +124,7 @@ class G2POEnvAgentLoop(AgentLoopBase):
                     "is_action_valid": bool(result.is_action_valid),
                     "step_reward": float(result.reward), "done": bool(result.done),
                     "won": bool(result.won), "env": spec, "task": task_id,
+                    **reported_columns(env, result),
                 })
                 outputs.append(output)
         finally:

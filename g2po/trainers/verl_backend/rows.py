@@ -3,7 +3,9 @@
 The v1 trainer stores each agent-loop output as a row keyed ``{uid}_{session}_{index}`` with its
 ``extra_fields`` and a tag (``is_padding``, ``prompt_len``, ``response_len``). The key gives the
 group (``uid``), the trajectory (``session``) and the step (``index``); the ``g2po_step``
-record the agent loop wrote gives the state key, the action and its validity.
+record the agent loop wrote gives the state key, the action and its validity, and the step
+columns an estimator declares (:func:`g2po.estimators.step_columns`) that the environment
+reported (:func:`g2po.rollouts.reported_columns`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from g2po.errors import G2POError
+from g2po.estimators import step_columns
 from g2po.trainers.verl_backend.estimator import StepFields
 from g2po.trainers.verl_backend.settings import STEP_FIELD
 
@@ -47,6 +50,19 @@ def _names(keys: Sequence[str], rows: np.ndarray) -> str:
     return f"{len(rows)} row(s): {shown}{more}"
 
 
+def _reported(records: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """Each declared step column some record carries, (n_rows,) object: the record's value,
+    None on a row whose record lacks it (padding rows; the estimator that needs the column
+    names any real one). The estimator converts them to the declared dtype."""
+    out = {}
+    for name in step_columns():
+        if any(name in record for record in records):
+            values = np.empty(len(records), dtype=object)
+            values[:] = [record.get(name) for record in records]
+            out[name] = values
+    return out
+
+
 def step_fields_from_rows(
     keys: Sequence[str],
     tags: Sequence[Mapping[str, Any]],
@@ -78,16 +94,20 @@ def step_fields_from_rows(
     valid = np.ones(n, dtype=bool)
     extra = {c: np.zeros(n, dtype=d) if d is not object else np.full(n, "", dtype=object)
              for c, d in EXTRA_COLUMNS.items()}
+    records: list[Mapping[str, Any]] = []
     missing, mismatched = [], []
     for i, (key, fields) in enumerate(zip(keys, extra_fields)):
         uid, session, index = split_key(key) if keep[i] else (str(key), "0", 0)
         group[i], traj[i], t[i] = uid, session, index
         if not keep[i]:
+            records.append({})
             continue
         record = (fields or {}).get(STEP_FIELD) if isinstance(fields, Mapping) else None
         if not isinstance(record, Mapping):
             missing.append(i)
+            records.append({})
             continue
+        records.append(record)
         if int(record.get("t", index)) != index:
             mismatched.append(i)
         state_key[i] = str(record["state_key"])
@@ -105,6 +125,7 @@ def step_fields_from_rows(
     if mismatched:
         raise RowError(f"{_names(keys, np.array(mismatched))}: the step index in the key and in "
                        f"the '{STEP_FIELD}' record differ")
+    extra.update(_reported(records))
     extra["prompt_tokens"] = np.array([int((tag or {}).get("prompt_len", 0)) for tag in tags],
                                       dtype=np.int64)
     extra["response_tokens"] = np.array([int((tag or {}).get("response_len", 0))

@@ -143,3 +143,24 @@ def test_the_state_table_holds_every_state_of_every_step():
         history_of(table, key),
         state_history(steps, key, rule=OutcomeRule(), params=G2POParams(gamma=0.9)),
     )
+
+
+@pytest.mark.parametrize("strategy", ["exact", "normalized", "regex:^task \\\\d+ room \\\\d+"])
+def test_the_coded_state_table_is_the_text_one_keys_included(strategy):
+    """Coded keys run the value-wise strategy on the distinct keys alone
+    (g2po.state_keys.distinct_key_codes); every row, the canonical key text included, is the
+    one of the text table."""
+    from g2po.analysis.history import state_table
+
+    steps = _steps_per_train_step()
+    steps["state_key"] = np.where(np.arange(len(steps)) % 3, steps["state_key"].str.upper(),
+                                  steps["state_key"])
+    codes, uniques = pd.factorize(steps["state_key"])
+    params = G2POParams(state_key=strategy)
+    expected = state_table(steps, rule=OutcomeRule(), params=params)
+    got = state_table(steps.assign(state_key=codes.astype(str)), list(uniques),
+                      rule=OutcomeRule(), params=params)
+    pd.testing.assert_frame_equal(got, expected)
+    if strategy == "normalized":  # upper and lower case merged: the keys are the canonical
+        assert expected["key"].nunique() < steps["state_key"].nunique()
+        assert expected["key"].str.islower().all()

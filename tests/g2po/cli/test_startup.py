@@ -103,3 +103,16 @@ def test_from_imports_of_the_public_api_work():
     steps = trajectories(THREE)
     assert StepIndex.__name__ == "StepIndex" and callable(open_log) and callable(load_steps)
     assert isinstance(compute_advantages(steps), pd.DataFrame)
+
+
+def test_the_state_keys_named_in_help_texts_are_the_strategies():
+    """The parser's --state-key help and the trainers' configuration doc name every
+    strategy g2po.state_keys offers, as g2po.params writes them."""
+    from g2po.cli.logs import STATE_KEY_HELP
+    from g2po.params import state_key_forms
+    from g2po.state_keys import strategy_names
+    from g2po.trainers.config import field_docs
+
+    assert STATE_KEY_HELP == state_key_forms()
+    assert all(name in STATE_KEY_HELP for name in strategy_names())
+    assert f"state_key ({state_key_forms()})" in " ".join(field_docs()["params"].split())

@@ -214,9 +214,12 @@ def test_a_folder_of_one_run_or_a_runs_step_files_is_no_sweep(tmp_path, capsys, 
     for command in (["triage", "--format", "csv"], ["advantages", "--out", str(tmp_path / "o")]):
         assert main([command[0], str(tmp_path / where), *command[1:]]) == 2
         err = capsys.readouterr().err
-        assert "no logs found in this directory" in err
         said.append(err.split("error: ", 1)[1])
     assert said[0] == said[1]
     if where.endswith("rollouts"):
+        assert "no logs found in this directory" in said[0]
         assert f"pass the run directory, {tmp_path / 'holder' / 'run-a'}" in said[0]
+    else:  # it named run-a as no log ("It holds: run-a"): the one log found, to pass
+        assert f"this folder is no log itself, and it holds one log, " \
+               f"{tmp_path / 'holder' / 'run-a'}: pass that log" in said[0]
     assert not (tmp_path / "o").exists()

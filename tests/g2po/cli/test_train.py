@@ -13,11 +13,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 import g2po.cli.train as train_cli
 from g2po.cli import main
+from g2po.estimators import estimate
 from loaders import open_run
 from tests.g2po.cli import verl_runs
 from tests.g2po.cli.verl_runs import VERL_CPU_ROLLOUTS
@@ -187,6 +189,28 @@ def test_killed_run_resumes_with_every_step_logged_once(tiny_path, tmp_path):  #
     assert run.metrics()["train_step"].tolist() == [1, 2, 3, 4]
     assert not run.report.skips
     assert not list((out / "checkpoints").glob(".tmp-*"))
+
+
+def test_migpo_trains_on_the_milestones_textworld_reports(tiny_path, tmp_path):  # noqa: F811
+    """MiGPO needs each step's milestone flag: a cooking game scores its sub-goals, the
+    collector copies the flag into the step rows, and the run's step table holds it."""
+    out = tmp_path / "run"
+    command = [a if a != ENV else "textworld:cooking-recipe1-take1-go1-train"
+               for a in _command(out, 2)]
+    command[command.index("--model") + 1] = str(tiny_path)  # any text: a byte-level BPE
+    command[command.index("--estimator") + 1] = "migpo"
+    done = subprocess.run(command, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    run = open_run(out)
+    assert run.manifest["estimator"] == "migpo" and run.train_steps() == [1, 2]
+    for step in run.train_steps():
+        steps = run.load_step(step)
+        assert steps["milestone_achieved"].dtype == bool
+        assert steps["milestone_achieved"].equals(steps["step_reward"] > 0)
+        columns, _ = estimate(steps, "migpo", state_key=run.manifest["state_key"],
+                              **run.manifest["estimator_params"])
+        assert np.allclose(steps["advantage"], columns["adv"])  # what it trained with
 
 
 def test_help_shows_the_documented_form(capsys):

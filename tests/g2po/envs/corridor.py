@@ -62,15 +62,30 @@ class Corridor(TextEnv):
         return result.observation
 
 
+class MilestoneCorridor(Corridor):
+    """The corridor whose every step forward achieves a milestone: the environment reports
+    MiGPO's ``milestone_achieved`` as a step fact (``step_reports``)."""
+
+    step_reports = {"milestone_achieved": False}
+
+    def _step(self, action: str) -> StepResult:
+        before = self.pos
+        result = super()._step(action)
+        result.info["milestone_achieved"] = self.pos > before
+        return result
+
+
 @dataclass
 class CorridorFamily:
     """Tasks ``c0``, ``c1``, …; ``broken`` maps a task id to the step its games fail at
-    (``"reset"`` for a failing reset) — for the rollout index given in ``broken_rollouts``."""
+    (``"reset"`` for a failing reset) — for the rollout index given in ``broken_rollouts``;
+    ``game`` the environment class (:class:`MilestoneCorridor` reports milestones)."""
 
     spec: str = "corridor:test"
     broken: dict[str, int | str] = field(default_factory=dict)
     broken_rollouts: set[int] = field(default_factory=lambda: {0})
     made: dict[str, int] = field(default_factory=dict)
+    game: type[Corridor] = Corridor
 
     def tasks(self, n: int, seed: int = 0) -> list[str]:
         return [f"c{seed + i}" for i in range(n)]
@@ -80,5 +95,5 @@ class CorridorFamily:
         self.made[task_id] = index + 1
         how = self.broken.get(task_id) if index in self.broken_rollouts else None
         if how == "reset":
-            return Corridor(task_id, fail_reset=True)
-        return Corridor(task_id, fail_at=how if isinstance(how, int) else None)
+            return self.game(task_id, fail_reset=True)
+        return self.game(task_id, fail_at=how if isinstance(how, int) else None)

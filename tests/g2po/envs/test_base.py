@@ -13,7 +13,7 @@ from g2po.envs import (
     register_env,
 )
 from g2po.envs.base import INVALID_ACTION_FEEDBACK, NO_ACTION_FEEDBACK
-from tests.g2po.envs.corridor import Corridor, CorridorFamily
+from tests.g2po.envs.corridor import Corridor, CorridorFamily, MilestoneCorridor
 
 
 def test_valid_action_is_played_and_the_state_key_follows():
@@ -58,6 +58,18 @@ def test_two_invalid_actions_in_a_row_stay_in_the_same_state():
     again = env.step("<action>y</action>")
     assert again.state_key == first.state_key
     assert "unchanged_key" in again.info
+
+
+def test_an_invalid_action_reports_the_no_op_value_of_each_step_fact():
+    """A step fact of the previous step (its milestone) is not the invalid step's, though the
+    no-op result keeps the rest of the previous info (the state's facts)."""
+    env = MilestoneCorridor("c0")
+    env.reset()
+    assert env.step("<action>go forward</action>").info["milestone_achieved"] is True
+    bad = env.step("<action>jump</action>")
+    assert not bad.is_action_valid and bad.info["milestone_achieved"] is False
+    assert env.step("<action>wait</action>").info["milestone_achieved"] is False
+    assert "milestone_achieved" not in Corridor("c0").step_reports  # reports nothing
 
 
 def test_env_state_key_merges_transient_feedback():

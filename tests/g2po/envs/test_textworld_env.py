@@ -156,6 +156,27 @@ def test_treasure_hunter_can_be_lost(tw_cache):
     pytest.fail("no treasure hunt was lost by taking wrong objects")
 
 
+def test_a_step_that_raises_the_score_achieves_a_milestone(tw_cache):
+    """A cooking game scores its sub-goals (the ingredient taken, the meal prepared, eaten):
+    each scoring step of the walkthrough achieved a milestone, nothing else did, and an
+    invalid action after a milestone achieved none."""
+    family = env_family("textworld:cooking-recipe1-take1-go1-train", cache=tw_cache)
+    env = family.make(family.tasks(1, seed=0)[0])
+    first = env.reset()
+    assert first.info["milestone_achieved"] is False
+    plan = first.info["policy_commands"]
+    env.step("<action>look</action>")
+    results = [env.step(f"<action>{plan[0]}</action>")]
+    results.append(env.step("<action>dance wildly</action>"))
+    results += [env.step(f"<action>{a}</action>") for a in plan[1:]]
+    assert results[-1].won and first.info["max_score"] >= 3
+    milestones = [r.info["milestone_achieved"] for r in results]
+    assert milestones == [r.info["score"] > before.info["score"]
+                          for before, r in zip([first, *results], results)]
+    assert sum(milestones) == first.info["max_score"] and milestones[1] is False
+    env.close()
+
+
 def test_clean_feedback_drops_prompt_status_line_and_restart_question():
     raw = ("\nYou pick up the coin.\n\n\n\n>        -= Chamber =-0/4\n\n                    "
            "*** The End ***\n\nWould you like to RESTART, RESTORE a saved game, QUIT or UNDO?")

@@ -121,6 +121,8 @@ def test_rewards_and_fields_are_on_every_row(played):
         for record in records:
             assert record["episode_reward"] == reward
             assert record["env"] == ENV and record["task"] == result.tasks[uid]
+            # TextWorld reports MiGPO's milestones: the steps that raised the score
+            assert record["milestone_achieved"] is (record["step_reward"] > 0)
             action, tagged = parse_action(record["response"], None)
             if record["is_action_valid"]:  # the environment played the tagged action
                 assert tagged and normalize_action(action) == normalize_action(record["action"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from g2po.estimators import estimate
 from g2po.trainers.verl_backend.rows import RowError, split_key, step_fields_from_rows
 from tests.g2po.builders import THREE, trajectories
 from tests.g2po.trainers.verl_backend.batches import extra_fields_of, keys_of, tags_of
@@ -59,3 +60,24 @@ def test_a_step_index_that_disagrees_with_the_key_is_an_error():
     extra[0]["g2po_step"]["t"] = 5
     with pytest.raises(RowError, match="step index"):
         step_fields_from_rows(keys_of(steps), tags_of(steps, np.ones(len(steps), int)), extra)
+
+
+def test_a_declared_step_column_in_the_records_becomes_a_column():
+    """What the agent loop copied from the environment (MiGPO's milestone_achieved) reaches
+    the step table the estimator reads; a column no estimator declares does not."""
+    steps = trajectories(THREE, group="u7")
+    milestones = (steps["t"] == 1).to_numpy()
+    extra = extra_fields_of(steps)
+    for record, achieved in zip(extra, milestones):
+        record["g2po_step"].update(milestone_achieved=bool(achieved), room_number=3)
+    keys = [*keys_of(steps), "padx_0_0"]
+    tags = [*tags_of(steps, np.ones(len(steps), int)), {"is_padding": True}]
+    fields = step_fields_from_rows(keys, tags, [*extra, {}])
+    assert "room_number" not in fields.extra
+    table = fields.table(np.append(steps["episode_reward"].to_numpy(), 0.0))
+    assert table["milestone_achieved"].tolist() == milestones.tolist()
+    columns, _ = estimate(table, "migpo")
+    assert columns["segment"].tolist() == (steps["t"] >= 2).astype(int).tolist()
+    plain = step_fields_from_rows(keys_of(steps), tags_of(steps, np.ones(len(steps), int)),
+                                  extra_fields_of(steps))
+    assert "milestone_achieved" not in plain.extra
