@@ -39,7 +39,7 @@ from g2po.agent_format import build_prompt, format_response, parse_action
 from g2po.envs.base import EnvFamily, StepResult, TextEnv
 from g2po.envs.catalog import env_family
 from g2po.errors import G2POError
-from g2po.estimators import step_columns
+from g2po.estimators import get_spec, step_columns
 from g2po.index import merge_rate
 
 __all__ = [
@@ -462,6 +462,39 @@ def reported_columns(env: TextEnv, result: StepResult | None) -> dict[str, Any]:
     if result is None:
         return {name: reports[name] for name in names}
     return {name: result.info.get(name) for name in names}
+
+
+def unreported_columns(estimator: str, env: TextEnv) -> list[str]:
+    """The step columns ``estimator`` requires (its declaration,
+    :class:`g2po.estimators.spec.StepColumn`) that ``env`` does not report
+    (:attr:`TextEnv.step_reports`): a run with them would stop at its first advantage step.
+
+    >>> from g2po.envs.base import TextEnv
+    >>> class Game(TextEnv):
+    ...     def _reset(self): ...
+    ...     def _step(self, action): ...
+    >>> unreported_columns("migpo", Game("t")), unreported_columns("g2po", Game("t"))
+    (['milestone_achieved'], [])
+    """
+    return [c.name for c in get_spec(estimator).columns
+            if c.required and c.name not in env.step_reports]
+
+
+def check_reports(estimator: str, family: EnvFamily, task_id: str) -> None:
+    """Refuse, before anything is trained, an estimator that needs a step column the
+    environment family does not report (one environment of ``task_id`` is made to ask)."""
+    env = family.make(task_id)
+    try:
+        missing = unreported_columns(estimator, env)
+    finally:
+        env.close()
+    if missing:
+        needs = "; ".join(f"{c.name} ({c.doc})" for c in get_spec(estimator).columns
+                          if c.name in missing)
+        raise G2POError(
+            f"estimator {estimator!r} needs the step column(s) {needs}, which environment "
+            f"{family.spec!r} does not report (see docs/estimators.md for the environments "
+            "that do); choose another estimator or an environment that reports them")
 
 
 def _close(ro: _Rollout) -> None:

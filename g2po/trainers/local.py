@@ -256,6 +256,7 @@ def _build(config: TrainConfig, begin: _Start) -> _Run:
     """Everything the loop needs: environment and task pool, models, the policy, verl's actor
     configuration, the run's writer and its validation."""
     from g2po.envs import env_family
+    from g2po.rollouts import check_reports
     from g2po.trainers.checkpoint import restore_rng
     from g2po.trainers.loss import actor_config
     from g2po.trainers.policy import HFPolicy
@@ -264,6 +265,7 @@ def _build(config: TrainConfig, begin: _Start) -> _Run:
 
     family = env_family(config.env)
     pool = family.tasks(config.task_pool, config.task_seed)
+    check_reports(config.estimator, family, pool[0])
     task_rng = np.random.default_rng([config.seed, 1])
     torch.manual_seed(config.seed)
     model, tokenizer, ref_model, optimizer, state = _models(config, begin)

@@ -326,3 +326,15 @@ def test_samples_include_a_multi_step_run_and_stay_small():
     assert len(open_run(SAMPLES / "coin_collector").train_steps()) >= 3
     size = sum(p.stat().st_size for p in SAMPLES.rglob("*") if p.is_file())
     assert size < 20 * 2**20
+
+
+def test_an_estimator_needing_a_column_the_environment_does_not_report_is_refused_first():
+    """MiGPO on an environment that reports no milestones would stop at the first advantage
+    step with a message about mapping a log's column; the trainers ask before anything runs."""
+    from g2po.rollouts import check_reports
+
+    check_reports("migpo", CorridorFamily(game=MilestoneCorridor), "c0")  # reports them
+    check_reports("g2po", CorridorFamily(), "c0")  # needs none
+    with pytest.raises(G2POError, match="needs the step column.*milestone_achieved.*"
+                                        "'corridor:test' does not report"):
+        check_reports("migpo", CorridorFamily(), "c0")

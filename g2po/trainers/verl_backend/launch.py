@@ -109,6 +109,21 @@ def _estimator_success_reward(config: DictConfig) -> None:
         section.success_reward = "${g2po_env.success_reward}"
 
 
+def _check_reports(config: DictConfig) -> None:
+    """A library estimator that needs a step column the environment does not report is
+    refused here, not at the first training step (:func:`g2po.rollouts.check_reports`)."""
+    from g2po.envs import env_family
+    from g2po.estimators import get_spec
+    from g2po.rollouts import check_reports
+
+    name = library_estimator(str(config.algorithm.adv_estimator))
+    if name is None or not any(c.required for c in get_spec(name).columns):
+        return
+    settings = env_settings(config)
+    family = env_family(settings.name, **settings.env_kwargs)
+    check_reports(name, family, family.tasks(1, settings.seed)[0])
+
+
 def prepare(config: DictConfig) -> DictConfig:
     """Make the run's paths absolute (Ray workers start elsewhere), refuse to overwrite a run
     that would not resume, give the estimator the environment's success reward, and write the
@@ -116,6 +131,7 @@ def prepare(config: DictConfig) -> DictConfig:
     in place."""
     with open_dict(config):
         _estimator_success_reward(config)
+        _check_reports(config)
         run_dir = Path(str(config.g2po_log.run_dir)).expanduser().resolve()
         config.g2po_log.run_dir = str(run_dir)
         config.trainer.default_local_dir = str(

@@ -122,3 +122,20 @@ def test_cpu_vllm_checks_the_model_before_anything_starts(tmp_path):
     hf = checked_config(overrides_from_flags({"device": "cpu"}) +
                         [f"actor_rollout_ref.model.path={tmp_path}"])
     assert runtime_problems(hf) == []
+
+
+def test_an_estimator_the_environment_cannot_feed_is_refused_before_the_run(tmp_path,
+                                                                            monkeypatch):
+    """MiGPO needs milestones: on an environment that does not report them, ``prepare``
+    refuses it (verl would otherwise stop at its first advantage step)."""
+    from g2po.envs import base
+    from g2po.errors import G2POError
+    from g2po.trainers.verl_backend import checked_config
+    from tests.g2po.envs.corridor import CorridorFamily
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(base._REGISTRY, "corridor", (lambda details, **_: CorridorFamily(), ""))
+    given = ["g2po_env.name=corridor:test", "algorithm.adv_estimator=migpo",
+             "data.train_files=/d/train.parquet", "data.val_files=/d/val.parquet"]
+    with pytest.raises(G2POError, match="'migpo' needs the step column.*milestone_achieved"):
+        prepare(checked_config(given))
