@@ -142,7 +142,7 @@ def shown_frame(shown: pd.DataFrame, names: GroupNames) -> tuple[pd.DataFrame, d
 
 
 def _fit(texts, least: int) -> int:
-    """Pixels for a column of ``texts`` (at most :data:`TASK_CHARS` characters, ~7.5 pixels
+    """Pixels for a column of ``texts`` (at most :data:`TASK_CHARS` characters, ~7 pixels
     each in the data grid, and its padding), at least ``least``."""
-    longest = max((len(t) for t in texts), default=0)
-    return max(least, min(int(7.5 * longest) + 20, int(7.5 * TASK_CHARS) + 20))
+    longest = min(max((len(t) for t in texts), default=0), TASK_CHARS)
+    return max(least, 7 * longest + 18)

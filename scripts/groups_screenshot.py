@@ -1,6 +1,7 @@
 """docs/groups-1280.png: the Groups page's first screen at 1280 x 800 (the sidebar open, as a
 user first sees it), taken in headless Chromium on a log of the user's choice (default: the
-bundled TextWorld sample ``coin_collector``, whose tasks are the games' long intros).
+bundled training run ``tiny_g2po_training``, the README's, whose tasks are TextWorld's long
+intros).
 
 Usage: ``python scripts/groups_screenshot.py [--log PATH] [--query "gscope=all"]
 [--width 1280] [--height 800] [--out docs/groups-1280.png]``.
@@ -21,7 +22,7 @@ from tests.app.browser import chromium, chromium_missing, serve_app, wait_idle  
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--log", type=Path, default=ROOT / "sample_rollouts" / "coin_collector")
+    parser.add_argument("--log", type=Path, default=ROOT / "sample_rollouts" / "tiny_g2po_training")
     parser.add_argument("--query", default="gscope=all", help="the page's URL query")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=800)

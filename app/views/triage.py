@@ -129,7 +129,8 @@ def render(ctx: AppContext) -> None:
     with section.container():
         _about_the_run(opened, run_findings(table, view.estimator), hint, view.stochastic)
         names = group_names(table)  # the whole table's: a group reads the same in every view
-        where = fmt("training step {}", ctx.train_step) if view.scope == "step" else \
+        where = fmt("the log (it has no training steps)") if not opened.log.has_train_steps \
+            else fmt("training step {}", ctx.train_step) if view.scope == "step" else \
             fmt("{} training steps", table["train_step"].nunique())
         said = [fmt("{} group(s) of {}", f"{len(table):,}", where),
                 fmt("{} shown{}", f"{len(shown):,}", _filters_said(view))]

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["node_names", "distinguishing_labels", "headline", "terse", "key_diff",
-           "lead_with_difference", "cut_middle", "natural_key", "STOPWORDS", "snap_to_zero",
-           "snap_frame", "format_number", "ZERO_REL"]
+           "lead_with_difference", "cut_middle", "without_shared_parts", "natural_key",
+           "STOPWORDS", "snap_to_zero", "snap_frame", "format_number", "ZERO_REL"]
 
 _GAP = "…"
 
@@ -279,6 +279,7 @@ def key_diff(a: str, b: str) -> list[tuple[str, str]]:
 
 
 _SEPARATORS = "-_:/.|@#= "
+_PART_SEPARATORS = _SEPARATORS.replace("_", "").replace(" ", "")
 
 
 def lead_with_difference(texts: Sequence[str], limit: int = 16, head: int = 6
@@ -314,6 +315,30 @@ def lead_with_difference(texts: Sequence[str], limit: int = 16, head: int = 6
     if len(set(short)) < len(set(parts)):  # cutting made two alike: keep them whole
         short = parts
     return short, texts[0][:cut] if texts else ""
+
+
+def without_shared_parts(names: Sequence[str]) -> list[str]:
+    """``names`` without the parts (between separators: ``-``, ``:``, ``/`` …; ``_`` joins
+    the words of one part) that every one of them has, each with the separator before it:
+    what all share tells none apart (verl's ALFWorld ``gts`` all carry a ``None``). A name
+    left empty, or alone, stays whole.
+
+    >>> without_shared_parts(["pick_and_place-Mug-None-Fridge-12",
+    ...                       "look_at_obj_in_light-Pan-None-Drawer-36"])
+    ['pick_and_place-Mug-Fridge-12', 'look_at_obj_in_light-Pan-Drawer-36']
+    """
+    if len(names) < 2:
+        return [str(n) for n in names]
+    split = [re.split(f"([{re.escape(_PART_SEPARATORS)}])", str(n)) for n in names]
+    shared = set.intersection(*(set(parts[::2]) - {""} for parts in split))
+    out = []
+    for name, parts in zip(names, split, strict=True):
+        kept = [parts[0]] if parts[0] not in shared else []
+        for sep, part in zip(parts[1::2], parts[2::2], strict=True):
+            if part not in shared:
+                kept += [sep, part] if kept else [part]
+        out.append("".join(kept) or str(name))
+    return out
 
 
 def cut_middle(text: str, limit: int, head: int = 6) -> str:

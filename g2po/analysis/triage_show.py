@@ -15,7 +15,12 @@ import pandas as pd
 
 from g2po.analysis.checks import ESTIMATORS, get_check, list_checks
 from g2po.analysis.findings import recount
-from g2po.analysis.labels import cut_middle, distinguishing_labels, lead_with_difference
+from g2po.analysis.labels import (
+    cut_middle,
+    distinguishing_labels,
+    lead_with_difference,
+    without_shared_parts,
+)
 from g2po.outcomes import OutcomeRule, TruncationHint, truncation_from_counts
 
 __all__ = ["default_sort", "sort_groups", "filter_groups", "step_shares", "brief_view",
@@ -48,7 +53,7 @@ def truncation_hint(table: pd.DataFrame, rule: OutcomeRule) -> TruncationHint | 
 ID_CHARS = 14
 #: The longest task shown as it is; a longer one is named by its distinguishing words, in
 #: about as many characters.
-TASK_CHARS = 24
+TASK_CHARS = 28
 
 
 @dataclass(frozen=True)
@@ -85,8 +90,9 @@ def group_names(table: pd.DataFrame, *, id_limit: int = ID_CHARS,
 
     Tasks: shown when the table has more than one and they are not the group ids. A task of
     at most ``task_limit`` characters stays as it is; a longer name without spaces (verl's
-    ``gts`` such as ``pick_two_obj_and_place-Potato-None-Fridge-209``) is cut in the
-    middle (:func:`cut_middle`: its kind and its end); a longer text (a TextWorld intro) is
+    ``gts`` such as ``pick_two_obj_and_place-Potato-None-Fridge-209``) loses the parts every
+    such name has (:func:`without_shared_parts`) and is cut in the middle
+    (:func:`cut_middle`: its kind and its end); a longer text (a TextWorld intro) is
     named by the words that tell it from the table's other long texts
     (:func:`distinguishing_labels`, without headlines: a greeting names no task).
 
@@ -104,7 +110,9 @@ def group_names(table: pd.DataFrame, *, id_limit: int = ID_CHARS,
             not (tasks.to_numpy() == table["group_id"].astype(str).to_numpy()).all():
         long = [t for t in sorted(set(tasks)) if len(_one_line(t)) > task_limit]
         texts = [t for t in long if " " in t.strip()]
-        named = {t: cut_middle(t.strip(), task_limit) for t in long}
+        names = [t for t in long if " " not in t.strip()]
+        named = {t: cut_middle(n, task_limit) for t, n in
+                 zip(names, without_shared_parts([t.strip() for t in names]), strict=True)}
         named.update(zip(texts, distinguishing_labels(texts, limit=task_limit,
                                                       headlines=False), strict=True))
     return GroupNames(dict(zip(ids, short, strict=True)), prefix, named)

@@ -57,15 +57,19 @@ def _triage(args: argparse.Namespace) -> int:
     _say_findings(run_findings(table, args.estimator))  # about the run: said once
     if args.stochastic:
         print(f"g2po triage: {STOCHASTIC_NOTE}.", file=sys.stderr)
-    return _show(args, table, f"{len(table):,} group(s) of {_steps_of(table)} · outcome rule: "
+    return _show(args, table, f"{len(table):,} group(s) of "
+                              f"{_steps_of(table, log.has_train_steps)} · outcome rule: "
                               f"{rule.describe()}",
                  lambda rows: with_urls(args, log, rows, "group", params, rule))
 
 
-def _steps_of(table) -> str:
-    """The training steps of a table, in words: which one when there is one."""
+def _steps_of(table, stepped: bool = True) -> str:
+    """The training steps of a table, in words: which one when there is one (none when the
+    log has no training steps: all its rows are one step)."""
     from g2po.analysis.triage_show import one_step
 
+    if not stepped:
+        return "the log (it has no training steps)"
     step = one_step(table)
     return f"training step {step}" if step is not None else \
         f"{table['train_step'].nunique():,} training steps"

@@ -16,6 +16,7 @@ from g2po.analysis.labels import (
     snap_frame,
     snap_to_zero,
     terse,
+    without_shared_parts,
 )
 
 COOKING = Path(__file__).resolve().parents[2] / "app" / "data" / "cooking16"
@@ -142,7 +143,14 @@ def test_tasks_are_labelled_without_their_greeting():
     assert not any(label.startswith("Welcome") for label in labels)
 
 
-def test_names_are_cut_in_the_middle():
+def test_names_lose_what_they_all_share_and_are_cut_in_the_middle():
+    gts = ["pick_and_place-Mug-None-Fridge-12", "look_at_obj_in_light-Pan-None-Drawer-36",
+           "pick_and_place-Egg-None-Fridge-7"]
+    assert without_shared_parts(gts) == ["pick_and_place-Mug-Fridge-12",
+                                         "look_at_obj_in_light-Pan-Drawer-36",
+                                         "pick_and_place-Egg-Fridge-7"]
+    assert without_shared_parts(["a-b", "a-b"]) == ["a-b", "a-b"]  # nothing left: whole
+    assert without_shared_parts(["alone-None"]) == ["alone-None"]
     name = "pick_two_obj_and_place-Potato-None-Fridge-209"
     assert cut_middle(name, 24) == "pick_t…o-None-Fridge-209" and len(cut_middle(name, 24)) == 24
     assert cut_middle(name, 10, head=0) == "…ridge-209"

@@ -64,7 +64,11 @@ def test_ids_are_cut_as_the_explorers_picker_cuts_them():
 @pytest.mark.parametrize(("tasks", "want"), [
     # verl's gts names: short ones as they are, long ones by their kind and their end
     (["pick_and_place-Mug-12", "pick_two_obj_and_place-Potato-None-Fridge-209"],
-     ["pick_and_place-Mug-12", "pick_t…o-None-Fridge-209"]),
+     ["pick_and_place-Mug-12", "pick_t…otato-None-Fridge-209"]),
+    # and without the parts every long one has (here "None"), which tell none apart
+    (["pick_two_obj_and_place-Potato-None-Fridge-209",
+      "pick_clean_then_place-Dishsponge-None-Diningtable-252"],
+     ["pick_t…ace-Potato-Fridge-209", "pick_c…ponge-Diningtable-252"]),
     # one task for every group, or the group ids themselves: no task column
     (["the same task", "the same task"], None),
     (["tw-train-s0", "tw-train-s1"], None),
