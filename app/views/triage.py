@@ -3,6 +3,11 @@ first (no training signal, then most kinds of credit alarm), sortable and filter
 task and success rate; click a row to open that group in the group explorer. Sort and filters
 live in the URL (``gscope``, ``gsort``, ``gorder``, ``galarm``, ``gtask``, ``gsuccess``).
 
+The first screen shows rows at 1280 × 800: one row of controls (the filters and judging folded
+in a popover), one folded line about the run (its widespread defects, the step limit its
+failures suggest, its progress), a caption, then the columns that decide first
+(:func:`app.triage_table.shown_frame`: groups and tasks named as ``g2po triage`` names them).
+
 The numbers are :func:`g2po.analysis.triage.triage_log`'s, the same as ``g2po triage``; a whole
 run is computed once with a progress bar and then read from its on-disk cache
 (:mod:`app.triage_table`, which the Run overview's alarm shares read too).
@@ -37,6 +42,7 @@ from g2po.analysis.triage import (
     truncation_hint,
 )
 from g2po.analysis.triage_show import group_names, one_step
+from g2po.errors import G2POError
 from g2po.outcomes import TruncationHint
 
 __all__ = ["render", "SCOPES", "SORTS", "ALARM_FILTERS"]
@@ -124,23 +130,11 @@ def render(ctx: AppContext) -> None:
                           estimator=view.estimator)
     shown = sort_groups(shown, view.sort or None,
                         None if view.sort == "" else bool(view.descending))
-    hint = truncation_hint(table, rule) if view.scope == "all" else \
-        data.run_truncation(opened.log, opened.key, data.log_version(opened.log), rule)
     with section.container():
-        _about_the_run(opened, run_findings(table, view.estimator), hint, view.stochastic)
+        _about_the_run(opened, run_findings(table, view.estimator),
+                       _step_limit(opened, view, table, rule), view.stochastic)
         names = group_names(table)  # the whole table's: a group reads the same in every view
-        where = fmt("the log (it has no training steps)") if not opened.log.has_train_steps \
-            else fmt("training step {}", ctx.train_step) if view.scope == "step" else \
-            fmt("{} training steps", table["train_step"].nunique())
-        said = [fmt("{} group(s) of {}", f"{len(table):,}", where),
-                fmt("{} shown{}", f"{len(shown):,}", _filters_said(view))]
-        if view.scope == "all" and (step := one_step(shown)) is not None:
-            said.append(fmt("all of training step {}", step))
-        if names.prefix:
-            said.append(fmt("group ids after '{}'", names.prefix))
-        said += [fmt("outcome rule: {}", rule.describe()),
-                 fmt("click a row to open the group in the group explorer")]
-        st.caption(fmt("{}", _joined(said)))
+        st.caption(fmt("{}", _said(ctx, opened, view, table, shown, names.prefix, rule)))
         st.session_state[_ROWS] = list(zip(shown["train_step"].astype(int),
                                            shown["group_id"].astype(str), strict=True))
         frame, config = shown_frame(shown, names)
@@ -155,6 +149,36 @@ def render(ctx: AppContext) -> None:
               gstoch="1" if view.stochastic else None,
               gsuccess=None if tuple(view.success) == (0.0, 1.0) else
               f"{view.success[0]:g},{view.success[1]:g}")
+
+
+def _step_limit(opened: OpenLog, view: _View, table, rule) -> TruncationHint | None:
+    """The step limit the run's failures suggest (the Run overview's and ``g2po validate``'s
+    hint, the same numbers): from the table when it holds every training step, else the
+    run's own (cached, as the Run overview reads it); None where the run cannot be read."""
+    if view.scope == "all":
+        return truncation_hint(table, rule)
+    try:
+        return data.run_truncation(opened.log, opened.key, data.log_version(opened.log), rule)
+    except data.LOADER_ERRORS + (G2POError,):
+        return None  # the step's own table stands; the Run overview names what failed
+
+
+def _said(ctx: AppContext, opened: OpenLog, view: _View, table, shown, prefix: str,
+          rule) -> Markdown:
+    """The caption above the rows: the groups and their training step(s), how many are shown
+    and the filters, the start every id shares, the outcome rule, what a click does."""
+    where = fmt("the log (it has no training steps)") if not opened.log.has_train_steps \
+        else fmt("training step {}", ctx.train_step) if view.scope == "step" else \
+        fmt("{} training steps", table["train_step"].nunique())
+    said = [fmt("{} group(s) of {}", f"{len(table):,}", where),
+            fmt("{} shown{}", f"{len(shown):,}", _filters_said(view))]
+    if view.scope == "all" and (step := one_step(shown)) is not None:
+        said.append(fmt("all of training step {}", step))
+    if prefix:
+        said.append(fmt("group ids after '{}'", prefix))
+    said += [fmt("outcome rule: {}", rule.describe()),
+             fmt("click a row to open the group in the group explorer")]
+    return _joined(said)
 
 
 @dataclass(frozen=True)

@@ -294,6 +294,9 @@ def test_the_first_screen_leads_with_what_decides(tmp_path):
     assert hint.message() in texts(at)
     assert any(b.label == f"Count length ≥ {hint.length} without success as truncated"
                for b in at.button)
+    at.selectbox(key="gr_scope").select("all").run()  # read from the table: the same hint
+    assert [shown(e.label) for e in at.expander if "step limit" in shown(e.label)] == \
+        [shown(about.label)]
     # no training steps (all rows one step): said once above the rows, no column
     assert HEADERS["train_step"] not in frame.columns
     assert "6 group(s) of the log (it has no training steps)" in texts(at)
