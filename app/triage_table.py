@@ -1,7 +1,8 @@
 """The groups table (:func:`g2po.analysis.triage.triage_log`'s, the same as ``g2po triage``) as
 the app's pages show it: computed once per run, training steps, G2PO parameters and outcome
-rule, with a progress bar drawn by the computation, and the headers its columns are shown
-under. The Groups page lists it; the Run overview charts its per-step alarm shares.
+rule, with a progress bar drawn by the computation; the headers its columns are shown under,
+and the frame the Groups page lists (:func:`shown_frame`: what decides first, groups and tasks
+named as ``g2po triage`` names them). The Run overview charts its per-step alarm shares.
 """
 
 from __future__ import annotations
@@ -16,18 +17,22 @@ from app import data
 from app.context import AppContext, OpenLog
 from app.ui import show_error
 from g2po.analysis.checks import list_checks
-from g2po.analysis.triage import triage_log
+from g2po.analysis.triage import ALARM_COLUMNS, TRIAGE_COLUMNS, triage_log
+from g2po.analysis.triage_show import TASK_CHARS, GroupNames
 from g2po.errors import G2POError
 from g2po.outcomes import OutcomeRule
 
 if TYPE_CHECKING:
     from streamlit.delta_generator import DeltaGenerator
 
-__all__ = ["groups_table", "computed_table", "HEADERS"]
+__all__ = ["groups_table", "computed_table", "shown_frame", "HEADERS", "GROUP", "TASK"]
 
+#: The headers of a group's short id and its task's label (:class:`GroupNames`); the whole
+#: id and text are the last columns, under :data:`HEADERS`.
+GROUP, TASK = "group", "task"
 #: Column → header shown (the library's names stay in CSV / JSON and the URL).
 HEADERS = {
-    "train_step": "step", "group_id": "group", "task": "task", "rollouts": "rollouts",
+    "train_step": "step", "group_id": "group id", "task": "task text", "rollouts": "rollouts",
     "steps": "steps", "success_rate": "success", "reward_mean": "reward mean",
     "reward_std": "reward std", "zero_adv_share": "A≈0 share", "adv_abs_mean": "mean |A|",
     "adv_ec_abs_mean": "mean |A^EC|", "state_nodes": "state nodes", "merge_rate": "merge rate",
@@ -88,3 +93,56 @@ def computed_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
         except data.LOADER_ERRORS + (G2POError,) as err:
             show_error("Cannot compute the groups table", err)
             return section, None
+
+
+#: The columns that decide, first, so that they show at 1280 pixels with the sidebar open;
+#: then the alarms, then the rest; the whole id and task text last.
+_FIRST = ("severity", "success_rate", "reason", "no_signal", "no_signal_grpo", "n_alarms",
+          "run_wide", *ALARM_COLUMNS)
+SHOWN_ORDER = [*_FIRST, *[c for c in TRIAGE_COLUMNS
+                          if c not in _FIRST and c not in ("train_step", "group_id", "task")],
+               "group_id", "task"]
+_PERCENT = ("success_rate", "zero_adv_share", "merge_rate", "invalid_rate", "truncated_share",
+            "sign_disagree_share", "aliased_share", "hub_share")
+
+
+def shown_frame(shown: pd.DataFrame, names: GroupNames) -> tuple[pd.DataFrame, dict]:
+    """The Groups page's frame of the rows ``shown`` and its ``column_config``: ``step``
+    (when the rows span several training steps), the group's short id and its task's label
+    as ``names`` give them (the whole table's :func:`group_names`, as ``g2po triage``),
+    severity, success and why, the alarms and the rest under :data:`HEADERS`; the whole group
+    id and task text last (the task text only where the labels stand for it)."""
+    lead: dict[str, object] = {}
+    config: dict[str, object] = {}
+    if shown["train_step"].nunique() > 1:
+        lead[HEADERS["train_step"]] = shown["train_step"].to_numpy()
+        config[HEADERS["train_step"]] = st.column_config.NumberColumn(width=48)
+    lead[GROUP] = names.short_ids(shown)
+    config[GROUP] = st.column_config.TextColumn(
+        width=_fit(names.ids.values(), 60),
+        help="What tells the group's id from the others' (the whole id: 'group id', the "
+             "last column but one)")
+    tasks = names.task_labels(shown)
+    if tasks is not None:
+        lead[TASK] = tasks
+        config[TASK] = st.column_config.TextColumn(
+            width=_fit(tasks, 80),
+            help="The words that tell the task from the table's others (the whole text: "
+                 "'task text', the last column)")
+    rest = [c for c in SHOWN_ORDER if c != "task" or tasks is not None]
+    frame = shown[rest].rename(columns=HEADERS)
+    for i, (column, values) in enumerate(lead.items()):
+        frame.insert(i, column, values)
+    config[HEADERS["severity"]] = st.column_config.NumberColumn(format="%.2f", width=70)
+    config[HEADERS["reason"]] = st.column_config.TextColumn(width=520)
+    config.update({HEADERS[c]: st.column_config.NumberColumn(
+        HEADERS[c], format="percent", width=70 if c == "success_rate" else None)
+        for c in _PERCENT})
+    return frame, config
+
+
+def _fit(texts, least: int) -> int:
+    """Pixels for a column of ``texts`` (at most :data:`TASK_CHARS` characters, ~7 pixels
+    each in the data grid, and its padding), at least ``least``."""
+    longest = min(max((len(t) for t in texts), default=0), TASK_CHARS)
+    return max(least, 7 * longest + 18)

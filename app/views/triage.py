@@ -3,6 +3,11 @@ first (no training signal, then most kinds of credit alarm), sortable and filter
 task and success rate; click a row to open that group in the group explorer. Sort and filters
 live in the URL (``gscope``, ``gsort``, ``gorder``, ``galarm``, ``gtask``, ``gsuccess``).
 
+The first screen shows rows at 1280 × 800: one row of controls (the filters and judging folded
+in a popover), one folded line about the run (its widespread defects, the step limit its
+failures suggest, its progress), a caption, then the columns that decide first
+(:func:`app.triage_table.shown_frame`: groups and tasks named as ``g2po triage`` names them).
+
 The numbers are :func:`g2po.analysis.triage.triage_log`'s, the same as ``g2po triage``; a whole
 run is computed once with a progress bar and then read from its on-disk cache
 (:mod:`app.triage_table`, which the Run overview's alarm shares read too).
@@ -10,27 +15,35 @@ run is computed once with a progress bar and then read from its on-disk cache
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import reduce
+
 import streamlit as st
 
-from app.context import AppContext
+from app import data
+from app.context import AppContext, OpenLog
 from app.navigation import goto_step
-from app.safe import fmt
-from app.triage_table import HEADERS, computed_table
+from app.rules import truncation_offer
+from app.safe import Markdown, fmt
+from app.triage_table import HEADERS, computed_table, shown_frame
 from app.ui import md, no_run_message, picked_row
 from app.url_state import seed_from_url, write_url
 from g2po.analysis.alarms import ALARM_KINDS, ALARM_TITLES, STOCHASTIC_NOTE
 from g2po.analysis.triage import (
-    ALARM_COLUMNS,
+    ALARM_FILTERS as NO_SIGNAL_FILTERS,
+)
+from g2po.analysis.triage import (
     ESTIMATORS,
     TRIAGE_COLUMNS,
     assess,
     filter_groups,
     run_findings,
     sort_groups,
+    truncation_hint,
 )
-from g2po.analysis.triage import (
-    ALARM_FILTERS as NO_SIGNAL_FILTERS,
-)
+from g2po.analysis.triage_show import group_names, one_step
+from g2po.errors import G2POError
+from g2po.outcomes import TruncationHint
 
 __all__ = ["render", "SCOPES", "SORTS", "ALARM_FILTERS"]
 
@@ -43,12 +56,8 @@ TITLES = ALARM_TITLES
 #: Alarm filters: each estimator's own "no signal", and every registered check.
 ALARM_FILTERS = {**NO_SIGNAL_FILTERS,
                  **{k: ALARM_TITLES[k] for k in ALARM_KINDS if k != "no_signal"}}
-#: The order shown: what is wrong first (the library's order stays in CSV / JSON).
-_FIRST = ("train_step", "group_id", "task", "severity", "reason", "no_signal",
-          "no_signal_grpo", "n_alarms", "run_wide", *ALARM_COLUMNS)
-SHOWN_ORDER = [*_FIRST, *[c for c in TRIAGE_COLUMNS if c not in _FIRST]]
-_PERCENT = ("success_rate", "zero_adv_share", "merge_rate", "invalid_rate", "truncated_share",
-            "sign_disagree_share", "aliased_share", "hub_share")
+#: Rows the table shows before it scrolls, and the data grid's row height (pixels).
+ROWS_SHOWN, ROW_PX = 20, 35
 #: Session key: the (training step, group id) of each row shown, for the row-click callback.
 _ROWS = "_g2po_groups_rows"
 _PICK = "_g2po_groups_pick"
@@ -110,60 +119,161 @@ def render(ctx: AppContext) -> None:
         goto_step(ctx, opened, int(pick[0]), str(pick[1]))
     _seed()
     rule = ctx.rule_of(opened)
-    top = st.columns([2, 3, 1])
+    view = _controls()
+    steps = [ctx.train_step] if view.scope == "step" else None
+    section, table = computed_table(ctx, opened, steps, rule, stochastic=view.stochastic)
+    if table is None:
+        return
+    table = assess(table, view.estimator)
+    shown = filter_groups(table, alarms=view.alarms, task=view.task or None,
+                          min_success=view.success[0], max_success=view.success[1],
+                          estimator=view.estimator)
+    shown = sort_groups(shown, view.sort or None,
+                        None if view.sort == "" else bool(view.descending))
+    with section.container():
+        _about_the_run(opened, run_findings(table, view.estimator),
+                       _step_limit(opened, view, table, rule), view.stochastic)
+        names = group_names(table)  # the whole table's: a group reads the same in every view
+        st.caption(fmt("{}", _said(ctx, opened, view, table, shown, names.prefix, rule)))
+        st.session_state[_ROWS] = list(zip(shown["train_step"].astype(int),
+                                           shown["group_id"].astype(str), strict=True))
+        frame, config = shown_frame(shown, names)
+        st.dataframe(frame, hide_index=True, key="gr_table", on_select=_row_clicked,
+                     selection_mode="single-row", column_config=config,
+                     height=ROW_PX * (min(len(frame), ROWS_SHOWN) + 1) + 3)
+    st.session_state[_VIEW] = {key: st.session_state.get(key) for key in _WIDGETS}
+    write_url(gscope=None if view.scope == "step" else view.scope, gsort=view.sort or None,
+              gorder=None if view.sort == "" or view.descending else "asc",
+              galarm=list(view.alarms), gtask=view.task or None,
+              gest=None if view.estimator == "g2po" else view.estimator,
+              gstoch="1" if view.stochastic else None,
+              gsuccess=None if tuple(view.success) == (0.0, 1.0) else
+              f"{view.success[0]:g},{view.success[1]:g}")
+
+
+def _step_limit(opened: OpenLog, view: _View, table, rule) -> TruncationHint | None:
+    """The step limit the run's failures suggest (the Run overview's and ``g2po validate``'s
+    hint, the same numbers): from the table when it holds every training step, else the
+    run's own (cached, as the Run overview reads it); None where the run cannot be read."""
+    if view.scope == "all":
+        return truncation_hint(table, rule)
+    try:
+        return data.run_truncation(opened.log, opened.key, data.log_version(opened.log), rule)
+    except data.LOADER_ERRORS + (G2POError,):
+        return None  # the step's own table stands; the Run overview names what failed
+
+
+def _said(ctx: AppContext, opened: OpenLog, view: _View, table, shown, prefix: str,
+          rule) -> Markdown:
+    """The caption above the rows: the groups and their training step(s), how many are shown
+    and the filters, the start every id shares, the outcome rule, what a click does."""
+    where = fmt("the log (it has no training steps)") if not opened.log.has_train_steps \
+        else fmt("training step {}", ctx.train_step) if view.scope == "step" else \
+        fmt("{} training steps", table["train_step"].nunique())
+    said = [fmt("{} group(s) of {}", f"{len(table):,}", where),
+            fmt("{} shown{}", f"{len(shown):,}", _filters_said(view))]
+    if view.scope == "all" and (step := one_step(shown)) is not None:
+        said.append(fmt("all of training step {}", step))
+    if prefix:
+        said.append(fmt("group ids after '{}'", prefix))
+    said += [fmt("outcome rule: {}", rule.describe()),
+             fmt("click a row to open the group in the group explorer")]
+    return _joined(said)
+
+
+@dataclass(frozen=True)
+class _View:
+    """The table's scope, sort, filters and judging, as the widgets hold them."""
+
+    scope: str
+    sort: str
+    descending: bool
+    alarms: list[str]
+    task: str
+    success: tuple[float, float]
+    estimator: str
+    stochastic: bool
+
+    def filters(self) -> list[Markdown]:
+        """The filters and judging that differ from the defaults, in words."""
+        out = [fmt("{}", ALARM_FILTERS[a]) for a in self.alarms]
+        if self.task:
+            out.append(fmt("task or group contains '{}'", self.task))
+        if tuple(self.success) != (0.0, 1.0):
+            out.append(fmt("success {:.0%}–{:.0%}", *self.success))
+        if self.estimator != "g2po":
+            out.append(fmt("judged for {}", ESTIMATORS[self.estimator]))
+        if self.stochastic:
+            out.append(fmt("stochastic"))
+        return out
+
+
+def _controls() -> _View:
+    """One row: scope, sort, its direction, and the filters and judging folded in a popover
+    (its label says how many are set), so that the table's rows start on the first screen."""
+    top = st.columns([3, 4, 2, 2], vertical_alignment="bottom")
     scope = top[0].selectbox("Groups of", list(SCOPES), key="gr_scope", format_func=SCOPES.get)
     sort = top[1].selectbox("Sort by", list(SORTS), key="gr_sort", format_func=SORTS.get)
     descending = top[2].toggle("Largest first", key="gr_desc", disabled=sort == "",
                                help="Numbers and flags largest first; off: smallest first.")
-    filters = st.columns([3, 2, 2])
-    alarms = filters[0].multiselect("Only groups with", list(ALARM_FILTERS), key="gr_alarms",
-                                    format_func=ALARM_FILTERS.get, placeholder="any alarm or none")
-    task = filters[1].text_input("Task or group contains", key="gr_task")
-    success = filters[2].slider("Success rate", 0.0, 1.0, step=0.05, key="gr_success")
-    judged = st.columns([2, 3])
-    estimator = judged[0].selectbox("Estimator you train with", list(ESTIMATORS), key="gr_est",
-                                    format_func=ESTIMATORS.get,
-                                    help="A group's severity and reason say what this "
-                                         "estimator gets from it.")
-    stochastic = judged[1].toggle("The environment is stochastic", key="gr_stoch",
-                                  help="Then a (state, action) leading to different next "
-                                       "states is chance, and no aliasing alarm is raised.")
-    steps = [ctx.train_step] if scope == "step" else None
-    section, table = computed_table(ctx, opened, steps, rule, stochastic=stochastic)
-    if table is None:
+    state = st.session_state
+    n_set = len(_View(scope, sort, descending, state["gr_alarms"], state["gr_task"],
+                      state["gr_success"], state["gr_est"], state["gr_stoch"]).filters())
+    label = fmt("Filters ({})", n_set) if n_set else fmt("Filters")
+    with top[3].popover(label, key="gr_filters", icon=":material/filter_list:",
+                        use_container_width=True):
+        alarms = st.multiselect("Only groups with", list(ALARM_FILTERS), key="gr_alarms",
+                                format_func=ALARM_FILTERS.get, placeholder="any alarm or none")
+        task = st.text_input("Task or group contains", key="gr_task")
+        success = st.slider("Success rate", 0.0, 1.0, step=0.05, key="gr_success")
+        estimator = st.selectbox("Estimator you train with", list(ESTIMATORS), key="gr_est",
+                                 format_func=ESTIMATORS.get,
+                                 help="A group's severity and reason say what this "
+                                      "estimator gets from it.")
+        stochastic = st.toggle("The environment is stochastic", key="gr_stoch",
+                               help="Then a (state, action) leading to different next "
+                                    "states is chance, and no aliasing alarm is raised.")
+    return _View(scope, sort, descending, alarms, task, tuple(success), estimator, stochastic)
+
+
+def _filters_said(view: _View) -> Markdown:
+    filters = view.filters()
+    return fmt(" ({})", _joined(filters, "; ")) if filters else fmt("")
+
+
+def _joined(parts: list[Markdown], sep: str = " · ") -> Markdown:
+    """Markdown ``parts`` (each made by :func:`fmt`) joined by ``sep`` (" · " or "; ")."""
+    joint = {" · ": lambda a, b: fmt("{} · {}", a, b), "; ": lambda a, b: fmt("{}; {}", a, b)}
+    return reduce(joint[sep], parts) if parts else fmt("")
+
+
+def _about_the_run(opened: OpenLog, findings: list, hint: TruncationHint | None,
+                   stochastic: bool) -> None:
+    """What is said once for the run, folded into one line above the rows: its widespread
+    defects (a warning each, with cause and fix), a step limit the log does not state (the
+    Run overview's offer, :func:`truncation_offer`), its progress and facts, a declared
+    stochastic environment. The line names each, so the fold hides only the words."""
+    defects = [f for f in findings if f.level == "defect"]
+    notes = [f for f in findings if f.level == "note"]
+    parts = []
+    if defects:
+        parts.append(fmt("Run-wide: {}", ", ".join(
+            f"{TITLES[f.kind].lower()} on {f.groups} of {f.total} groups" for f in defects)))
+    if hint is not None:
+        parts.append(fmt("Failures cut at a step limit of {}?", hint.length))
+    if notes:
+        parts.append(fmt("About the run: {}", ", ".join(
+            f"{f.groups} group(s) {TITLES[f.kind].lower()}" for f in notes)))
+    if stochastic:
+        parts.append(fmt("Declared stochastic"))
+    if not parts:
         return
-    table = assess(table, estimator)
-    shown = filter_groups(table, alarms=alarms, task=task or None,
-                          min_success=success[0], max_success=success[1], estimator=estimator)
-    shown = sort_groups(shown, sort or None, None if sort == "" else bool(descending))
-    with section.container():
-        findings = run_findings(table, estimator)  # about the run: said once
-        for finding in (f for f in findings if f.level == "defect"):
+    with st.expander(fmt("{}", _joined(parts)), key="gr_about",
+                     icon=":material/warning:" if defects or hint else ":material/info:"):
+        for finding in defects:
             st.warning(fmt("Run-wide: {}", finding.text))
-        notes = [f for f in findings if f.level == "note"]
-        if notes:  # progress and facts: one line folded, so the rows stay on the first screen
-            with st.expander(fmt("About the run: {}", ", ".join(
-                    f"{f.groups} group(s) {TITLES[f.kind].lower()}" for f in notes))):
-                for finding in notes:
-                    md("- {}", finding.text)
+        truncation_offer(opened, hint, "groups")
+        for finding in notes:
+            md("- {}", finding.text)
         if stochastic:
             st.info(fmt("Declared stochastic: {}.", STOCHASTIC_NOTE))
-        where = f"training step {ctx.train_step}" if scope == "step" else \
-            f"{table['train_step'].nunique()} training steps"
-        md("{} group(s) of {} · {} shown · outcome rule: {} · click a row to open the group in "
-           "the group explorer", f"{len(table):,}", where, f"{len(shown):,}", rule.describe())
-        st.session_state[_ROWS] = list(zip(shown["train_step"].astype(int),
-                                           shown["group_id"].astype(str), strict=True))
-        columns = [c for c in SHOWN_ORDER if c != "task" or
-                   not (shown["task"].astype(str) == shown["group_id"].astype(str)).all()]
-        st.dataframe(shown[columns].rename(columns=HEADERS), hide_index=True, key="gr_table",
-                     on_select=_row_clicked, selection_mode="single-row",
-                     column_config={HEADERS[c]: st.column_config.NumberColumn(
-                         HEADERS[c], format="percent") for c in _PERCENT})
-    st.session_state[_VIEW] = {key: st.session_state.get(key) for key in _WIDGETS}
-    write_url(gscope=None if scope == "step" else scope, gsort=sort or None,
-              gorder=None if sort == "" or descending else "asc", galarm=list(alarms),
-              gtask=task or None, gest=None if estimator == "g2po" else estimator,
-              gstoch="1" if stochastic else None,
-              gsuccess=None if tuple(success) == (0.0, 1.0) else
-              f"{success[0]:g},{success[1]:g}")

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["node_names", "distinguishing_labels", "headline", "terse", "key_diff",
-           "lead_with_difference", "natural_key", "STOPWORDS", "snap_to_zero", "snap_frame",
-           "format_number", "ZERO_REL"]
+           "lead_with_difference", "cut_middle", "without_shared_parts", "natural_key",
+           "STOPWORDS", "snap_to_zero", "snap_frame", "format_number", "ZERO_REL"]
 
 _GAP = "…"
 
@@ -115,11 +115,16 @@ def _content(word: str) -> bool:
         (len(word) > 1 or word.isdigit())
 
 
-def distinguishing_labels(keys: Sequence[str], limit: int = 28) -> list[str]:
+def distinguishing_labels(keys: Sequence[str], limit: int = 28, *,
+                          headlines: bool = True) -> list[str]:
     """One label per key (same order): its headline (:func:`headline`; left out when every
-    key has the same one), then up to about ``limit`` characters of its content words that
-    tell it apart from the other keys with that headline, kept in their order (``…`` where
-    words were left out), without surrounding punctuation.
+    key has the same one, or without ``headlines``), then up to about ``limit`` characters of
+    its content words that tell it apart from the other keys with that headline, kept in
+    their order (``…`` where words were left out), without surrounding punctuation.
+
+    A state key's first line names its place (TextWorld's ``-= Kitchen =-``); a task's first
+    sentence is a greeting ("Welcome to TextWorld!"): task labels are made without
+    ``headlines``, every word chosen against every other task.
 
     Words are chosen greedily: each next word is the one absent from the most keys not yet
     told apart (so after the rarest word come the words that separate the key from its
@@ -132,10 +137,13 @@ def distinguishing_labels(keys: Sequence[str], limit: int = 28) -> list[str]:
     ...                        "-= Kitchen =-\\nYou carry nothing.",
     ...                        "-= Garden =-\\nYou carry a knife."])
     ['Kitchen · knife', 'Kitchen · nothing', 'Garden']
+    >>> distinguishing_labels(["Welcome! Take the coin from the sauna.",
+    ...                        "Welcome! Take the coin from the attic."], headlines=False)
+    ['sauna', 'attic']
     """
     keys = [str(k) for k in keys]
     n = len(keys)
-    heads = [headline(k) for k in keys]
+    heads = [headline(k) if headlines else "" for k in keys]
     if n > 1 and len(set(heads)) == 1:
         heads = [""] * n  # a template line every key shares names nothing
     tokens: list[list[str]] = []
@@ -271,6 +279,7 @@ def key_diff(a: str, b: str) -> list[tuple[str, str]]:
 
 
 _SEPARATORS = "-_:/.|@#= "
+_PART_SEPARATORS = _SEPARATORS.replace("_", "").replace(" ", "")
 
 
 def lead_with_difference(texts: Sequence[str], limit: int = 16, head: int = 6
@@ -302,10 +311,49 @@ def lead_with_difference(texts: Sequence[str], limit: int = 16, head: int = 6
     parts = [t[cut:] or t for t in texts]
     if len(set(texts)) == 1:
         head = 0
-    short = [p if len(p) <= limit else p[:head] + _GAP + p[-(limit - head - 1):] for p in parts]
+    short = [cut_middle(p, limit, head) for p in parts]
     if len(set(short)) < len(set(parts)):  # cutting made two alike: keep them whole
         short = parts
     return short, texts[0][:cut] if texts else ""
+
+
+def without_shared_parts(names: Sequence[str]) -> list[str]:
+    """``names`` without the parts (between separators: ``-``, ``:``, ``/`` …; ``_`` joins
+    the words of one part) that every one of them has, each with the separator before it:
+    what all share tells none apart (verl's ALFWorld ``gts`` all carry a ``None``). A name
+    left empty, or alone, stays whole.
+
+    >>> without_shared_parts(["pick_and_place-Mug-None-Fridge-12",
+    ...                       "look_at_obj_in_light-Pan-None-Drawer-36"])
+    ['pick_and_place-Mug-Fridge-12', 'look_at_obj_in_light-Pan-Drawer-36']
+    """
+    if len(names) < 2:
+        return [str(n) for n in names]
+    split = [re.split(f"([{re.escape(_PART_SEPARATORS)}])", str(n)) for n in names]
+    shared = set.intersection(*(set(parts[::2]) - {""} for parts in split))
+    out = []
+    for name, parts in zip(names, split, strict=True):
+        kept = [parts[0]] if parts[0] not in shared else []
+        for sep, part in zip(parts[1::2], parts[2::2], strict=True):
+            if part not in shared:
+                kept += [sep, part] if kept else [part]
+        out.append("".join(kept) or str(name))
+    return out
+
+
+def cut_middle(text: str, limit: int, head: int = 6) -> str:
+    """``text`` within ``limit`` characters: its first ``head`` and its end, ``…`` between
+    (names such as ids and verl's task names differ at the end, and their start says their
+    kind).
+
+    >>> cut_middle("pick_two_obj_and_place-Potato-None-Fridge-209", 24)
+    'pick_t…o-None-Fridge-209'
+    >>> cut_middle("short", 24)
+    'short'
+    """
+    if len(text) <= limit:
+        return text
+    return text[:head] + _GAP + text[len(text) - (limit - head - 1):]
 
 
 def natural_key(text: str) -> tuple:

@@ -1,5 +1,6 @@
-"""The groups table as people read it: its default order, sorting and filters, a terminal's
-brief view, the share of groups per training step each check fires on (the Run overview), and
+"""The groups table as people read it: its default order, sorting and filters, the names a
+view gives its groups and tasks (the same in the app and the terminal), a terminal's brief
+view, the share of groups per training step each check fires on (the Run overview), and
 the step limit the table's counts suggest. The table itself is :mod:`g2po.analysis.triage`'s;
 which kinds exist is the check registry's (:mod:`g2po.analysis.checks`).
 """
@@ -7,17 +8,24 @@ which kinds exist is the check registry's (:mod:`g2po.analysis.checks`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from g2po.analysis.checks import ESTIMATORS, get_check, list_checks
 from g2po.analysis.findings import recount
-from g2po.analysis.labels import distinguishing_labels, lead_with_difference
+from g2po.analysis.labels import (
+    cut_middle,
+    distinguishing_labels,
+    lead_with_difference,
+    without_shared_parts,
+)
 from g2po.outcomes import OutcomeRule, TruncationHint, truncation_from_counts
 
 __all__ = ["default_sort", "sort_groups", "filter_groups", "step_shares", "brief_view",
-           "truncation_hint", "ALARM_FILTERS"]
+           "truncation_hint", "ALARM_FILTERS", "GroupNames", "group_names", "one_step",
+           "ID_CHARS", "TASK_CHARS"]
 
 #: Filters beside the check kinds: each estimator's own "no training signal".
 ALARM_FILTERS = {f"no_signal_{e}": f"No training signal under {name}"
@@ -40,32 +48,104 @@ def truncation_hint(table: pd.DataFrame, rule: OutcomeRule) -> TruncationHint | 
         bool((table["shortest"].to_numpy() == top).all()))
 
 
-def brief_view(table: pd.DataFrame, *, id_limit: int = 20,
-               task_limit: int = 28) -> tuple[pd.DataFrame, str]:
+#: The longest short group id (:func:`lead_with_difference`: a verl uid's 36 characters
+#: become ``17d1f1…444248c``), in the app's Groups table and ``g2po triage`` alike.
+ID_CHARS = 14
+#: The longest task shown as it is; a longer one is named by its distinguishing words, in
+#: about as many characters.
+TASK_CHARS = 28
+
+
+@dataclass(frozen=True)
+class GroupNames:
+    """How the groups of a table are named for people: ``ids`` (group id → the part that
+    tells it apart, :func:`lead_with_difference`), ``prefix`` (what every id starts with),
+    ``tasks`` (task text → its label: short tasks as they are, long ones by their
+    distinguishing words; None when the task column tells nothing the id does not)."""
+
+    ids: dict[str, str]
+    prefix: str
+    tasks: dict[str, str] | None
+
+    def short_ids(self, table: pd.DataFrame) -> list[str]:
+        """The short id of each row of ``table`` (a groups table, or rows of one)."""
+        return [self.ids.get(g, g) for g in table["group_id"].astype(str)]
+
+    def task_labels(self, table: pd.DataFrame) -> list[str] | None:
+        """The task label of each row of ``table``; None without a task column to show."""
+        if self.tasks is None:
+            return None
+        return [self.tasks.get(t) or _one_line(t) for t in table["task"].astype(str)]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def group_names(table: pd.DataFrame, *, id_limit: int = ID_CHARS,
+                task_limit: int = TASK_CHARS) -> GroupNames:
+    """The :class:`GroupNames` of every group of ``table``: computed over the whole table,
+    never over the rows a page or a terminal shows, so a group reads the same whatever the
+    sort, the filters, ``--top`` or the width (one table, one name).
+
+    Tasks: shown when the table has more than one and they are not the group ids. A task of
+    at most ``task_limit`` characters stays as it is; a longer name without spaces (verl's
+    ``gts`` such as ``pick_two_obj_and_place-Potato-None-Fridge-209``) loses the parts every
+    such name has (:func:`without_shared_parts`) and is cut in the middle
+    (:func:`cut_middle`: its kind and its end); a longer text (a TextWorld intro) is
+    named by the words that tell it from the table's other long texts
+    (:func:`distinguishing_labels`, without headlines: a greeting names no task).
+
+    >>> names = group_names(pd.DataFrame({"group_id": ["run-s0", "run-s1"],
+    ...     "task": ["Welcome! Take the coin from the sauna.",
+    ...              "Welcome! Take the coin from the attic."]}))
+    >>> names.ids, names.prefix, names.tasks["Welcome! Take the coin from the attic."]
+    ({'run-s0': 's0', 'run-s1': 's1'}, 'run-', 'attic')
+    """
+    ids = sorted(set(table["group_id"].astype(str)))
+    short, prefix = lead_with_difference(ids, limit=id_limit)
+    tasks = table["task"].astype(str) if "task" in table.columns else None
+    named = None
+    if tasks is not None and tasks.nunique() > 1 and \
+            not (tasks.to_numpy() == table["group_id"].astype(str).to_numpy()).all():
+        long = [t for t in sorted(set(tasks)) if len(_one_line(t)) > task_limit]
+        texts = [t for t in long if " " in t.strip()]
+        names = [t for t in long if " " not in t.strip()]
+        named = {t: cut_middle(n, task_limit) for t, n in
+                 zip(names, without_shared_parts([t.strip() for t in names]), strict=True)}
+        named.update(zip(texts, distinguishing_labels(texts, limit=task_limit,
+                                                      headlines=False), strict=True))
+    return GroupNames(dict(zip(ids, short, strict=True)), prefix, named)
+
+
+def one_step(table: pd.DataFrame) -> int | None:
+    """The training step every row of ``table`` is of, None when they span several (or
+    there are none): where one, a view says it once above the rows instead of in a column."""
+    steps = pd.unique(table["train_step"]) if "train_step" in table.columns else []
+    return int(steps[0]) if len(steps) == 1 else None
+
+
+def brief_view(table: pd.DataFrame, names: GroupNames | None = None
+               ) -> tuple[pd.DataFrame, str]:
     """The columns to scan first, for a terminal, and the start every group id shares.
 
-    ``step`` (only when the table spans several training steps); ``group``: the part of the
-    id that tells it apart (:func:`lead_with_difference`, as the app's tables show ids);
-    ``task``: short tasks (verl's ``gts``) as they are, long ones (a TextWorld intro
-    paragraph) by the words that tell them apart (:func:`distinguishing_labels`), left out
-    when every row has the same task or no task but its group id; ``severity``; ``success``;
-    ``reason``. Text as the log gave it (a terminal escapes it)."""
-    ids = table["group_id"].astype(str).tolist()
-    short, prefix = lead_with_difference(ids, limit=id_limit)
+    ``step`` (only when the rows span several training steps: :func:`one_step`); ``group``
+    and ``task``: as ``names`` name them (:func:`group_names`; give the whole table's, so
+    that the rows shown read as in every other view; default: ``table``'s own); ``task``
+    left out when it tells nothing; ``severity``; ``success``; ``reason``. Text as the log
+    gave it (a terminal escapes it)."""
+    names = names or group_names(table)
     out = {}
     if table["train_step"].nunique() > 1:
         out["step"] = table["train_step"].to_numpy()
-    out["group"] = short
-    tasks = table["task"].astype(str)
-    distinct = list(dict.fromkeys(tasks))
-    if len(distinct) > 1 and not (tasks.to_numpy() == np.asarray(ids, dtype=object)).all():
-        long = [t for t in distinct if len(" ".join(t.split())) > task_limit]
-        names = dict(zip(long, distinguishing_labels(long, limit=task_limit), strict=True))
-        out["task"] = [names.get(t) or " ".join(t.split()) for t in tasks]
+    out["group"] = names.short_ids(table)
+    tasks = names.task_labels(table)
+    if tasks is not None:
+        out["task"] = tasks
     out["severity"] = [f"{v:.2f}" for v in table["severity"].to_numpy(dtype=np.float64)]
     out["success"] = [f"{v:.0%}" for v in table["success_rate"].to_numpy(dtype=np.float64)]
     out["reason"] = table["reason"].astype(str).to_numpy()
-    return pd.DataFrame(out, index=table.index), prefix
+    return pd.DataFrame(out, index=table.index), names.prefix
 
 
 def default_sort() -> list[tuple[str, bool]]:

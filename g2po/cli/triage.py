@@ -11,6 +11,7 @@ from pathlib import Path
 
 from g2po.cli.logs import add_log_options, log_options
 from g2po.cli.sweep import add_ray_options, sweep_runs
+from g2po.cli.url import add_url_option
 
 __all__ = ["add_parser"]
 
@@ -30,6 +31,7 @@ def _triage(args: argparse.Namespace) -> int:
     from g2po.analysis.triage import run_findings, triage_log, truncation_hint
     from g2po.cli.analysis import params_and_rule, parse_params
     from g2po.cli.text import progress_bar
+    from g2po.cli.url import with_urls
     from loaders.opener import open_log
 
     found = sweep_runs(args)
@@ -55,44 +57,99 @@ def _triage(args: argparse.Namespace) -> int:
     _say_findings(run_findings(table, args.estimator))  # about the run: said once
     if args.stochastic:
         print(f"g2po triage: {STOCHASTIC_NOTE}.", file=sys.stderr)
-    return _show(args, table, f"{len(table):,} group(s) of {table['train_step'].nunique():,} "
-                              f"training step(s) · outcome rule: {rule.describe()}")
+    return _show(args, table, f"{len(table):,} group(s) of "
+                              f"{_steps_of(table, log.has_train_steps)} · outcome rule: "
+                              f"{rule.describe()}",
+                 lambda rows: with_urls(args, log, rows, "group", params, rule))
 
 
-def _show(args: argparse.Namespace, table, said: str) -> int:
+def _steps_of(table, stepped: bool = True) -> str:
+    """The training steps of a table, in words: which one when there is one (none when the
+    log has no training steps: all its rows are one step)."""
+    from g2po.analysis.triage_show import one_step
+
+    if not stepped:
+        return "the log (it has no training steps)"
+    step = one_step(table)
+    return f"training step {step}" if step is not None else \
+        f"{table['train_step'].nunique():,} training steps"
+
+
+def _show(args: argparse.Namespace, table, said: str, urls) -> int:
     """Print the groups ``table`` as ``args`` ask (filtered, sorted, cut; a terminal table,
-    CSV or JSON), the terminal table after the line ``said``; a sweep's ``run`` first."""
+    CSV or JSON), the terminal table after the line ``said``; a sweep's ``run`` first.
+    ``urls`` gives the rows shown their ``url`` column (``--url``; :func:`with_urls`).
+
+    Groups and tasks are named over the whole ``table`` (:func:`group_names`), so a group
+    reads the same whatever ``--top``, the filters, the sort or the terminal's width."""
     import textwrap
 
-    from g2po.analysis.triage import brief_view, filter_groups, sort_groups
+    from g2po.analysis.triage_show import (
+        brief_view,
+        filter_groups,
+        group_names,
+        one_step,
+        sort_groups,
+    )
     from g2po.cli.text import _terminal_width, terminal_table
+    from g2po.cli.url import print_urls
 
     shown = filter_groups(table, alarms=args.alarm or (), task=args.task,
                           estimator=args.estimator)
     shown = sort_groups(shown, args.sort, False if args.ascending else None)
     if args.top is not None:
         shown = shown.head(args.top)
+    shown = urls(shown)
     if args.output == "csv":
         sys.stdout.write(shown.to_csv(index=False, lineterminator="\r\n"))
-    elif args.output == "json":
+        return 0
+    if args.output == "json":
         print(json.dumps(shown.to_dict(orient="records"), indent=1, ensure_ascii=False,
                          default=str))
-    else:
-        width = _terminal_width()
-        said += f" · {len(shown):,} shown" if len(shown) != len(table) else ""
-        if args.all_columns:
-            print(textwrap.fill(said, width, break_on_hyphens=False) if width else said)
-            print(terminal_table(shown, max_rows=args.max_rows))
-            return 0
-        view, prefix = brief_view(shown, id_limit=20 if (width or 160) >= 120 else 14,
-                                  task_limit=28 if (width or 160) >= 120 else 16)
-        if "run" in shown.columns:
-            view.insert(0, "run", shown["run"].to_numpy())
-        said += (f" · group ids after {prefix!r}" if prefix else "") + \
-            " · every column: --all-columns, --format csv"
+        return 0
+    width = _terminal_width()
+    said += f" · {len(shown):,} shown" if len(shown) != len(table) else ""
+    step = one_step(shown)
+    if step is not None and one_step(table) is None:  # the rows' one step, said once
+        said += f", all of training step {step}"
+    if args.all_columns:
         print(textwrap.fill(said, width, break_on_hyphens=False) if width else said)
-        print(terminal_table(view, max_rows=args.max_rows, stretch="reason"))
+        print(terminal_table(shown.drop(columns="url", errors="ignore"),
+                             max_rows=args.max_rows))
+        print_urls(shown)
+        return 0
+    view, prefix = brief_view(shown, group_names(table))
+    if "run" in shown.columns:
+        view.insert(0, "run", shown["run"].to_numpy())
+    said += (f" · group ids after {prefix!r}" if prefix else "") + \
+        " · every column: --all-columns, --format csv"
+    print(textwrap.fill(said, width, break_on_hyphens=False) if width else said)
+    print(terminal_table(view, max_rows=args.max_rows, stretch="reason"))
+    print_urls(shown)
     return 0
+
+
+def _sweep_urls(args: argparse.Namespace, runs: dict, rules: dict, params, named: bool):
+    """The sweep's ``urls`` for :func:`_show`: each run's rows with their views, the run's
+    own path and outcome rule (:func:`with_urls` once per run: its log is opened here)."""
+    import pandas as pd
+
+    from g2po.cli.sweep import _open
+    from g2po.cli.url import with_urls
+
+    def urls(rows):
+        if getattr(args, "url", None) is None or rows.empty:
+            return rows
+        parts = []
+        for run, part in (rows.groupby("run", sort=False) if named else [(None, rows)]):
+            path = runs[run] if named else Path(args.path)
+            one = argparse.Namespace(**{**vars(args), "path": str(path)})
+            log = _open(path, log_options(args))
+            parts.append(with_urls(one, log, part, "group", params,
+                                   rules[run if named else next(iter(rules))]))
+        return pd.concat(parts).loc[rows.index]
+
+    return urls
 
 
 def _triage_sweep(args: argparse.Namespace, found: tuple[list, list[str]] | None) -> int:
@@ -157,9 +214,11 @@ def _triage_sweep(args: argparse.Namespace, found: tuple[list, list[str]] | None
     rule_text = described.pop() if len(described) == 1 else "each run's own"
     n_steps = len(table[["run", "train_step"]].drop_duplicates()) if named else \
         table["train_step"].nunique()
-    return _show(args, table, f"{len(table):,} group(s) of {n_steps:,} training step(s)"
+    steps = _steps_of(table) if n_steps == 1 else f"{n_steps:,} training steps"
+    urls = _sweep_urls(args, {r.name: r.path for r in runs}, rules, params, named)
+    return _show(args, table, f"{len(table):,} group(s) of {steps}"
                               + (f" of {len(runs):,} run(s)" if named else "")
-                              + f" · outcome rule: {rule_text}")
+                              + f" · outcome rule: {rule_text}", urls)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -172,6 +231,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "node value variance, invalid and truncated shares, and each registered "
                     "check's count and evidence (credit, the group's integrity, progress); "
                     "what most of the run shares, and its progress, said once on stderr. "
+                    "The terminal table names each group by the end of its id and its task "
+                    "by the words that tell it from the run's other tasks, the same whatever "
+                    "--top, the filters or the width; --url adds each row's view in the "
+                    "app. "
                     "Cached per step file in $G2PO_CACHE/triage (default "
                     "~/.cache/g2po/triage).")
     p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
@@ -212,6 +275,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="print every column as a table (default: step, group, task, "
                         "severity, success and the reason, fitted to the terminal; --format "
                         "csv/json always have every column)")
+    add_url_option(p, per_row=True)
     add_ray_options(p)
     add_log_options(p, format_option="--log-format")
     p.set_defaults(func=_triage)

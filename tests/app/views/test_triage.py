@@ -8,13 +8,20 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import loaders
-from app.triage_table import HEADERS
+from app.triage_table import GROUP, HEADERS, TASK
 from app.views.triage import _PICK
 from g2po.analysis.alarms import STOCHASTIC_NOTE
 from g2po.analysis.triage import sort_groups, step_shares, triage_log
+from g2po.analysis.triage_show import ID_CHARS, group_names
 from tests.app.builders import app_test, entry, shown, texts
 from tests.app.views.conftest import assert_no_markup_from_logs
-from tests.g2po.analysis.groups import ALL_SUCCEEDED, PENALTY_ONLY, aliased_group, cut_by_done
+from tests.g2po.analysis.groups import (
+    ALL_SUCCEEDED,
+    PENALTY_ONLY,
+    aliased_group,
+    cut_by_done,
+    cut_group,
+)
 from tests.g2po.builders import THREE, trajectories
 
 
@@ -219,9 +226,94 @@ def test_the_runs_progress_is_said_once_folded_above_the_rows(tmp_path):
     pd.concat([*converged, five(THREE, "three")], ignore_index=True).to_csv(path, index=False)
     at = app_test("groups", ["--log", str(path)])
     assert not at.exception
-    (about,) = [e for e in at.expander if shown(e.label).startswith("About the run")]
-    assert shown(about.label) == "About the run: 4 group(s) converged"
+    (about,) = [e for e in at.expander if "About the run" in shown(e.label)]
+    # one line: the step limit the failures suggest (3 of 3 end at 3 steps), then progress
+    assert shown(about.label) == ("Failures cut at a step limit of 3? · About the run: 4 "
+                                  "group(s) converged")
     assert "Converged on 4 of 5 groups" in texts(at)
     assert not [w for w in warnings_of(at) if w.startswith("Run-wide:")]
     table = table_of(at).set_index(HEADERS["group_id"])
     assert (table.loc[[f"won{g}" for g in range(4)], HEADERS["severity"]] == 0).all()
+
+
+# -- issue 37 item 3: the first screen ----------------------------------------------------------
+
+INTRO = ("Welcome to TextWorld! Here is your task for today. First, it would be a great idea if "
+         "you could try to move west. Next, venture south. With that over with, go to the "
+         "east. And then, go to the south. If you can manage that, head west. ")
+#: Rooms of the tasks: two groups play the sauna's, one each the others'.
+ROOMS = ("sauna", "sauna", "attic", "cellar", "pantry", "studio")
+
+
+def write_first_screen_log(path):
+    """A dump as verl writes them, as far as the Groups page's first screen goes: six groups
+    with 36-character uuid ids, tasks that are TextWorld's long intros (the room differs),
+    no ``done`` flag and three failures of each group at the longest length (a step limit
+    the log does not state, :func:`tests.g2po.analysis.groups.cut_group`)."""
+    import uuid
+
+    parts = [cut_group(str(uuid.UUID(int=(i + 1) * 0x9E3779B97F4A7C15F39CC0605CEDC835
+                                      % 2**128))).assign(
+        task=f"{INTRO}Then, pick up the coin from the floor of the {room}. That's it!")
+        for i, room in enumerate(ROOMS)]
+    pd.concat(parts, ignore_index=True).to_csv(path, index=False)
+    return path
+
+
+def test_the_first_screen_leads_with_what_decides(tmp_path):
+    path = write_first_screen_log(tmp_path / "first.csv")
+    at = app_test("groups", ["--log", str(path)])
+    assert not at.exception
+    frame = table_of(at)
+    # what decides first; the whole id and task text last
+    assert list(frame.columns[:5]) == [GROUP, TASK, HEADERS["severity"],
+                                       HEADERS["success_rate"], HEADERS["reason"]]
+    assert list(frame.columns[-2:]) == [HEADERS["group_id"], HEADERS["task"]]
+    # ids as the explorer's picker shortens them, tasks by their room, as g2po triage names them
+    log = loaders.open_log(path)
+    names = group_names(triage_log(log, cache=False))
+    ids = frame[HEADERS["group_id"]]
+    assert list(frame[GROUP]) == [names.ids[g] for g in ids]
+    assert frame[GROUP].str.len().max() <= ID_CHARS < ids.str.len().min() == 36
+    rooms = [t.split("floor of the ")[1].split(".")[0] for t in frame[HEADERS["task"]]]
+    assert all(room in label for room, label in zip(rooms, frame[TASK], strict=True))
+    assert not frame[TASK].str.contains("Welcome").any()
+    # one row of controls: the filters and judging folded into its popover
+    (popover,) = [b for b in _blocks(at.main) if b.type == "popover"]
+    assert str(popover.proto.popover.label) == "Filters"
+    folded = {getattr(w, "key", None) for w in _blocks(popover)} - {None}
+    assert folded == {"gr_alarms", "gr_task", "gr_success", "gr_est", "gr_stoch"}
+    every = {getattr(w, "key", None) for w in _blocks(at.main)} - {None}
+    assert every - folded == {"gr_scope", "gr_sort", "gr_desc", "gr_filters", "gr_about",
+                              "gr_table",
+                              f"truncate_offer:groups:auto:{path.resolve()}"}
+    # the step limit the failures suggest: said in the line above the rows, offered inside
+    hint = log.truncation_hint(log.rule())
+    (about,) = [e for e in at.expander if "step limit" in shown(e.label)]
+    assert f"Failures cut at a step limit of {hint.length}?" in shown(about.label)
+    assert hint.message() in texts(at)
+    assert any(b.label == f"Count length ≥ {hint.length} without success as truncated"
+               for b in at.button)
+    at.selectbox(key="gr_scope").select("all").run()  # read from the table: the same hint
+    assert [shown(e.label) for e in at.expander if "step limit" in shown(e.label)] == \
+        [shown(about.label)]
+    # no training steps (all rows one step): said once above the rows, no column
+    assert HEADERS["train_step"] not in frame.columns
+    assert "6 group(s) of the log (it has no training steps)" in texts(at)
+
+
+def test_the_filters_say_how_many_are_set(tmp_path):
+    at = app_test("groups", ["--log", str(write_first_screen_log(tmp_path / "first.csv"))])
+    at.text_input(key="gr_task").input("sauna").run()
+    at.selectbox(key="gr_est").select("grpo").run()
+    assert not at.exception
+    assert len(table_of(at)) == 2
+    assert "2 shown (task or group contains 'sauna'; judged for GRPO)" in texts(at)
+    labels = [str(b.proto.popover.label) for b in _blocks(at.main) if b.type == "popover"]
+    assert labels == ["Filters (2)"]
+
+
+def _blocks(node):
+    for child in getattr(node, "children", {}).values():
+        yield child
+        yield from _blocks(child)

@@ -6,6 +6,7 @@ import pandas as pd
 import loaders
 from g2po.analysis.labels import (
     STOPWORDS,
+    cut_middle,
     distinguishing_labels,
     format_number,
     headline,
@@ -15,6 +16,7 @@ from g2po.analysis.labels import (
     snap_frame,
     snap_to_zero,
     terse,
+    without_shared_parts,
 )
 
 COOKING = Path(__file__).resolve().parents[2] / "app" / "data" / "cooking16"
@@ -127,3 +129,29 @@ def test_alfworlds_start_is_labelled_by_where_it_is_not_the_games_opening_words(
         "middle room", terse(labels[1]), terse(labels[2])]
     assert terse(labels[1]).startswith("arrive drawer 3")
     assert not {w.lower() for label in labels for w in terse(label).split()} & STOPWORDS
+
+
+def test_tasks_are_labelled_without_their_greeting():
+    """A task's first sentence is a greeting, not a place: without headlines, every word of
+    a label is chosen against every other task."""
+    tasks = ["Welcome to TextWorld! Then, lift the coin from the floor of the sauna.",
+             "Welcome to TextWorld! Then, lift the coin from the floor of the attic.",
+             "Hey, thanks for coming over! Then, lift the coin from the floor of the sauna."]
+    assert distinguishing_labels(tasks)[0].startswith("Welcome to TextWorld")
+    labels = distinguishing_labels(tasks, headlines=False)
+    assert len(set(labels)) == 3 and "attic" in labels[1]
+    assert not any(label.startswith("Welcome") for label in labels)
+
+
+def test_names_lose_what_they_all_share_and_are_cut_in_the_middle():
+    gts = ["pick_and_place-Mug-None-Fridge-12", "look_at_obj_in_light-Pan-None-Drawer-36",
+           "pick_and_place-Egg-None-Fridge-7"]
+    assert without_shared_parts(gts) == ["pick_and_place-Mug-Fridge-12",
+                                         "look_at_obj_in_light-Pan-Drawer-36",
+                                         "pick_and_place-Egg-Fridge-7"]
+    assert without_shared_parts(["a-b", "a-b"]) == ["a-b", "a-b"]  # nothing left: whole
+    assert without_shared_parts(["alone-None"]) == ["alone-None"]
+    name = "pick_two_obj_and_place-Potato-None-Fridge-209"
+    assert cut_middle(name, 24) == "pick_t…o-None-Fridge-209" and len(cut_middle(name, 24)) == 24
+    assert cut_middle(name, 10, head=0) == "…ridge-209"
+    assert cut_middle("short", 8) == "short"

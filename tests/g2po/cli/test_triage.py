@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+from urllib.parse import parse_qs, urlsplit
 
 import pandas as pd
 import pytest
@@ -86,7 +88,7 @@ def test_the_terminal_table_says_what_it_holds(run, capsys):
     assert main(["triage", str(run), "--step", "1", "--top", "2"]) == 0
     out = capsys.readouterr().out
     n = len(open_log(run).groups(1))
-    assert out.startswith(f"{n} group(s) of 1 training step(s) · outcome rule: reward = "
+    assert out.startswith(f"{n} group(s) of training step 1 · outcome rule: reward = "
                           "success reward 10 · 2 shown")
     assert "dead-1" in out.splitlines()[2]
 
@@ -246,3 +248,118 @@ def test_integrity_findings_on_a_csv(tmp_path, capsys):
     assert table.loc["short", "reason"] == "partial group: 2 of the run's usual 4 rollouts"
     assert main(["triage", path, "--alarm", "partial_group", "--format", "csv"]) == 0
     assert list(csv_out(capsys)["group_id"]) == ["short"]
+
+
+# -- issue 37 item 3: names that do not move; the training step always said; --url ----------
+
+INTRO = ("Welcome to TextWorld! Here is your task for today. First, try to move west. Next, "
+         "venture south. With that over with, go to the east. ")
+
+
+def write_tasks(path, steps=(1, 2)):
+    """Six groups per training step (ids ``tw-train-s{k}``, as the generated games' seeds),
+    each a task whose long TextWorld intro differs in its room, its verb and its greeting,
+    so that the words telling one task apart depend on which others it is told from."""
+    rooms = [("retrieve", "workshop"), ("retrieve", "canteen"), ("lift", "workshop"),
+             ("recover", "studio"), ("retrieve", "attic"), ("lift", "canteen")]
+    parts = []
+    for step in steps:
+        for k, (verb, room) in enumerate(rooms):
+            group = {0: ALL_FAILED, 1: THREE}[k % 2] if k != 3 else PENALTY_ONLY
+            greeting = "Hey, thanks for coming over! " if k % 3 == 0 else ""
+            parts.append(trajectories(group, f"tw-train-s{k}").assign(
+                train_step=step, task=f"{greeting}{INTRO}Then, {verb} the coin from the "
+                                      f"floor of the {room}. That's it!"))
+    pd.concat(parts, ignore_index=True).to_csv(path, index=False)
+    return str(path)
+
+
+def shown_rows(out: str) -> tuple[list[str], list[list[str]]]:
+    """The lines above the terminal table, and the words of its rows."""
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines)
+                  if line.split()[:2] in (["step", "group"], ["group", "task"]))
+    return lines[:header], [line.split() for line in lines[header + 1:] if line.strip()]
+
+
+def group_and_task(words: list[str]) -> tuple[str, str]:
+    """A row's short group id and its task label (the words before its severity)."""
+    first = 1 if words[0].isdigit() else 0
+    severity = next(i for i, w in enumerate(words) if i > first and re.fullmatch(r"\d\.\d\d", w))
+    return words[first], " ".join(words[first + 1:severity])
+
+
+def test_a_groups_task_reads_the_same_whatever_is_shown(tmp_path, capsys, monkeypatch):
+    path = write_tasks(tmp_path / "tasks.csv")
+    seen: dict[str, set[str]] = {}
+    for width in (80, 100, 160):
+        monkeypatch.setenv("COLUMNS", str(width))
+        for extra in ([], ["--top", "1"], ["--top", "3"], ["--sort", "task"],
+                      ["--task", "canteen"], ["--step", "2"]):
+            assert main(["triage", path, *extra]) == 0
+            _, rows = shown_rows(capsys.readouterr().out)
+            assert rows
+            for words in rows:
+                group, label = group_and_task(words)
+                seen.setdefault(group, set()).add(label)
+    assert len(seen) == 6
+    assert all(len(labels) == 1 for labels in seen.values()), seen
+    # the labels tell the tasks apart, by their own words, never the shared greeting
+    first = {g: next(iter(labels)) for g, labels in seen.items()}
+    assert len(set(first.values())) == 6
+    assert not any("Welcome" in label or "Hey" in label for label in first.values())
+
+
+def test_the_training_step_of_the_rows_is_always_said(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    path = write_tasks(tmp_path / "tasks.csv")
+    assert main(["triage", path]) == 0
+    said, rows = shown_rows(capsys.readouterr().out)
+    assert "12 group(s) of 2 training steps" in " ".join(said)
+    assert {r[0] for r in rows} == {"1", "2"}  # a column: the rows span both
+    assert main(["triage", path, "--step", "2"]) == 0
+    said, rows = shown_rows(capsys.readouterr().out)
+    assert "6 group(s) of training step 2 ·" in " ".join(said)
+    assert all(r[0].startswith("s") for r in rows)  # no step column: the line says it
+    assert main(["triage", path, "--top", "1", "--sort", "train_step", "--ascending"]) == 0
+    said, rows = shown_rows(capsys.readouterr().out)
+    assert "1 shown, all of training step 1" in " ".join(said) and len(rows) == 1
+
+
+def test_url_gives_each_row_its_group_in_the_explorer(tmp_path, capsys):
+    path = write_tasks(tmp_path / "tasks.csv")
+    assert main(["triage", path, "--format", "csv", "--url", "http://box:9000/app",
+                 "--app-log", str(tmp_path)]) == 0
+    table = csv_out(capsys)
+    assert list(table.columns) == [*TRIAGE_COLUMNS, "url"]
+    for step, group, url in zip(table["train_step"], table["group_id"], table["url"],
+                                strict=True):
+        parts = urlsplit(url)
+        assert url.startswith("http://box:9000/app/?")
+        assert parse_qs(parts.query) == {"run": ["tasks.csv"], "step": [str(step)],
+                                         "group": [group]}
+    # in the terminal: listed whole under the table, in the table's order
+    assert main(["triage", path, "--top", "2", "--url"]) == 0
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    at = lines.index("the rows' views in the app:")
+    _, rows = shown_rows("\n".join(lines[:at]))
+    listed = lines[at + 1:]
+    assert len(listed) == len(rows) == 2
+    assert all(f"tw-train-{row[1]}: http://localhost:8501/?run=tasks.csv&open=" in line
+               for row, line in zip(rows, listed, strict=True))
+    assert "g2po triage: note: the URLs open" in out.err
+
+
+def test_url_of_a_sweep_opens_each_rows_own_run(tmp_path, capsys):
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    write_tasks(sweep / "a.csv", steps=(1,))
+    write_tasks(sweep / "b.csv", steps=(1, 2))
+    assert main(["triage", str(sweep), "--format", "json", "--url"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["run"] for r in rows} == {"a.csv", "b.csv"} and len(rows) == 18
+    for r in rows:
+        query = parse_qs(urlsplit(r["url"]).query)
+        assert query == {"run": [r["run"]], "open": [str((sweep / r["run"]).resolve())],
+                         "step": [str(r["train_step"])], "group": [r["group_id"]]}
