@@ -12,8 +12,10 @@ in view on a session's first script run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
+import pandas as pd
 import streamlit as st
 
 from app import data
@@ -23,10 +25,18 @@ from app.ui import keep_widget_value, md, show_error
 from app.url_state import seed_from_url, write_url
 from g2po.app_url import URL_NAMES as APP_URL_NAMES
 from g2po.errors import G2POError
-from g2po.outcomes import TERMINAL_RULES, Fix, OutcomeRule, TruncationHint
+from g2po.outcomes import (
+    TERMINAL_RULES,
+    Fix,
+    OutcomeRule,
+    RewardScale,
+    TruncationHint,
+    detect_reward_scale,
+)
 
 __all__ = ["RULES", "RuleKeys", "rule_keys", "run_rules", "set_rule", "apply_fix",
-           "rule_controls", "URL_NAMES", "DEFAULT_STEP_LIMIT", "truncation_offer"]
+           "rule_controls", "URL_NAMES", "DEFAULT_STEP_LIMIT", "truncation_offer",
+           "run_reward_scale", "reward_scale_offer"]
 
 #: Session key: run key → :class:`OutcomeRule`, the one rule of each run.
 RULES = "_g2po_rules"
@@ -206,3 +216,43 @@ def truncation_offer(opened: OpenLog, hint: TruncationHint | None, where: str) -
         st.button(fmt("Count length ≥ {} without success as truncated", hint.length),
                   key=f"truncate_offer:{where}:{opened.key}", on_click=apply_fix,
                   args=(opened.key, Fix("truncate_at", "", float(hint.length))))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _reward_scale(_log, key: str, version: tuple[int, int], train_steps: tuple[int, ...],
+                  rule: OutcomeRule) -> RewardScale | None:
+    tables = [t for t in (_log.trajectories(s) for s in train_steps) if not t.empty]
+    if not tables:
+        return None
+    return detect_reward_scale(pd.concat(tables, ignore_index=True), rule)
+
+
+def run_reward_scale(opened: OpenLog, rule: OutcomeRule,
+                     train_steps: Sequence[int] | None = None) -> RewardScale | None:
+    """The reward scale of the run's trajectories at ``train_steps`` (default: every
+    training step) when ``rule`` counts none of their successes
+    (:func:`g2po.outcomes.detect_reward_scale`: a 0/1 reward under the success reward 10),
+    else None; kept per log version and rule. A log that cannot be read says nothing here
+    (its pages show why)."""
+    try:
+        version = data.log_version(opened.log)
+        steps = tuple(opened.log.train_steps() if train_steps is None else train_steps)
+        return _reward_scale(opened.log, opened.key, version, steps, rule)
+    except data.LOADER_ERRORS + (G2POError,):
+        return None
+
+
+def reward_scale_offer(opened: OpenLog, scale: RewardScale | None, rule: OutcomeRule,
+                       where: str) -> None:
+    """Say that the run's rewards are on another scale than its rule's (``scale``, from
+    :func:`run_reward_scale`; nothing when None) and offer the one-click fix: the success
+    reward set to the scale's, for every page (``where``: a unique widget key part)."""
+    if scale is None:
+        return
+    with st.container(border=True):
+        md("⚠ **{}**: {}", opened.name, scale.message(rule))
+        fix = scale.fix()
+        st.button(fmt("{}", fix.label), key=f"reward_scale_offer:{where}:{opened.key}",
+                  on_click=apply_fix, args=(opened.key, fix),
+                  help="Changes the run's outcome rule (the sidebar's G2PO parameters): "
+                       "every page counts success by it.")

@@ -11,6 +11,7 @@ one colour wherever it is shown.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,10 @@ from app.safe import truncate
 from g2po.analysis.labels import lead_with_difference, natural_key
 from g2po.analysis.state_graph import StateGraph
 from g2po.outcomes import outcome_labels
+
+if TYPE_CHECKING:
+    from g2po.analysis.group_view import RecordedCredit
+    from g2po.analysis.whatif import WhatIf
 
 __all__ = [
     "STEP_COLUMNS",
@@ -39,6 +44,11 @@ __all__ = [
     "scale_limits",
     "style_diverging",
     "STYLE_MAX_CELLS",
+    "RECORDED",
+    "AUDIT",
+    "flip_style",
+    "changed_steps",
+    "FLIP_BACKGROUND",
 ]
 
 #: Display names of the step table's computed columns, in the order shown (node first).
@@ -54,9 +64,20 @@ STEP_COLUMNS = {
 }
 #: The coloured quantities, each on its own zero-centred scale shared by the page's tables.
 ADVANTAGE_COLUMNS = ["A", "A^EP", "A^NC", "A^EC", "TD error", "V", "V′"]
+#: The step tables' column of the advantage a trainer recorded (where the log has one): a
+#: fact about the run, shown beside the recomputed A, never as it.
+RECORDED = "recorded (trainer)"
+#: The audit's word for each step's recorded value against the recomputation.
+AUDIT = "audit"
+#: The audit's causes (:data:`g2po.analysis.recorded.CAUSES`) as the audit column says them.
+_AUDIT_WORDS = {"": "matches", "none": "", "zeroed": "zeroed", "broadcast": "broadcast",
+                "negated": "sign flipped", "misaligned": "misaligned", "sign": "sign flip",
+                "nonfinite": "not finite", "differs": "differs"}
 #: Aliases of a quantity in other tables (same scale).
 _SCALE_ALIASES = {"mean A": "A", "mean A^EP": "A^EP", "mean A^NC": "A^NC",
-                  "mean A^EC": "A^EC", "V(next)": "V′", "ΣA": None}
+                  "mean A^EC": "A^EC", "V(next)": "V′", "ΣA": None, RECORDED: "A"}
+#: The background of a step whose advantage changes sign (what-if tables).
+FLIP_BACKGROUND = "#ffe08a"
 OUTCOMES = ("success", "failure", "truncated")
 #: Above this many cells tables are shown without per-cell colours (styling is slow).
 STYLE_MAX_CELLS = 40_000
@@ -90,13 +111,16 @@ def _short_ids(graph: StateGraph) -> dict[str, str]:
 
 
 def step_table(graph: StateGraph, traj_id: str | Iterable[str] | None = None,
-               text_limit: int = 80, rows: np.ndarray | None = None) -> pd.DataFrame:
+               text_limit: int = 80, rows: np.ndarray | None = None,
+               recorded: RecordedCredit | None = None) -> pd.DataFrame:
     """One row per step (of one trajectory, several, or all; or the positional ``rows`` of
     ``graph.steps``), ordered by trajectory (naturally) then step: rollout (the part of its id
     that tells it from the others, cut in the middle when long), t, node, A, A^EP, A^NC, A^EC,
     TD error, V, V′, valid, end (the terminal the last step leads to: success, failure or
     truncated), action, observation and, where the log has it, response (truncated to
-    ``text_limit``). The index is the
+    ``text_limit``). With the audit of a ``recorded`` advantage, right after A: the
+    trainer's value (:data:`RECORDED`), the audit's recomputation when it used another
+    estimator than G2PO, and the audit's word for the step (:data:`AUDIT`). The index is the
     step's position in ``graph.steps``."""
     steps = graph.steps.reset_index(drop=True)
     if rows is not None:
@@ -115,6 +139,8 @@ def step_table(graph: StateGraph, traj_id: str | Iterable[str] | None = None,
     }, index=steps.index)
     for col, name in STEP_COLUMNS.items():
         out[name] = steps[col].to_numpy()
+    if recorded is not None:
+        _insert_recorded(out, recorded, graph.steps.index[steps.index])
     out["valid"] = steps["is_action_valid"].to_numpy(dtype=bool)
     out["end"] = np.where(last.to_numpy(), _outcome(steps), "")
     out["action"] = steps["action"].map(lambda s: truncate(s, text_limit)).to_numpy()
@@ -123,6 +149,19 @@ def step_table(graph: StateGraph, traj_id: str | Iterable[str] | None = None,
     if "response" in steps.columns:  # the model's output, beside what it answered
         out["response"] = steps["response"].map(lambda s: truncate(s, text_limit)).to_numpy()
     return out
+
+
+def _insert_recorded(out: pd.DataFrame, recorded: RecordedCredit, labels: pd.Index) -> None:
+    """The recorded advantage, (another estimator's recomputation) and the audit's word, right
+    after A, for the steps whose ``graph.steps`` labels are ``labels``."""
+    rows = recorded.steps.loc[labels]
+    at = out.columns.get_loc("A") + 1
+    out.insert(at, RECORDED, rows["recorded"].to_numpy(dtype=np.float64))
+    if recorded.estimator != "g2po":
+        at += 1
+        out.insert(at, f"recomputed ({recorded.estimator})",
+                   rows["recomputed"].to_numpy(dtype=np.float64))
+    out.insert(at + 1, AUDIT, rows["cause"].map(_AUDIT_WORDS).fillna("differs").to_numpy())
 
 
 def trajectory_summary(graph: StateGraph) -> pd.DataFrame:
@@ -271,3 +310,44 @@ def style_diverging(frame: pd.DataFrame, limits: dict[str, float] | list[str],
         styler = styler.apply(colour, subset=[col])
     floats = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
     return styler.format({c: f"{{:.{digits}f}}" for c in floats}, na_rep="")
+
+
+def flip_style(frame: pd.DataFrame, flips: np.ndarray):
+    """``frame`` styled: A before / after and ΔA on the diverging scale, and every cell of a
+    row whose advantage changes sign on :data:`FLIP_BACKGROUND` (its A cells keep their
+    colour)."""
+    styled = style_diverging(frame, ["A before", "A after", "ΔA"])
+    if not hasattr(styled, "apply"):
+        return styled
+    rows = pd.Series(np.asarray(flips, dtype=bool), index=frame.index)
+
+    def mark(column: pd.Series) -> list[str]:
+        return [f"background-color: {FLIP_BACKGROUND}; color: #000; font-weight: 600"
+                if rows[i] else "" for i in column.index]
+
+    plain = [c for c in frame.columns if c not in ("A before", "A after", "ΔA")]
+    return styled.apply(mark, subset=plain)
+
+
+def changed_steps(result: WhatIf) -> tuple[pd.DataFrame, np.ndarray]:
+    """The steps a what-if changes (:attr:`g2po.analysis.whatif.WhatIf.changed`: sign flips
+    first, then the largest change) as shown: rollout, t, action, A before / after, ΔA, sign,
+    node before → after, V before / after, TD error before / after, why; and their flips."""
+    rows = result.changed
+    short = short_ids(result.steps["traj_id"].astype(str))
+    shown = pd.DataFrame({
+        "rollout": rows["traj_id"].astype(str).map(short).to_numpy(),
+        "t": rows["t"].to_numpy(),
+        "action": rows["action"].map(lambda s: truncate(s, 40)).to_numpy(),
+        "A before": rows["adv_before"].to_numpy(),
+        "A after": rows["adv_after"].to_numpy(),
+        "ΔA": rows["delta"].to_numpy(),
+        "sign": np.where(rows["sign_flip"].to_numpy(), "flips", ""),
+        "node": [f"{b} → {a}" for b, a in zip(rows["node_before"], rows["node_after"])],
+        "V before": rows["value_before"].to_numpy(),
+        "V after": rows["value_after"].to_numpy(),
+        "TD before": rows["td_error_before"].to_numpy(),
+        "TD after": rows["td_error_after"].to_numpy(),
+        "why": rows["why"].to_numpy(),
+    })
+    return shown, rows["sign_flip"].to_numpy(dtype=bool)

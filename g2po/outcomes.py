@@ -6,7 +6,8 @@ when its reward equals the success reward. With a ``success_threshold`` T, it su
 reward is at least T (graded rewards, or successes rewarded unequally). Under the binary
 terminal every other trajectory gets the failure value, so a log whose successes are rewarded
 1.0, scored on a scale, or marked only by ``won`` would be silently wrong; :func:`check_outcomes`
-says so and names the fix.
+says so and names the fix (:func:`detect_reward_scale`: a 0/1 reward read under the success
+reward 10). Failures cut at a step limit the log does not state: :mod:`g2po.truncation`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+# the truncation hint lives in its own module; named here too, where the rule's users look
+from g2po.truncation import (
+    MIN_CUT,
+    MIN_CUT_SHARE,
+    TruncationHint,
+    detect_truncation,
+    truncation_from_counts,
+)
+
 if TYPE_CHECKING:
     from g2po.index import StepIndex
 
@@ -27,7 +37,8 @@ __all__ = ["OutcomeRule", "OutcomeCheck", "Fix", "check_outcomes", "trajectory_o
            "success_rule_from_won", "rule_from_won", "TERMINAL_RULES", "flag_values",
            "success_mask", "success_rule", "check_success_threshold", "cut_at_limit",
            "TruncationHint", "detect_truncation", "truncation_from_counts", "MIN_CUT",
-           "MIN_CUT_SHARE", "outcome_labels", "truncated_steps"]
+           "MIN_CUT_SHARE", "outcome_labels", "truncated_steps", "RewardScale",
+           "detect_reward_scale"]
 
 #: Rewards within this of the success reward count as equal (the equality rule).
 SUCCESS_ATOL = 1e-9
@@ -226,74 +237,6 @@ def cut_at_limit(length: np.ndarray, done: np.ndarray, success: np.ndarray,
     return cut
 
 
-#: :func:`detect_truncation` speaks when at least this many failures end at the largest length…
-MIN_CUT = 2
-#: … and they are at least this share of the failures.
-MIN_CUT_SHARE = 0.25
-
-
-@dataclass(frozen=True)
-class TruncationHint:
-    """Failures that look cut at a step limit the log does not state (no ``done`` flag).
-
-    length : N, the largest trajectory length, where they end.
-    n_cut : failed trajectories of length N whose ``done`` the log does not give.
-    n_failures : failed trajectories in all. n_traj : trajectories in all.
-    """
-
-    length: int
-    n_cut: int
-    n_failures: int
-    n_traj: int
-
-    def message(self) -> str:
-        """What was seen, in one sentence, and the rule it suggests."""
-        return (f"{self.n_cut} of {self.n_failures} failed trajectories (of {self.n_traj}) end "
-                f"at the same, largest length {self.length} and the log has no done flag: "
-                f"they were probably cut at a step limit of {self.length}, not failed. The "
-                f"rule 'length ≥ {self.length} ⇒ truncated' shows them as truncated (the "
-                "estimators still value truncation as failure).")
-
-
-def detect_truncation(length: np.ndarray, success: np.ndarray, done: np.ndarray,
-                      truncate_at: int | None = None) -> TruncationHint | None:
-    """Failures cut at a step limit, in a log without ``done``: many failed trajectories (at
-    least :data:`MIN_CUT`, and :data:`MIN_CUT_SHARE` of the failures) ending at the same,
-    largest length N ≥ 2, the log saying nothing of their ``done``, while other trajectories
-    end sooner. None when nothing looks cut, when the rule already has a ``truncate_at``, or
-    when every trajectory lasts N steps (a fixed horizon, or too few episodes to tell: the
-    length then says nothing).
-
-    length, success, done : (n,) per trajectory, as in :func:`cut_at_limit`.
-
-    >>> detect_truncation(np.array([30, 30, 30, 12, 7]), np.array([False, False, False,
-    ...                   True, False]), np.full(5, np.nan))
-    TruncationHint(length=30, n_cut=3, n_failures=4, n_traj=5)
-    """
-    if truncate_at is not None:
-        return None
-    length = np.asarray(length, dtype=np.int64)
-    success = np.asarray(success, dtype=bool)
-    done = np.asarray(done, dtype=np.float64)
-    if not len(length):
-        return None
-    top = int(length.max())
-    failed = ~success
-    cut = failed & (length == top) & np.isnan(done)
-    return truncation_from_counts(top, int(cut.sum()), int(failed.sum()), len(length),
-                                  bool((length == top).all()))
-
-
-def truncation_from_counts(top: int, n_cut: int, n_failures: int, n_traj: int,
-                           all_at_top: bool) -> TruncationHint | None:
-    """:func:`detect_truncation`'s verdict from its counts (a whole run's, summed from per
-    group counts): the largest length ``top``, failures of that length without ``done``
-    ``n_cut``, ``n_failures``, ``n_traj``, and whether every trajectory lasts ``top``."""
-    if top < 2 or n_cut < MIN_CUT or n_cut < MIN_CUT_SHARE * n_failures or all_at_top:
-        return None
-    return TruncationHint(length=top, n_cut=n_cut, n_failures=n_failures, n_traj=n_traj)
-
-
 @dataclass(frozen=True)
 class Fix:
     """A change of parameters that would make the success rule match the log.
@@ -420,6 +363,67 @@ def _won_threshold(table: pd.DataFrame) -> float | None:
     return lowest
 
 
+@dataclass(frozen=True)
+class RewardScale:
+    """Rewards on another scale than the rule's: no trajectory reaches the success reward, yet
+    the log says which succeeded: ``by`` ``won`` (its flags mark the trajectories of one
+    reward) or ``binary`` (every reward is one of two values, the top one positive: 0/1 is the
+    common case). ``success_reward``: that reward, the fix; ``n_success`` of ``n_traj``
+    trajectories reach it."""
+
+    success_reward: float
+    n_success: int
+    n_traj: int
+    by: str
+
+    def message(self, rule: OutcomeRule) -> str:
+        """What was seen and what it means, in one sentence."""
+        why = "the log marks them won" if self.by == "won" else "every reward is one of two " \
+            "values"
+        return (f"{self.n_success} of {self.n_traj} trajectories reach reward "
+                f"{self.success_reward:g} ({why}), but the outcome rule counts success at "
+                f"reward {rule.success_reward:g}: every trajectory reads as a failure. The "
+                f"rewards are on another scale: set the success reward to "
+                f"{self.success_reward:g}.")
+
+    def fix(self) -> Fix:
+        """The one-click fix: the success reward set to the scale's."""
+        return Fix("success_reward", f"Set the success reward to {self.success_reward:g}",
+                   self.success_reward)
+
+
+def detect_reward_scale(table: pd.DataFrame, rule: OutcomeRule) -> RewardScale | None:
+    """The reward scale of a log whose successes ``rule`` never counts (a 0/1 reward read
+    under the paper's success reward 10), or None: when something succeeds by the rule, the
+    rule is a threshold (chosen by hand), or nothing says which trajectories succeeded (all
+    rewards 0; a ``won`` column marking none; graded rewards of three values or more, which
+    the outcome check offers a threshold for).
+
+    table : one row per trajectory with ``reward`` and ``won`` (1.0 / 0.0, NaN where the log
+        has no flag): :func:`trajectory_outcomes`, :func:`loaders.summary.trajectory_table`.
+
+    >>> ones = pd.DataFrame({"reward": [1.0, 0.0, 1.0], "won": np.nan})
+    >>> detect_reward_scale(ones, OutcomeRule()).fix().label
+    'Set the success reward to 1'
+    >>> detect_reward_scale(ones, OutcomeRule(success_reward=1.0)) is None
+    True
+    """
+    reward = table["reward"].to_numpy(dtype=np.float64)
+    if rule.success_threshold is not None or not len(reward) or rule.success(reward).any():
+        return None
+    if "won" in table.columns and not table["won"].isna().all():
+        target, by = _won_reward(table), "won"
+    else:
+        values = np.unique(reward[np.isfinite(reward)])
+        top = float(values[-1]) if len(values) else 0.0
+        two = len(values) == 2 or (len(values) == 1 and top == 1.0)  # all 1: a 0/1 group
+        target, by = (top if top > 0 and two else None), "binary"
+    if target is None:
+        return None
+    hits = int(success_mask(reward, target).sum())
+    return RewardScale(float(target), hits, len(reward), by)
+
+
 def success_reward_from_won(steps: pd.DataFrame) -> float | None:
     """The reward every ``won`` trajectory has, when the log marks wins and they share one
     reward that no lost trajectory has; else None."""
@@ -516,8 +520,9 @@ def check_outcomes(steps: pd.DataFrame, success_reward: float,
     if n_success == 0 and any(r != 0.0 for r in rewards) and not problems:
         problems.append(f"No trajectory succeeds by '{rule}' (rewards seen: {shown}): every "
                         "trajectory counts as a failure.")
-        if len(rewards) == 2:
-            fixes.append(Fix("success_reward", f"Set the success reward to {top:g}", top))
+        scale = detect_reward_scale(table, OutcomeRule(success_reward, threshold, terminal))
+        if scale is not None:
+            fixes.append(scale.fix())
     if len(rewards) > 2 and terminal == "binary" and threshold is None:
         problems.append(f"Rewards take {len(rewards)} values ({shown}), not two: under the "
                         "binary terminal every reward other than the success reward is valued "

@@ -177,10 +177,13 @@ def bench_big_graph(browser, run_dir: Path, repeats: int) -> dict[str, list[floa
 def bench_server(repeats: int) -> dict[str, list[float]]:
     """Seconds of server time (one script run) per group-explorer interaction, in-process
     with AppTest on the cooking sample's group nearest 100 nodes."""
+    from dataclasses import replace
+
     import streamlit as st
     from app_screenshot import pick_group
     from streamlit.testing.v1 import AppTest
 
+    from app.explorer.state import PICKS
     from g2po.analysis.state_graph import state_graph
     from loaders import open_log
 
@@ -208,14 +211,15 @@ def bench_server(repeats: int) -> dict[str, list[float]]:
         at.multiselect(key="g_traj").set_value([trajs[i % len(trajs)]])
         timed("highlight")
         node = nodes[(3 * i + 1) % len(nodes)]
-        at.session_state["g_sel_node"] = node  # what the click's callback sets
-        at.session_state["g_filter"] = ("node", node)
+        # what the click's callback does to the page's picks
+        at.session_state[PICKS] = replace(at.session_state[PICKS], node=node,
+                                          edge=None, filter=("node", node))
         timed("node click")
         row = graph.steps.iloc[(7 * i) % len(graph.steps)]
-        at.session_state["g_sel_node"] = int(row["node"])  # what the row click's callback sets
-        at.session_state["g_sel_edge"] = int(i % len(graph.edges))
+        at.session_state[PICKS] = replace(at.session_state[PICKS], node=int(row["node"]),
+                                          edge=int(i % len(graph.edges)))  # a row click's
         timed("row click")
-        at.number_input(key="p_gamma").set_value(round(0.9 + 0.01 * (i % 5), 2))
+        at.number_input(key="p_gamma").set_value(round(0.9 - 0.005 * (i + 1), 3))  # a new γ
         timed("parameter change")
     return out
 

@@ -12,7 +12,7 @@ from app import data
 from app.charts import OVERVIEW_METRICS, history_figure, overview_figure, overview_runs
 from app.context import AppContext, OpenLog
 from app.navigation import goto_step, page_link
-from app.rules import truncation_offer
+from app.rules import reward_scale_offer, run_reward_scale, truncation_offer
 from app.run_colors import run_colors
 from app.safe import fmt
 from app.triage_table import HEADERS, computed_table
@@ -98,6 +98,8 @@ def render(ctx: AppContext) -> None:
         f"{o.name}: {ctx.rule_of(o).describe()}" for o in ctx.logs))
     for opened, hint in hints:
         truncation_offer(opened, hint, "overview")
+        rule = ctx.rule_of(opened)  # a 0/1 reward read under the success reward 10
+        reward_scale_offer(opened, run_reward_scale(opened, rule), rule, "overview")
 
     clicked = None
     colors = run_colors(ctx.logs)

@@ -10,15 +10,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from app import data
 from app.context import AppContext, OpenLog
-from app.safe import fmt, truncate
+from app.safe import fmt
 from app.sidebar import request_group
-from app.tables import short_ids, style_diverging
+from app.tables import changed_steps, flip_style
 from app.ui import group_page, picked_row, show_short_error
 from app.url_state import seed_from_url, url_once, write_url
 from g2po.analysis.whatif import (
@@ -32,32 +31,13 @@ from g2po.errors import G2POError
 from g2po.params import G2POParams
 from g2po.state_keys import strategy_names
 
-__all__ = ["render", "flip_style", "RUN_CACHE_MAX"]
+__all__ = ["render", "RUN_CACHE_MAX"]
 
 #: Run-wide tables kept (per log version, parameters, rule, key and threshold); kept here,
 #: not in st.cache_data, so the progress bar is drawn by the computation itself.
 RUN_CACHE_MAX = 8
 _RUN_TABLES: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
-#: The background of a step whose advantage changes sign.
-FLIP_BACKGROUND = "#ffe08a"
 _ERRORS = data.LOADER_ERRORS + (G2POError, ValueError)
-
-
-def flip_style(frame: pd.DataFrame, flips: np.ndarray):
-    """``frame`` styled: A before / after and ΔA on the diverging scale, and every cell of a
-    row whose advantage changes sign on :data:`FLIP_BACKGROUND` (its A cells keep their
-    colour)."""
-    styled = style_diverging(frame, ["A before", "A after", "ΔA"])
-    if not hasattr(styled, "apply"):
-        return styled
-    rows = pd.Series(np.asarray(flips, dtype=bool), index=frame.index)
-
-    def mark(column: pd.Series) -> list[str]:
-        return [f"background-color: {FLIP_BACKGROUND}; color: #000; font-weight: 600"
-                if rows[i] else "" for i in column.index]
-
-    plain = [c for c in frame.columns if c not in ("A before", "A after", "ΔA")]
-    return styled.apply(mark, subset=plain)
 
 
 def _choices(ctx: AppContext) -> tuple[str, float]:
@@ -122,29 +102,6 @@ def _compare(ctx: AppContext, key: str, min_change: float) -> WhatIf:
                              ctx.rule)
     return compare_graphs(before, after, min_change=min_change,
                           label_before=str(ctx.params.state_key), label_after=key)
-
-
-def _changed_steps(result: WhatIf) -> tuple[pd.DataFrame, np.ndarray]:
-    """The changed steps as shown: rollout, t, action, A before / after, ΔA, sign, node
-    before → after, V before / after, TD error before / after, why; and their flips."""
-    rows = result.changed
-    short = short_ids(result.steps["traj_id"].astype(str))
-    shown = pd.DataFrame({
-        "rollout": rows["traj_id"].astype(str).map(short).to_numpy(),
-        "t": rows["t"].to_numpy(),
-        "action": rows["action"].map(lambda s: truncate(s, 40)).to_numpy(),
-        "A before": rows["adv_before"].to_numpy(),
-        "A after": rows["adv_after"].to_numpy(),
-        "ΔA": rows["delta"].to_numpy(),
-        "sign": np.where(rows["sign_flip"].to_numpy(), "flips", ""),
-        "node": [f"{b} → {a}" for b, a in zip(rows["node_before"], rows["node_after"])],
-        "V before": rows["value_before"].to_numpy(),
-        "V after": rows["value_after"].to_numpy(),
-        "TD before": rows["td_error_before"].to_numpy(),
-        "TD after": rows["td_error_after"].to_numpy(),
-        "why": rows["why"].to_numpy(),
-    })
-    return shown, rows["sign_flip"].to_numpy(dtype=bool)
 
 
 def _metrics(result: WhatIf) -> None:
@@ -235,7 +192,7 @@ def render(ctx: AppContext) -> None:
         st.dataframe(node_changes_text(result.nodes), hide_index=True,
                      height=min(320, 3 + 35 * (1 + len(result.nodes))))
     st.subheader("Steps whose advantage changes")
-    shown, flips = _changed_steps(result)
+    shown, flips = changed_steps(result)
     if shown.empty:
         st.info(fmt("No step's advantage changes by more than {:g} or changes sign.",
                     result.min_change))

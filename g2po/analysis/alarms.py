@@ -95,8 +95,9 @@ def credit_alarms(
 
     ``rule`` is the run's outcome rule (success, terminal, truncation). G2PO and GRPO
     advantages come from the estimators on the group's rows, so the numbers are exactly those
-    the trainer would use. ``stochastic`` declares the environment random (no aliasing alarm,
-    :data:`STOCHASTIC_NOTE`).
+    the trainer would use (G2PO's are the graph's own when it was built under ``params``
+    and ``rule``: the estimator does not run twice). ``stochastic`` declares the environment
+    random (no aliasing alarm, :data:`STOCHASTIC_NOTE`).
 
     Examples
     --------
@@ -117,7 +118,8 @@ def credit_alarms(
                  if c in REQUIRED_COLUMNS or c in OPTIONAL_COLUMNS or c in reads]]
     cut_rows = steps["truncated"].to_numpy(dtype=bool) if "truncated" in steps.columns else None
     sig = group_signals(raw, rule=rule, params=params, truncated_rows=cut_rows,
-                        stochastic=stochastic, text=_text(raw))
+                        stochastic=stochastic, text=_text(raw),
+                        estimated=graph.estimate_under(params, rule))
     measured = measure_all(raw, sig, rule=rule, params=params)
     graph_node = np.zeros(sig.ix.n_nodes, dtype=np.int64)
     graph_node[sig.ix.node] = steps["node"].to_numpy(dtype=np.int64)

@@ -162,6 +162,7 @@ def group_signals(
     truncated_rows: np.ndarray | None = None,
     stochastic: bool = False,
     text: Callable[[str, np.ndarray], list[str]] | None = None,
+    estimated: tuple[dict[str, np.ndarray], StepIndex] | None = None,
 ) -> GroupSignals:
     """Every check's numbers for every group of ``steps`` (one G2PO and one GRPO call).
 
@@ -171,9 +172,13 @@ def group_signals(
     declares the environment random: the aliasing check (a (key, action) leading to different
     next states) is then not raised. ``text`` ((column, rows) → the rows' text) lets a split
     be read: a hub by its sources whose every split leads on to one place with a detail
-    changed (a drawer open or closed) is hidden world state, not a hub.
+    changed (a drawer open or closed) is hidden world state, not a hub. ``estimated``:
+    G2PO's (columns, index) of these very rows under ``params`` and ``rule`` where the caller
+    has them (a graph's, :meth:`g2po.analysis.state_graph.StateGraph.estimate_under`): G2PO
+    is then not run again.
     """
-    cols, ix = estimate(steps, "g2po", **params.g2po_kwargs(rule))
+    cols, ix = estimated if estimated is not None else \
+        estimate(steps, "g2po", **params.g2po_kwargs(rule))
     grpo = get_estimator("grpo")(ix, mode=params.mode)["adv"]
     n, G = ix.n_steps, ix.n_groups
     action = pd.factorize(steps["action"], sort=False)[0].astype(np.int64)

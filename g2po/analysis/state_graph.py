@@ -7,7 +7,7 @@ picture and the loss never disagree.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,9 +21,23 @@ from g2po.params import DEFAULT_PARAMS, G2POParams
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["StateGraph", "state_graph", "to_networkx", "SUCCESS", "FAILURE", "TRUNCATED"]
+    from g2po.index import StepIndex
+
+__all__ = ["StateGraph", "G2POEstimate", "state_graph", "to_networkx", "SUCCESS", "FAILURE",
+           "TRUNCATED"]
 
 SUCCESS, FAILURE, TRUNCATED = "success", "failure", "truncated"
+
+
+@dataclass(frozen=True)
+class G2POEstimate:
+    """The G2PO estimator's run a graph was built from: its ``columns`` (each (n_steps,), in
+    the steps' row order), the step ``index``, and the ``params`` and ``rule`` it ran under."""
+
+    columns: dict[str, np.ndarray]
+    index: StepIndex
+    params: G2POParams
+    rule: OutcomeRule
 
 
 @dataclass(frozen=True)
@@ -43,15 +57,28 @@ class StateGraph:
         trajectory was cut at the step limit: ``done`` false on its last step) added, in their
         input order. A truncated trajectory's last step leads to the ``truncated`` terminal;
         its value there is the estimator's failure value.
+    estimated : the G2PO run behind the numbers (:class:`G2POEstimate`), so that an analysis
+        of the same group under the same parameters and rule reads it instead of running the
+        estimator again (:meth:`estimate_under`); None for a graph made otherwise.
     """
 
     nodes: pd.DataFrame
     edges: pd.DataFrame
     steps: pd.DataFrame
+    estimated: G2POEstimate | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_states(self) -> int:
         return int((self.nodes["kind"] == "state").sum())
+
+    def estimate_under(self, params: G2POParams, rule: OutcomeRule
+                       ) -> tuple[dict[str, np.ndarray], StepIndex] | None:
+        """(columns, index) of the G2PO run behind the graph when it ran under ``params`` and
+        ``rule``, else None (the caller runs the estimator itself)."""
+        run = self.estimated
+        if run is None or run.params != params or run.rule != rule:
+            return None
+        return run.columns, run.index
 
 
 def state_graph(steps: pd.DataFrame, *, rule: OutcomeRule,
@@ -127,27 +154,10 @@ def state_graph(steps: pd.DataFrame, *, rule: OutcomeRule,
             "observation": by_node[text_col].first(),
         }
     )
-    ends = table.loc[ix.next_row < 0]
-    terminal_rows = []
     terminals = [(success_id, SUCCESS), (failure_id, FAILURE)]
     if has_truncated:
         terminals.append((truncated_id, TRUNCATED))
-    for node_id, kind in terminals:
-        hit = ends[ends["next_node"] == node_id]
-        terminal_rows.append(
-            {
-                "kind": kind,
-                "state_key": f"<{kind}>",
-                "canonical_key": f"<{kind}>",
-                "visits": len(hit),
-                "value": float(hit["next_value"].mean()) if len(hit) else 0.0,
-                "value_var": float(hit["next_value"].var(ddof=0)) if len(hit) else 0.0,
-                "is_start": False,
-                "depth": max_t,
-                "label": kind,
-                "observation": kind,
-            }
-        )
+    terminal_rows = _terminal_nodes(table.loc[ix.next_row < 0], terminals, max_t)
     nodes = pd.concat([nodes, pd.DataFrame(terminal_rows, index=[i for i, _ in terminals])])
     nodes.index.name = "node"
 
@@ -163,7 +173,24 @@ def state_graph(steps: pd.DataFrame, *, rule: OutcomeRule,
     edges = edges.rename(columns={"node": "source", "next_node": "target"})
     if not estimator_columns:
         table = table[[*steps.columns, "node", "next_node", "truncated"]]
-    return StateGraph(nodes=nodes, edges=edges, steps=table)
+    return StateGraph(nodes=nodes, edges=edges, steps=table,
+                      estimated=G2POEstimate(columns, ix, params, rule))
+
+
+def _terminal_nodes(ends: pd.DataFrame, terminals: list[tuple[int, str]],
+                    depth: int) -> list[dict]:
+    """The terminal nodes' rows: each valued by the mean next value of the last steps
+    (``ends``) that lead to it, at one past the deepest step."""
+    rows = []
+    for node_id, kind in terminals:
+        hit = ends[ends["next_node"] == node_id]
+        rows.append({
+            "kind": kind, "state_key": f"<{kind}>", "canonical_key": f"<{kind}>",
+            "visits": len(hit),
+            "value": float(hit["next_value"].mean()) if len(hit) else 0.0,
+            "value_var": float(hit["next_value"].var(ddof=0)) if len(hit) else 0.0,
+            "is_start": False, "depth": depth, "label": kind, "observation": kind})
+    return rows
 
 
 @functools.lru_cache(maxsize=128)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from g2po.estimators.spec import EstimatorSpec
     from g2po.outcomes import OutcomeRule
     from g2po.params import G2POParams
+    from loaders import Log
 
 __all__ = ["add_parser", "estimator_name", "parse_params", "params_and_rule", "advantage_table",
            "check_params"]
@@ -74,11 +75,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 #: How ``g2po advantages`` / ``graph`` name the format they read a log as.
 def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
-          ) -> tuple[OutcomeRule, pd.DataFrame]:
-    """The log's outcome rule (:meth:`loaders.Log.rule`, with ``--success-reward`` …) and the
-    selected rows of any supported log; only those are read where the format allows. Says on
-    stderr what it read (the format, rows and training steps) and the loader's notes (a
-    missing run.json, files it did not read, defaults it assumed)."""
+          ) -> tuple[Log, pd.DataFrame]:
+    """The opened log (its outcome rule: :meth:`loaders.Log.rule`, with ``--success-reward``
+    …) and the selected rows of any supported log; only those are read where the format
+    allows. Says on stderr what it read (the format, rows and training steps) and the
+    loader's notes (a missing run.json, files it did not read, defaults it assumed)."""
     from loaders.formats import format_words
     from loaders.opener import open_log
     from loaders.report import report_of
@@ -96,7 +97,18 @@ def _load(args: argparse.Namespace, *, last_step_by_default: bool = False
           + (f" of {n_steps} training step(s)" if n_steps else ""), file=sys.stderr)
     for note in report_of(steps).notes:
         print(f"g2po {args.command}: note: {note}", file=sys.stderr)
-    return log.rule(), steps
+    return log, steps
+
+
+def _one_group(args: argparse.Namespace, steps: pd.DataFrame) -> str:
+    """The one group of ``steps``; a ValueError naming some when there are several."""
+    groups = steps["group_id"].unique()
+    if len(groups) != 1:
+        raise ValueError(
+            f"{args.path}: --group is required, the log holds {len(groups)} groups: "
+            + ", ".join(map(str, groups[:10])) + (" …" if len(groups) > 10 else "")
+        )
+    return str(groups[0])
 
 
 def _estimator_params(name: str, rule: OutcomeRule, params: dict) -> dict:
@@ -141,12 +153,14 @@ def _advantages(args: argparse.Namespace) -> int:
     from g2po.cli.text import terminal_table
     from loaders.tables import write_csv
 
+    if args.explain:
+        return _explain(args)
     found = sweep_runs(args)
     if args.ray is not None or found is not None:
         return _advantages_sweep(args, found)
-    rule, steps = _load(args)
-    table = advantage_table(steps, rule, parse_params(args.param), args.estimator or ["g2po"],
-                            args.state_key)
+    log, steps = _load(args)
+    table = advantage_table(steps, log.rule(), parse_params(args.param),
+                            args.estimator or ["g2po"], args.state_key)
     if args.out:
         out = Path(args.out)
         if out.suffix == ".csv":
@@ -158,6 +172,34 @@ def _advantages(args: argparse.Namespace) -> int:
         print(f"wrote {len(table)} step rows to {out}")
     else:
         print(terminal_table(table, max_rows=args.max_rows, full=args.full))
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    """``g2po advantages --explain``: one group's computed view in words
+    (:func:`g2po.analysis.group_view.explain_group`): its critical transitions, its credit
+    alarms and, where the log recorded one, the trainer's advantage against the
+    recomputation (audited with the run's estimator: its manifest's, else G2PO)."""
+    from g2po.analysis.group_view import compute_group, explain_group
+    from g2po.cli.text import terminal_line
+    from g2po.estimators import list_estimators
+
+    if args.estimator not in (None, ["g2po"]) or args.out or args.ray is not None:
+        raise ValueError("--explain prints G2PO's view of one group: without -e (other than "
+                         "g2po), --out or --ray")
+    log, steps = _load(args, last_step_by_default=True)
+    group = _one_group(args, steps)
+    params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key)
+    stated = log.manifest.get("estimator")
+    trained = stated if isinstance(stated, str) and stated in list_estimators() else "g2po"
+    view = compute_group(steps, rule=rule, params=params, estimator=trained)
+    step = f" · training step {int(steps['train_step'].iloc[0])}" \
+        if "train_step" in steps.columns else ""
+    print(terminal_line(f"group {group}{step} · state key {params.state_key} · γ "
+                        f"{params.gamma:g}, w {params.w:g}, penalty {params.penalty:g}, "
+                        f"{params.mode}"))
+    for line in explain_group(view):
+        print(("  " if line.startswith("  ") else "") + terminal_line(line))
     return 0
 
 
@@ -218,14 +260,9 @@ def _graph(args: argparse.Namespace) -> int:
     from g2po.analysis.state_graph import state_graph
     from g2po.index import merge_rate
 
-    rule, steps = _load(args, last_step_by_default=True)
-    groups = steps["group_id"].unique()
-    if len(groups) != 1:
-        raise ValueError(
-            f"{args.path}: --group is required, the log holds {len(groups)} groups: "
-            + ", ".join(map(str, groups[:10])) + (" …" if len(groups) > 10 else "")
-        )
-    params, rule = params_and_rule(parse_params(args.param), rule, args.state_key)
+    log, steps = _load(args, last_step_by_default=True)
+    group = _one_group(args, steps)
+    params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key)
     graph = state_graph(steps, rule=rule, params=params)
     nodes, edges = graph.nodes.copy(), graph.edges.copy()
     nodes["state_key"] = nodes["state_key"].str.slice(0, args.width)
@@ -233,7 +270,7 @@ def _graph(args: argparse.Namespace) -> int:
     edges["action"] = edges["action"].str.slice(0, args.width)
     n_states = graph.n_states
     merged = merge_rate(n_states, len(graph.steps))
-    print(f"group {groups[0]}: {len(graph.steps)} steps, "
+    print(f"group {group}: {len(graph.steps)} steps, "
           f"{graph.steps['traj_id'].nunique()} trajectories, {n_states} state nodes "
           f"(merge rate {merged:.1%}), {len(edges)} edges")
     print(f"outcome rule: {rule.describe()}")
@@ -317,6 +354,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--full", action="store_true",
                    help="print text columns whole (default on a terminal: cut to fit its "
                         "width, COLUMNS or the terminal's)")
+    p.add_argument("--explain", action="store_true",
+                   help="explain one group (--group; default training step: the last) in "
+                        "words: its success, critical transitions, credit alarms and, where "
+                        "the log recorded one, the trainer's advantage against G2PO's, as the "
+                        "group explorer shows them")
     add_ray_options(p)
     p.set_defaults(func=_advantages)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-__all__ = ["terminal_table", "progress_bar"]
+__all__ = ["terminal_table", "terminal_line", "progress_bar"]
 
 
 def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bool = False,
@@ -61,6 +61,12 @@ def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bo
     if hidden:
         lines.insert(1 + max(max_rows // 2, 1), f"… {hidden:,} rows not shown (--max-rows) …")
     return "\n".join(lines)
+
+
+def terminal_line(text: str) -> str:
+    """``text`` as one line for a terminal: its line breaks and tabs as spaces, control
+    characters from logs shown (``\\x1b``), not obeyed."""
+    return _cut(str(text), None)
 
 
 def _lines(table: pd.DataFrame, width: int | None = None) -> list[str]:

@@ -194,3 +194,20 @@ def test_a_bad_rule_value_is_a_message_and_the_last_good_rule_stays(tmp_path):
                e.value.replace("\\", "") for e in at.error)
     assert at.query_params["success"] == "1"  # the last good rule, on every page
     assert "reward = success reward 1)" in texts(at)
+
+
+def test_the_run_overview_offers_the_success_reward_of_a_zero_one_reward_run(ones_run,
+                                                                           runs_root):
+    at = app_test("overview", ["--log", str(ones_run), "--log", str(runs_root / "run_a")])
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "success_rate" in d.value.columns)
+    assert (table[table["run"] == "ones"]["success_rate"] == 0).all()
+    (offer,) = [b for b in at.button if b.key.startswith("reward_scale_offer:overview:")]
+    assert offer.label == "Set the success reward to 1" and "ones" in offer.key
+    assert "but the outcome rule counts success at reward 10" in texts(at)
+    offer.click().run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "success_rate" in d.value.columns)
+    np.testing.assert_allclose(table[table["run"] == "ones"]["success_rate"].to_numpy(),
+                               loaders.open_log(ones_run).summary(ONE)["success_rate"])
+    assert not [b for b in at.button if b.key.startswith("reward_scale_offer:")]

@@ -15,6 +15,7 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 import loaders
+from app.explorer.state import PICKS
 from app.open_logs import OPEN_URL
 from app.sidebar import PARAM_URL
 from app.url_state import _SEEDED
@@ -111,7 +112,7 @@ def test_the_app_opens_the_node_g2po_url_names(runs_root):
     assert at.selectbox(key=f"train_step:{key}").value == 1
     assert at.selectbox(key=f"group:{key}:1").value == group
     assert at.multiselect(key="g_traj").value == [traj]
-    assert at.session_state["g_sel_node"] == node
+    assert at.session_state[PICKS].node == node
     visits = int(graph.nodes.loc[node, "visits"])
     assert f"Showing the {visits} step(s) at node {node}" in shown(texts(at))
     assert len(steps_shown(at)) == visits
@@ -135,8 +136,8 @@ def test_the_app_opens_a_log_it_was_not_started_with_at_the_edge_g2po_url_names(
     assert at.multiselect(key="runs").options == [f"{runs_root.name}/run_a", "run_b",
                                                   "more/run_a"]  # named apart, as printed
     assert at.selectbox(key="active_run").value == "more/run_a"
-    assert at.session_state["g_sel_edge"] == edge
-    assert at.session_state["g_sel_node"] == int(graph.edges["source"].iloc[edge])
+    assert at.session_state[PICKS].edge == edge
+    assert at.session_state[PICKS].node == int(graph.edges["source"].iloc[edge])
     along = graph.steps[(graph.steps["node"] == graph.edges["source"].iloc[edge])
                         & (graph.steps["next_node"] == graph.edges["target"].iloc[edge])
                         & (graph.steps["action"] == graph.edges["action"].iloc[edge])]

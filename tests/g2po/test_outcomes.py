@@ -9,6 +9,7 @@ from g2po.outcomes import (
     TruncationHint,
     check_outcomes,
     cut_at_limit,
+    detect_reward_scale,
     detect_truncation,
     rule_from_won,
     success_mask,
@@ -17,6 +18,7 @@ from g2po.outcomes import (
     success_threshold_from_won,
     truncated_trajectories,
 )
+from loaders.summary import trajectory_table
 from tests.g2po.builders import with_declared_columns
 
 
@@ -55,6 +57,38 @@ def test_rewards_that_never_match_or_are_not_two_valued():
     assert by_reward.problems == [] and by_reward.fixes == []  # scores valued as they are
     assert check_outcomes(steps([0.0, 10.0]), 10.0).problems == []
     assert check_outcomes(steps([0.0, 0.0]), 10.0).problems == []  # all failed: no warning
+
+
+def scale(rewards, won=None, **rule):
+    return detect_reward_scale(trajectory_table(steps(rewards, won)), OutcomeRule(**rule))
+
+
+def test_a_zero_one_reward_under_the_success_reward_10_is_detected_and_fixed():
+    found = scale([1.0, 0.0, 1.0, 0.0])
+    assert (found.success_reward, found.n_success, found.n_traj, found.by) == (1.0, 2, 4, "binary")
+    assert found.fix().kind == "success_reward" and found.fix().value == 1.0
+    assert "2 of 4 trajectories reach reward 1" in found.message(OutcomeRule())
+    assert scale([1.0, 1.0]).success_reward == 1.0  # a 0/1 group that always won
+    assert scale([0.0, 5.0]).success_reward == 5.0  # another two-valued scale
+    assert scale([-1.0, 1.0]).success_reward == 1.0
+    # the won flags name the reward of a success, and they win over the values
+    assert scale([0.5, 0.0, 0.2], won=[1, 0, 0]).success_reward == 0.5
+    assert scale([0.5, 0.0, 0.2], won=[1, 0, 0]).by == "won"
+    # nothing to say: the rule already counts them, a hand-set threshold, no success at all,
+    # won flags that mark none, graded rewards (the outcome check offers a threshold there)
+    assert scale([1.0, 0.0], success_reward=1.0) is None
+    assert scale([1.0, 0.0], success_threshold=5.0) is None
+    assert scale([0.0, 0.0]) is None and scale([2.0, 2.0]) is None
+    assert scale([1.0, 0.0], won=[0, 0]) is None
+    assert scale([0.0, 0.5, 1.0]) is None
+
+
+def test_the_outcome_check_offers_the_scale_where_no_trajectory_succeeds():
+    for rewards in ([1.0, 0.0], [1.0, 1.0]):  # the second: one reward, fixed now too
+        check = check_outcomes(steps(rewards), 10.0)
+        assert "No trajectory succeeds" in check.problems[0]
+        assert [(f.kind, f.label, f.value) for f in check.fixes if f.kind == "success_reward"] \
+            == [("success_reward", "Set the success reward to 1", 1.0)]
 
 
 def test_truncated_episodes_get_their_own_terminal_valued_as_failure():

@@ -8,38 +8,14 @@ from streamlit.testing.v1 import AppTest
 import loaders
 from app.graph import FADED_EDGE
 from app.sidebar import GROUP_LABEL_CHARS
-from app.views.explorer import edge_from_click, node_from_click
 from g2po.analysis.alarms import credit_alarms
 from g2po.analysis.critical import critical_transitions
 from g2po.analysis.state_graph import state_graph
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 from tests.app.builders import app_test, entry, shown, texts, write_run
+from tests.app.explorer.pages import drawn_graph, pick, picks, run_a, shown_graph, steps_table
 from tests.loaders.builders import SYSTEM, agent_loop_entries, write_verl_dump
-
-
-def drawn_graph(at) -> dict:
-    """The data the graph component was given on the last run."""
-    (component,) = at.get("component_instance")
-    assert component.proto.component_name.endswith("g2po_graph")
-    return json.loads(component.proto.json_args)["graph"]
-
-
-def steps_table(at) -> pd.DataFrame:
-    return next(d.value for d in at.dataframe if "rollout" in d.value.columns
-                and "A^EP" in d.value.columns)
-
-
-def run_a(runs_root):
-    run = loaders.open_log(runs_root / "run_a")
-    step = run.train_steps()[-1]
-    return run, step
-
-
-def shown_graph(at, runs_root):
-    run, step = run_a(runs_root)
-    group = at.selectbox(key=f"group:auto:{(runs_root / 'run_a').resolve()}:{step}").value
-    return state_graph(run.load_group(step, group), rule=OutcomeRule()), group
 
 
 def test_draws_the_groups_graph_critical_transitions_and_steps(runs_root):
@@ -93,21 +69,11 @@ def test_several_trajectories_are_highlighted_and_outcomes_filter(runs_root):
     assert set(steps_table(at)["end"]) <= {"", "success"}
 
 
-def test_clicks_on_the_drawn_graph_are_read_for_this_graph_only():
-    assert node_from_click({"node": 3, "graph_id": "g1", "click": 1}, "g1") == 3
-    assert node_from_click({"node": 3, "graph_id": "old", "click": 1}, "g1") is None
-    assert node_from_click(None, "g1") is None
-    assert edge_from_click({"edge": "e7", "graph_id": "g1", "click": 2}, "g1") == 7
-    assert edge_from_click({"edge": "e7", "graph_id": "old", "click": 2}, "g1") is None
-    assert edge_from_click({"node": 1, "graph_id": "g1"}, "g1") is None
-
-
 def test_a_selected_node_filters_the_steps_and_lists_its_reference_set(runs_root):
     at = app_test("group", ["--log", str(runs_root)])
     graph, _ = shown_graph(at, runs_root)
     # what a click on node 0 does (the browser test clicks for real)
-    at.session_state["g_sel_node"] = 0
-    at.session_state["g_filter"] = ("node", 0)
+    pick(at, node=0, filter=("node", 0))
     at.run()
     assert not at.exception
     assert len(steps_table(at)) == int(graph.nodes.loc[0, "visits"])
@@ -117,7 +83,7 @@ def test_a_selected_node_filters_the_steps_and_lists_its_reference_set(runs_root
     at.button(key="g_clear_filter").click().run()
     assert len(steps_table(at)) == len(graph.steps)
     # an edge filter: the steps along it
-    at.session_state["g_filter"] = ("edge", 0)
+    pick(at, filter=("edge", 0))
     at.run()
     e = graph.edges.iloc[0]
     assert len(steps_table(at)) == int(e["count"])
@@ -376,9 +342,7 @@ def test_a_parameter_change_keeps_what_was_chosen(runs_root):
     traj = at.multiselect(key="g_traj").options[1]
     at.multiselect(key="g_traj").select(traj).run()
     edge = int(graph.edges.index[graph.edges["count"] > 1][0])
-    at.session_state["g_sel_node"] = int(graph.edges.loc[edge, "source"])
-    at.session_state["g_sel_edge"] = edge
-    at.session_state["g_filter"] = ("edge", edge)
+    pick(at, node=int(graph.edges.loc[edge, "source"]), edge=edge, filter=("edge", edge))
     at.run()
     before = drawn_graph(at)
     for key, value in (("p_gamma", 0.8), ("p_w", 0.5), ("p_penalty", 0.3)):
@@ -398,7 +362,7 @@ def test_what_the_steps_are_filtered_to_is_in_the_url(runs_root):
     at = app_test("group", ["--log", str(runs_root)])
     graph, group = shown_graph(at, runs_root)
     alarm = credit_alarms(graph, rule=OutcomeRule())[0]
-    at.session_state["g_sel_node"] = 0  # a node picked before the alarm (its id stays)
+    pick(at, node=0)  # a node picked before the alarm (its id stays)
     at.run()
     at.button(key=f"g_alarm_{alarm.kind}").click().run()
     assert at.query_params["filter"] == f"alarm:{alarm.kind}"
@@ -454,7 +418,7 @@ def test_assumed_validity_is_said_beside_every_number_resting_on_it(tmp_path, ru
     assert drawn_graph(at)["legend"]["assumed"] == \
         ["is_action_valid absent: every action assumed valid"]
     at.session_state["g_tab"] = "Node"
-    at.session_state["g_sel_node"] = 0
+    pick(at, node=0)
     at.run()
     occurrences = next(d for d in at.dataframe if "x = V(next) − p·invalid" in d.value.columns)
     assert set(column_labels(occurrences)) == {"valid", "x = V(next) − p·invalid", "A^NC", "A"}
@@ -521,7 +485,7 @@ def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transiti
     assert f"critical transition #{rank[edge]} (TD error " \
            f"{graph.edges['td_error'].iloc[edge]:+.3g})" in links[0].label
     links[0].click().run()
-    assert at.session_state["g_sel_edge"] == edge
+    assert picks(at).edge == edge
     assert "along edge" in texts(at)
     # a ranked alarm: its top nodes, then how many more
     at.selectbox(key=key).select("walks").run()
@@ -535,7 +499,7 @@ def test_ranked_alarms_show_their_top_nodes_and_truncation_its_critical_transiti
         assert f"{aliased.count - SHOWN} more" in texts(at)
     assert aliased.count >= 2
     ranked[1].click().run()
-    assert at.session_state["g_sel_node"] == aliased.nodes[1]
+    assert picks(at).node == aliased.nodes[1]
     assert f"at node {aliased.nodes[1]}" in texts(at)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 import loaders
-from app.views.whatif import FLIP_BACKGROUND
+from app.tables import FLIP_BACKGROUND
 from g2po.analysis.whatif import what_if, whatif_log
 from tests.app.browser import ARTIFACTS, serve_app, wait_idle, watch
 

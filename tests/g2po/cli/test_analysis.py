@@ -225,3 +225,43 @@ def test_advantages_says_what_it_read_and_what_the_loader_noted(tmp_path, capsys
     assert f"g2po advantages: read {run} as a g2po run directory: 8 step rows" in err
     assert f"note: {run / 'run.json'} missing" in err
     assert "not named step-NNNNNN.parquet, not read: 1.jsonl" in err
+
+
+def test_explain_prints_a_groups_critical_transitions_and_alarms_in_words(table, tmp_path,
+                                                                          capsys):
+    from g2po.analysis.group_view import compute_group, explain_group
+    from g2po.outcomes import OutcomeRule
+    from g2po.params import G2POParams
+
+    assert main(["advantages", str(table), "--group", "g", "--explain", "-p", "gamma=0.9"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    view = compute_group(trajectories(THREE), rule=OutcomeRule(),
+                         params=G2POParams(gamma=0.9))
+    assert out[0] == "group g · state key exact · γ 0.9, w 1, penalty 0.1, mean_std_norm"
+    assert out[1:] == explain_group(view)  # the same words as the library's, line by line
+    assert sum(line.startswith("  #") for line in out) == len(view.critical) > 0
+    assert any(line.startswith("credit alarms") for line in out)
+    # a log that recorded the advantage it trained with: audited in one more line
+    steps = trajectories(THREE).assign(advantage=view.graph.steps["adv"].to_numpy())
+    steps.loc[0, "advantage"] = 0.0
+    recorded = tmp_path / "recorded.csv"
+    steps.to_csv(recorded, index=False)
+    assert main(["advantages", str(recorded), "--explain", "-p", "gamma=0.9"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("recorded advantage (the trainer's) against g2po's recomputation: "
+                           "1 step(s) recorded as 0 where g2po gives credit")
+    # one group, G2PO's view: several groups, another estimator or --out are refused
+    assert main(["advantages", str(table), "--explain"]) == 2
+    assert "--group is required, the log holds 2 groups" in capsys.readouterr().err
+    assert main(["advantages", str(table), "--group", "g", "--explain", "-e", "grpo"]) == 2
+    assert "--explain prints G2PO's view of one group" in capsys.readouterr().err
+
+
+def test_explain_shows_control_characters_from_logs_not_obeys_them(tmp_path, capsys):
+    steps = trajectories(THREE)
+    steps["action"] = steps["action"].replace("y", "go\x1b[31m red")
+    path = tmp_path / "hostile.csv"
+    steps.to_csv(path, index=False)
+    assert main(["advantages", str(path), "--group", "g", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "go\\x1b[31m red" in out
