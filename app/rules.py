@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import pandas as pd
 import streamlit as st
 
 from app import data
@@ -31,7 +30,6 @@ from g2po.outcomes import (
     OutcomeRule,
     RewardScale,
     TruncationHint,
-    detect_reward_scale,
 )
 
 __all__ = ["RULES", "RuleKeys", "rule_keys", "run_rules", "set_rule", "apply_fix",
@@ -221,10 +219,7 @@ def truncation_offer(opened: OpenLog, hint: TruncationHint | None, where: str) -
 @st.cache_data(show_spinner=False, max_entries=64)
 def _reward_scale(_log, key: str, version: tuple[int, int], train_steps: tuple[int, ...],
                   rule: OutcomeRule) -> RewardScale | None:
-    tables = [t for t in (_log.trajectories(s) for s in train_steps) if not t.empty]
-    if not tables:
-        return None
-    return detect_reward_scale(pd.concat(tables, ignore_index=True), rule)
+    return _log.reward_scale(rule, train_steps)
 
 
 def run_reward_scale(opened: OpenLog, rule: OutcomeRule,
@@ -250,7 +245,8 @@ def reward_scale_offer(opened: OpenLog, scale: RewardScale | None, rule: Outcome
     if scale is None:
         return
     with st.container(border=True):
-        md("⚠ **{}**: {}", opened.name, scale.message(rule))
+        md("⚠ **{}**: {} On the command line: {}.", opened.name, scale.message(),
+           scale.flag)
         fix = scale.fix()
         st.button(fmt("{}", fix.label), key=f"reward_scale_offer:{where}:{opened.key}",
                   on_click=apply_fix, args=(opened.key, fix),

@@ -369,22 +369,28 @@ class RewardScale:
     the log says which succeeded: ``by`` ``won`` (its flags mark the trajectories of one
     reward) or ``binary`` (every reward is one of two values, the top one positive: 0/1 is the
     common case). ``success_reward``: that reward, the fix; ``n_success`` of ``n_traj``
-    trajectories reach it."""
+    trajectories reach it; ``read_at``: the success reward of the rule that counted none."""
 
     success_reward: float
     n_success: int
     n_traj: int
     by: str
+    read_at: float
 
-    def message(self, rule: OutcomeRule) -> str:
+    def message(self) -> str:
         """What was seen and what it means, in one sentence."""
         why = "the log marks them won" if self.by == "won" else "every reward is one of two " \
             "values"
         return (f"{self.n_success} of {self.n_traj} trajectories reach reward "
                 f"{self.success_reward:g} ({why}), but the outcome rule counts success at "
-                f"reward {rule.success_reward:g}: every trajectory reads as a failure. The "
+                f"reward {self.read_at:g}: every trajectory reads as a failure. The "
                 f"rewards are on another scale: set the success reward to "
                 f"{self.success_reward:g}.")
+
+    @property
+    def flag(self) -> str:
+        """The fix on the command line (``g2po triage``, ``advantages``, ``validate`` …)."""
+        return f"--success-reward {self.success_reward:g}"
 
     def fix(self) -> Fix:
         """The one-click fix: the success reward set to the scale's."""
@@ -421,7 +427,7 @@ def detect_reward_scale(table: pd.DataFrame, rule: OutcomeRule) -> RewardScale |
     if target is None:
         return None
     hits = int(success_mask(reward, target).sum())
-    return RewardScale(float(target), hits, len(reward), by)
+    return RewardScale(float(target), hits, len(reward), by, rule.success_reward)
 
 
 def success_reward_from_won(steps: pd.DataFrame) -> float | None:

@@ -16,7 +16,14 @@ import pandas as pd
 
 from g2po.errors import G2POError
 from g2po.index import index_steps, merge_rate
-from g2po.outcomes import TERMINAL_RULES, OutcomeRule, TruncationHint, rule_from_won
+from g2po.outcomes import (
+    TERMINAL_RULES,
+    OutcomeRule,
+    RewardScale,
+    TruncationHint,
+    detect_reward_scale,
+    rule_from_won,
+)
 from g2po.params import G2POParams
 from g2po.state_keys import StateKeyFn, resolve_state_key
 from g2po.steps import coerce_steps
@@ -271,6 +278,18 @@ class Log:
         if not tables:
             return None
         return truncation_hint(pd.concat(tables, ignore_index=True), rule or self.rule())
+
+    def reward_scale(self, rule: OutcomeRule | None = None,
+                     train_steps: Sequence[int] | None = None) -> RewardScale | None:
+        """Rewards on another scale than ``rule``'s (default: :meth:`rule`) at ``train_steps``
+        (default: all): a 0/1 reward read under the success reward 10, where every trajectory
+        would read as a failure (:func:`g2po.outcomes.detect_reward_scale`); None otherwise.
+        The one rule the app's offers, ``g2po validate`` and ``g2po triage`` share."""
+        steps = self.train_steps() if train_steps is None else train_steps
+        tables = [t for t in (self.trajectories(s) for s in steps) if not t.empty]
+        if not tables:
+            return None
+        return detect_reward_scale(pd.concat(tables, ignore_index=True), rule or self.rule())
 
     def step_columns(self, train_step: int, columns: Sequence[str]) -> pd.DataFrame:
         """The rows of one training step with only those of ``columns`` the log has, for

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from g2po.errors import G2POError, StepTableError
-from g2po.outcomes import OutcomeRule, TruncationHint
+from g2po.outcomes import OutcomeRule, RewardScale, TruncationHint, detect_reward_scale
 from loaders.detect import detect_format
 from loaders.discover import find_logs
 from loaders.errors import NoLogFoundError
@@ -47,6 +47,7 @@ class Validation:
     n_success: int = 0
     n_truncated: int = 0
     truncation: TruncationHint | None = None
+    reward_scale: RewardScale | None = None
     problems: list[str] = field(default_factory=list)
     report: LoadReport | None = None
 
@@ -64,6 +65,10 @@ class Validation:
             "truncation": None if self.truncation is None else {
                 "length": self.truncation.length, "n_cut": self.truncation.n_cut,
                 "message": self.truncation.message()},
+            "reward_scale": None if self.reward_scale is None else {
+                "success_reward": self.reward_scale.success_reward,
+                "n_success": self.reward_scale.n_success, "by": self.reward_scale.by,
+                "flag": self.reward_scale.flag},
             "problems": self.problems,
             "skipped": {s.reason: {"count": s.count, "where": s.where}
                         for s in report.skips.values()},
@@ -128,6 +133,8 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
             result.n_truncated = int(round((summary["truncated_rate"] *
                                             summary["n_traj"]).sum()))
             result.truncation = log.truncation_hint(rule)
+            if result.n_success == 0:
+                result.reward_scale = log.reward_scale(rule)
         except _READ_ERRORS as err:
             result.problems.extend(_problem_lines(err))
         for step in result.train_steps if log.groups_indexed else ():  # what browsing reads
@@ -152,6 +159,7 @@ def _validate(path: str | Path, format: str | None, quick: bool, options: dict) 
             result.n_success = int(traj["success"].sum())
             result.n_truncated = int(traj["truncated"].sum())
             result.truncation = truncation_hint(every, rule)
+            result.reward_scale = detect_reward_scale(every, rule)
     try:
         log.metrics()
     except _READ_ERRORS as err:

@@ -23,7 +23,7 @@ import streamlit as st
 from app import data
 from app.context import AppContext, OpenLog
 from app.navigation import goto_step
-from app.rules import truncation_offer
+from app.rules import reward_scale_offer, run_reward_scale, truncation_offer
 from app.safe import Markdown, fmt
 from app.triage_table import HEADERS, computed_table, shown_frame
 from app.ui import md, no_run_message, picked_row
@@ -131,6 +131,8 @@ def render(ctx: AppContext) -> None:
     shown = sort_groups(shown, view.sort or None,
                         None if view.sort == "" else bool(view.descending))
     with section.container():
+        # every trajectory a failure by a rule on the wrong reward scale: said above all
+        reward_scale_offer(opened, run_reward_scale(opened, rule, steps), rule, "groups")
         _about_the_run(opened, run_findings(table, view.estimator),
                        _step_limit(opened, view, table, rule), view.stochastic)
         names = group_names(table)  # the whole table's: a group reads the same in every view

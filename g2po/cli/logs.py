@@ -124,6 +124,9 @@ def _validate(args: argparse.Namespace) -> int:
     if result.truncation is not None:
         print(f"  truncation?     {result.truncation.message()} Add --truncate-at "
               f"{result.truncation.length} to count them so.")
+    if result.reward_scale is not None:
+        print(f"  reward scale?   {result.reward_scale.message()} Add "
+              f"{result.reward_scale.flag}.")
     report = result.report
     if report is not None:
         skips = list(report.skips.values())

@@ -54,6 +54,10 @@ def _triage(args: argparse.Namespace) -> int:
     if hint is not None:
         print(f"g2po triage: truncation? {hint.message()} Add --truncate-at {hint.length} to "
               "count them so.", file=sys.stderr)
+    scale = None if (table["success_rate"] > 0).any() else log.reward_scale(rule, steps)
+    if scale is not None:
+        print(f"g2po triage: reward scale? {scale.message()} Add {scale.flag}.",
+              file=sys.stderr)
     _say_findings(run_findings(table, args.estimator))  # about the run: said once
     if args.stochastic:
         print(f"g2po triage: {STOCHASTIC_NOTE}.", file=sys.stderr)

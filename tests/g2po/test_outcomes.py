@@ -67,7 +67,9 @@ def test_a_zero_one_reward_under_the_success_reward_10_is_detected_and_fixed():
     found = scale([1.0, 0.0, 1.0, 0.0])
     assert (found.success_reward, found.n_success, found.n_traj, found.by) == (1.0, 2, 4, "binary")
     assert found.fix().kind == "success_reward" and found.fix().value == 1.0
-    assert "2 of 4 trajectories reach reward 1" in found.message(OutcomeRule())
+    assert "2 of 4 trajectories reach reward 1" in found.message()
+    assert "counts success at reward 10" in found.message() and found.flag == \
+        "--success-reward 1"
     assert scale([1.0, 1.0]).success_reward == 1.0  # a 0/1 group that always won
     assert scale([0.0, 5.0]).success_reward == 5.0  # another two-valued scale
     assert scale([-1.0, 1.0]).success_reward == 1.0

@@ -43,3 +43,17 @@ def test_a_zero_one_reward_log_is_offered_the_fix_wherever_it_reads_no_success(t
     assert "success rate **0%**" in texts(at) and "Set the success reward" not in texts(at)
     at.selectbox(key=key).select("solved").run()
     assert "success rate **100%**" in texts(at)
+
+
+def test_the_groups_page_offers_the_same_fix_and_names_the_cli_flag(tmp_path):
+    """The symptom (every group at 0 % success) shows on the Groups page too: the same offer,
+    with the flag that does it on the command line."""
+    csv = write_zero_one_csv(tmp_path / "zero_one.csv")
+    at = app_test("groups", ["--log", str(csv)])
+    assert not at.exception
+    (offer,) = [b for b in at.button if b.label == "Set the success reward to 1"]
+    assert offer.key.startswith("reward_scale_offer:groups:")
+    assert "On the command line: --success-reward 1" in shown(texts(at))
+    offer.click().run()
+    assert not at.exception
+    assert not [b for b in at.button if b.label == "Set the success reward to 1"]

@@ -363,3 +363,23 @@ def test_url_of_a_sweep_opens_each_rows_own_run(tmp_path, capsys):
         query = parse_qs(urlsplit(r["url"]).query)
         assert query == {"run": [r["run"]], "open": [str((sweep / r["run"]).resolve())],
                          "step": [str(r["train_step"])], "group": [r["group_id"]]}
+
+
+def test_a_zero_one_reward_log_is_told_its_flag(tmp_path, capsys):
+    """Every group at 0 % success because the rewards are 0/1 under the success reward 10:
+    triage and validate name the flag that reads them right; with it, neither says it."""
+    from tests.app.explorer.test_header import write_zero_one_csv
+
+    path = str(write_zero_one_csv(tmp_path / "zero_one.csv"))
+    for command in (["triage", path, "--format", "csv"], ["validate", path]):
+        assert main(command) in (0, 1)
+        said = capsys.readouterr()
+        assert "reward scale?" in said.err + said.out
+        assert "6 of 12 trajectories reach reward 1" in said.err + said.out
+        assert "Add --success-reward 1." in said.err + said.out
+        assert main([*command, "--success-reward", "1"]) in (0, 1)
+        said = capsys.readouterr()
+        assert "reward scale?" not in said.err + said.out
+    assert main(["validate", path, "--json"]) in (0, 1)
+    scale = json.loads(capsys.readouterr().out)["reward_scale"]
+    assert scale["success_reward"] == 1 and scale["flag"] == "--success-reward 1"
