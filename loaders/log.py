@@ -279,6 +279,12 @@ class Log:
             return None
         return truncation_hint(pd.concat(tables, ignore_index=True), rule or self.rule())
 
+    def params(self) -> G2POParams:
+        """G2PO's parameters the log's run was trained with (:func:`manifest_params`: its
+        ``run.json``), else the defaults: what every command and the sidebar start from, so a
+        run is read under its own γ, w, penalty and state key unless the user says otherwise."""
+        return manifest_params(self.manifest) or G2POParams()
+
     def reward_scale(self, rule: OutcomeRule | None = None,
                      train_steps: Sequence[int] | None = None) -> RewardScale | None:
         """Rewards on another scale than ``rule``'s (default: :meth:`rule`) at ``train_steps``

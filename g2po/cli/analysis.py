@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from g2po.cli.logs import STATE_KEY_HELP, add_log_options, log_options
+from g2po.cli.logs import STATE_KEY_DEFAULT, STATE_KEY_HELP, add_log_options, log_options
 from g2po.cli.sweep import add_ray_options, sweep_runs
 
 if TYPE_CHECKING:
@@ -43,14 +43,17 @@ def parse_params(pairs: list[str]) -> dict:
     return params
 
 
-def params_and_rule(values: dict, rule: OutcomeRule, state_key: str, *,
+def params_and_rule(values: dict, rule: OutcomeRule, state_key: str | None, *,
+                    base: G2POParams | None = None,
                     rule_keys: bool = True) -> tuple[G2POParams, OutcomeRule]:
-    """The G2PO parameters (``-p`` values for γ, w, mode, penalty and ``--state-key``) and the
-    log's outcome ``rule``, with the ``-p`` values that set the rule's success reward,
-    threshold or terminal where ``rule_keys`` allows (else they are an error: the command has
-    flags for them)."""
+    """The G2PO parameters and the log's outcome ``rule``: ``base`` (the run's recorded
+    parameters, :meth:`loaders.Log.params`; default: the defaults) with the ``-p`` values for
+    γ, w, mode, penalty and ``--state-key`` (None: the base's) set, and the ``-p`` values that
+    set the rule's success reward, threshold or terminal where ``rule_keys`` allows (else they
+    are an error: the command has flags for them)."""
     from g2po.params import G2POParams
 
+    base = base or G2POParams()
     own = {k: v for k, v in values.items() if k in rule.estimator_kwargs()}
     if own and not rule_keys:
         raise ValueError(f"-p takes {', '.join(n for n in G2POParams.names() if n != 'state_key')}"
@@ -59,7 +62,8 @@ def params_and_rule(values: dict, rule: OutcomeRule, state_key: str, *,
     rest = {k: v for k, v in values.items() if k not in own}
     if "state_key" in rest:
         raise ValueError("-p state_key: use --state-key")
-    params = G2POParams.from_values({**rest, "state_key": state_key}, where="-p: ")
+    params = G2POParams.from_values({**rest, "state_key": state_key or base.state_key}, base,
+                                    where="-p: ")
     return params, replace(rule, **own) if own else rule
 
 
@@ -67,7 +71,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="a step table file (csv, jsonl, parquet) or a supported log")
     p.add_argument("--group", help="only this group_id")
     p.add_argument("--train-step", type=int, help="only this training step")
-    p.add_argument("--state-key", default="exact", help=STATE_KEY_HELP)
+    p.add_argument("--state-key", default=None, help=STATE_KEY_HELP + STATE_KEY_DEFAULT)
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="estimator parameter, e.g. -p gamma=0.9 -p mode=mean_norm")
     add_log_options(p)
@@ -111,27 +115,35 @@ def _one_group(args: argparse.Namespace, steps: pd.DataFrame) -> str:
     return str(groups[0])
 
 
-def _estimator_params(name: str, rule: OutcomeRule, params: dict) -> dict:
-    """What estimator ``name`` gets: the log's outcome rule where it takes one (success reward,
-    threshold, terminal), then the ``-p`` parameters it takes, which win."""
-    from g2po.estimators import estimator_params, shared_params
+def _estimator_params(name: str, rule: OutcomeRule, params: dict,
+                      base: G2POParams) -> dict:
+    """What estimator ``name`` gets: what the run's recorded parameters ``base`` and its
+    outcome rule give it with G2PO's meaning (:meth:`G2POParams.for_estimator`), then the
+    ``-p`` parameters it takes, which win."""
+    from g2po.estimators import estimator_params
 
-    return {**shared_params(name, rule.estimator_kwargs()),
+    return {**base.for_estimator(name, rule),
             **{k: v for k, v in params.items() if k in estimator_params(name)}}
 
 
 def advantage_table(steps: pd.DataFrame, rule: OutcomeRule, params: dict,
-                    names: list[str], state_key: str) -> pd.DataFrame:
+                    names: list[str], state_key: str | None,
+                    base: G2POParams | None = None) -> pd.DataFrame:
     """What ``g2po advantages`` writes for ``steps``: the training step and step columns, then
     each estimator's columns (prefixed ``name/`` when there are several), under the log's
-    outcome ``rule`` and the ``-p`` ``params``; a parameter no chosen estimator takes is a
-    TypeError. One training step at a time gives the same rows (a group never spans two)."""
+    outcome ``rule``, the run's recorded parameters ``base`` (default: the defaults) and the
+    ``-p`` ``params``, which win; ``state_key`` None is the base's. A parameter no chosen
+    estimator takes is a TypeError. One training step at a time gives the same rows (a group
+    never spans two)."""
     from g2po.estimators import compute_advantages
+    from g2po.params import G2POParams
 
+    base = base or G2POParams()
+    state_key = state_key or base.state_key
     table = steps
     shown = [c for c in ["train_step", *_STEP_COLUMNS] if c in steps.columns]
     for name in names:
-        own = _estimator_params(name, rule, params)
+        own = _estimator_params(name, rule, params, base)
         prefix = f"{name}/" if len(names) > 1 else ""
         table = compute_advantages(table, name, state_key=state_key, prefix=prefix, **own)
         added = [c for c in table.columns if c not in steps.columns and c not in shown]
@@ -160,7 +172,7 @@ def _advantages(args: argparse.Namespace) -> int:
         return _advantages_sweep(args, found)
     log, steps = _load(args)
     table = advantage_table(steps, log.rule(), parse_params(args.param),
-                            args.estimator or ["g2po"], args.state_key)
+                            args.estimator or ["g2po"], args.state_key, log.params())
     if args.out:
         out = Path(args.out)
         if out.suffix == ".csv":
@@ -189,7 +201,8 @@ def _explain(args: argparse.Namespace) -> int:
                          "g2po), --out or --ray")
     log, steps = _load(args, last_step_by_default=True)
     group = _one_group(args, steps)
-    params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key)
+    params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key,
+                                   base=log.params())
     stated = log.manifest.get("estimator")
     trained = stated if isinstance(stated, str) and stated in list_estimators() else "g2po"
     view = compute_group(steps, rule=rule, params=params, estimator=trained)
@@ -262,7 +275,8 @@ def _graph(args: argparse.Namespace) -> int:
 
     log, steps = _load(args, last_step_by_default=True)
     group = _one_group(args, steps)
-    params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key)
+    params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key,
+                                   base=log.params())
     graph = state_graph(steps, rule=rule, params=params)
     nodes, edges = graph.nodes.copy(), graph.edges.copy()
     nodes["state_key"] = nodes["state_key"].str.slice(0, args.width)

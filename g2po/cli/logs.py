@@ -17,6 +17,8 @@ __all__ = ["add_parser", "add_log_options", "log_options", "STATE_KEY_HELP"]
 #: The state-key strategies as ``--state-key`` takes them: :func:`g2po.params.state_key_forms`,
 #: written out because importing it imports pandas (a test keeps the two equal).
 STATE_KEY_HELP = "exact | normalized | alfworld | regex:PATTERN | similarity[:THRESHOLD]"
+#: What ``--state-key`` is when not given: the run's own (:meth:`loaders.Log.params`).
+STATE_KEY_DEFAULT = " (default: the key the run was trained with, from its run.json; else exact)"
 
 
 def add_log_options(p: argparse.ArgumentParser, format_option: str = "--format") -> None:

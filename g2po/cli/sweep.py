@@ -45,13 +45,15 @@ class Run:
 class Unit:
     """The work of one file: the training ``steps`` of run ``run`` (at ``path``) that
     ``source`` holds (None: every step of a log that is one file), under the run's outcome
-    ``rule``."""
+    ``rule`` and G2PO ``params`` (the run's recorded ones, :meth:`loaders.Log.params`; the
+    commands set the user's ``-p`` and ``--state-key`` on them)."""
 
     run: str
     path: Path
     steps: tuple[int, ...] | None
     rule: OutcomeRule
     source: str
+    params: G2POParams
 
 
 def find_runs(path: str | Path) -> tuple[list[Run], list[str]] | None:
@@ -82,13 +84,13 @@ def plan_units(runs: Sequence[Run], options: dict) -> list[Unit]:
     units = []
     for run in runs:
         log = _open(run.path, options)
-        rule = log.rule()
+        rule, params = log.rule(), log.params()
         steps = log.train_steps()
         sources = [log.step_source(s) for s in steps]
         if None in sources or len(set(sources)) != len(sources):
-            units.append(Unit(run.name, run.path, None, rule, str(run.path)))
+            units.append(Unit(run.name, run.path, None, rule, str(run.path), params))
         else:
-            units.extend(Unit(run.name, run.path, (s,), rule, str(src))
+            units.extend(Unit(run.name, run.path, (s,), rule, str(src), params)
                          for s, src in zip(steps, sources, strict=True))
     return units
 
@@ -137,14 +139,15 @@ def add_ray_options(p: argparse.ArgumentParser) -> None:
 
 # -- triage ----------------------------------------------------------------------------------
 
-def triage_unit(unit: Unit, options: dict, params: G2POParams, *, stochastic: bool,
+def triage_unit(unit: Unit, options: dict, *, stochastic: bool,
                 estimator: str) -> pd.DataFrame:
     """The groups table of one unit (:func:`g2po.analysis.triage.triage_log`, uncached: a
-    cluster's workers share no cache), with its ``run``; the severity is judged again over the
-    whole run by :func:`join_triage`."""
+    cluster's workers share no cache) under its ``params``, with its ``run``; the severity is
+    judged again over the whole run by :func:`join_triage`."""
     from g2po.analysis.triage import triage_log
 
-    table = triage_log(_open(unit.path, options), unit.steps, rule=unit.rule, params=params,
+    table = triage_log(_open(unit.path, options), unit.steps, rule=unit.rule,
+                       params=unit.params,
                        cache=False, stochastic=stochastic, estimator=estimator)
     table.insert(0, "run", unit.run)
     return table
@@ -169,7 +172,7 @@ def join_triage(parts: Iterable[pd.DataFrame], estimator: str) -> pd.DataFrame:
     return pd.concat(runs, ignore_index=True)[["run", *TRIAGE_COLUMNS]]
 
 
-def triage_runs(units: Sequence[Unit], options: dict, params: G2POParams, *,
+def triage_runs(units: Sequence[Unit], options: dict, *,
                 stochastic: bool, estimator: str, cache: bool,
                 progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """The groups table of every run of ``units``, on this machine: :func:`triage_log` run by
@@ -181,7 +184,7 @@ def triage_runs(units: Sequence[Unit], options: dict, params: G2POParams, *,
     for i, unit in enumerate(runs):
         if progress is not None:
             progress(i, len(runs))
-        table = triage_log(_open(unit.path, options), rule=unit.rule, params=params,
+        table = triage_log(_open(unit.path, options), rule=unit.rule, params=unit.params,
                            cache=cache, stochastic=stochastic, estimator=estimator)
         table.insert(0, "run", unit.run)
         parts.append(table)
@@ -195,16 +198,17 @@ def triage_runs(units: Sequence[Unit], options: dict, params: G2POParams, *,
 @dataclass(frozen=True)
 class AdvantageSpec:
     """What ``g2po advantages`` computes: the ``estimators`` (names), their ``-p`` ``params``
-    and the ``state_key`` strategy."""
+    and the ``state_key`` strategy (None: each run's recorded one)."""
 
     estimators: tuple[str, ...]
     params: dict
-    state_key: str
+    state_key: str | None
 
 
 def advantages_unit(unit: Unit, options: dict, spec: AdvantageSpec,
                     table: Callable[..., pd.DataFrame]) -> pd.DataFrame:
-    """The advantage table of one unit: ``table(rows, rule, params, estimators, state_key)``
+    """The advantage table of one unit: ``table(rows, rule, params, estimators, state_key,
+    base)``
     (:func:`g2po.cli.analysis.advantage_table`, as the single-log command computes it) of
     its rows, with its ``run`` first."""
     import pandas as pd
@@ -213,7 +217,8 @@ def advantages_unit(unit: Unit, options: dict, spec: AdvantageSpec,
     steps = [None] if unit.steps is None else unit.steps
     rows = [log.load(train_step=s) for s in steps]
     rows = rows[0] if len(rows) == 1 else pd.concat(rows, ignore_index=True)
-    out = table(rows, unit.rule, spec.params, list(spec.estimators), spec.state_key)
+    out = table(rows, unit.rule, spec.params, list(spec.estimators), spec.state_key,
+                unit.params)
     out.insert(0, "run", unit.run)
     return out
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from g2po.cli.logs import add_log_options, log_options
+from g2po.cli.logs import STATE_KEY_DEFAULT, STATE_KEY_HELP, add_log_options, log_options
 from g2po.cli.sweep import add_ray_options, sweep_runs
 from g2po.cli.url import add_url_option
 
@@ -39,7 +40,7 @@ def _triage(args: argparse.Namespace) -> int:
         return _triage_sweep(args, found)
     log = open_log(args.path, **log_options(args))
     params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key,
-                                   rule_keys=False)
+                                   base=log.params(), rule_keys=False)
     steps = None if args.step is None else [args.step]  # an unknown one: the log's error
     update, close = progress_bar(args.output == "table" or args.progress)
     try:
@@ -133,9 +134,11 @@ def _show(args: argparse.Namespace, table, said: str, urls) -> int:
     return 0
 
 
-def _sweep_urls(args: argparse.Namespace, runs: dict, rules: dict, params, named: bool):
+def _sweep_urls(args: argparse.Namespace, runs: dict, rules: dict, params: dict,
+                named: bool):
     """The sweep's ``urls`` for :func:`_show`: each run's rows with their views, the run's
-    own path and outcome rule (:func:`with_urls` once per run: its log is opened here)."""
+    own path, outcome rule and parameters (``rules``, ``params``: by run; :func:`with_urls`
+    once per run: its log is opened here)."""
     import pandas as pd
 
     from g2po.cli.sweep import _open
@@ -149,8 +152,8 @@ def _sweep_urls(args: argparse.Namespace, runs: dict, rules: dict, params, named
             path = runs[run] if named else Path(args.path)
             one = argparse.Namespace(**{**vars(args), "path": str(path)})
             log = _open(path, log_options(args))
-            parts.append(with_urls(one, log, part, "group", params,
-                                   rules[run if named else next(iter(rules))]))
+            key = run if named else next(iter(rules))
+            parts.append(with_urls(one, log, part, "group", params[key], rules[key]))
         return pd.concat(parts).loc[rows.index]
 
     return urls
@@ -177,17 +180,19 @@ def _triage_sweep(args: argparse.Namespace, found: tuple[list, list[str]] | None
     for note in notes:
         say("triage", f"note: {note}")
     options = log_options(args)
-    params, _ = params_and_rule(parse_params(args.param), OutcomeRule(), args.state_key,
-                                rule_keys=False)
-    units = plan_units(runs, options)
+    values = parse_params(args.param)
+    # each run under its own recorded parameters, with what -p and --state-key set on them
+    units = [replace(u, params=params_and_rule(values, OutcomeRule(), args.state_key,
+                                               base=u.params, rule_keys=False)[0])
+             for u in plan_units(runs, options)]
     rules = {u.run: u.rule for u in units}
     if args.ray is not None:
         from g2po.cli.ray_sweep import ray_units
         from g2po.cli.sweep import join_triage
 
         update, close = progress_bar(args.output == "table" or args.progress, "files")
-        compute = partial(triage_unit, options=options, params=params,
-                          stochastic=args.stochastic, estimator=args.estimator)
+        compute = partial(triage_unit, options=options, stochastic=args.stochastic,
+                          estimator=args.estimator)
         try:
             table = join_triage((t for _, t in ray_units(
                 units, compute, address=args.ray or None, workers=args.ray_workers,
@@ -197,7 +202,7 @@ def _triage_sweep(args: argparse.Namespace, found: tuple[list, list[str]] | None
     else:
         update, close = progress_bar(args.output == "table" or args.progress, "runs")
         try:
-            table = triage_runs(units, options, params, stochastic=args.stochastic,
+            table = triage_runs(units, options, stochastic=args.stochastic,
                                 estimator=args.estimator, cache=not args.no_cache,
                                 progress=update)
         finally:
@@ -219,7 +224,8 @@ def _triage_sweep(args: argparse.Namespace, found: tuple[list, list[str]] | None
     n_steps = len(table[["run", "train_step"]].drop_duplicates()) if named else \
         table["train_step"].nunique()
     steps = _steps_of(table) if n_steps == 1 else f"{n_steps:,} training steps"
-    urls = _sweep_urls(args, {r.name: r.path for r in runs}, rules, params, named)
+    urls = _sweep_urls(args, {r.name: r.path for r in runs}, rules,
+                       {u.run: u.params for u in units}, named)
     return _show(args, table, f"{len(table):,} group(s) of {steps}"
                               + (f" of {len(runs):,} run(s)" if named else "")
                               + f" · outcome rule: {rule_text}", urls)
@@ -266,8 +272,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the environment is stochastic: a (state, action) leading to "
                         "different next states is then chance, and no aliasing alarm is "
                         "raised")
-    p.add_argument("--state-key", default="exact",
-                   help="exact | normalized | regex:PATTERN | similarity[:THRESHOLD]")
+    p.add_argument("--state-key", default=None, help=STATE_KEY_HELP + STATE_KEY_DEFAULT)
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="G2PO parameter: gamma, w, mode, penalty (e.g. -p gamma=0.9)")
     p.add_argument("--no-cache", action="store_true", help="compute everything again, and "

@@ -31,7 +31,7 @@ from g2po.app_url import (
     page_key,
     view_url,
 )
-from g2po.cli.logs import add_log_options, log_options
+from g2po.cli.logs import STATE_KEY_DEFAULT, STATE_KEY_HELP, add_log_options, log_options
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -232,7 +232,7 @@ def _open_log(args: argparse.Namespace) -> tuple[Log, G2POParams, OutcomeRule, l
 
     log = open_log(args.path, **log_options(args))
     values = parse_params(args.param)
-    params, rule = params_and_rule(values, log.rule(), args.state_key)
+    params, rule = params_and_rule(values, log.rule(), args.state_key, base=log.params())
     given = [*log.outcome_overrides, *(k for k in values if k in rule.estimator_kwargs())]
     return log, params, rule, given
 
@@ -365,8 +365,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "graph: g2po graph lists them)")
     p.add_argument("--edge", type=int, metavar="E",
                    help="the edge to select, its steps listed (its row of g2po graph's edges)")
-    p.add_argument("--state-key", default="exact",
-                   help="exact | normalized | regex:PATTERN | similarity[:THRESHOLD]")
+    p.add_argument("--state-key", default=None, help=STATE_KEY_HELP + STATE_KEY_DEFAULT)
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="G2PO parameter (gamma, w, mode, penalty) or outcome rule "
                         "(success_reward, success_threshold, terminal), e.g. -p gamma=0.9")

@@ -29,6 +29,7 @@ def _whatif(args: argparse.Namespace) -> int:
 
     log = open_log(args.path, **log_options(args))
     params, rule = params_and_rule(parse_params(args.param), log.rule(), args.against,
+                                   base=log.params(),
                                    rule_keys=False)
     if args.group is not None:
         return _one_group(args, log, params, rule)
@@ -154,24 +155,24 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from g2po.cli.logs import STATE_KEY_HELP
+    from g2po.cli.logs import STATE_KEY_DEFAULT, STATE_KEY_HELP
 
     p = sub.add_parser(
         "whatif", help="what another state key would change: the steps whose advantage "
                        "moves or flips sign, and the nodes that merge or split",
         description="Recompute G2PO under a second state key (--key) against the first "
-                    "(--against, default exact). With --group: that group's steps whose "
-                    "advantage changes sign or by more than --min-change, why (their state "
-                    "or next state merged or split), and the nodes that merged or split, "
-                    "with their values before and after. Without: one row per group of the "
-                    "log (or of --step N), the groups with the most sign flips first.")
+                    "(--against, default the run's own key). With --group: that group's "
+                    "steps whose advantage changes sign or by more than --min-change, why "
+                    "(their state or next state merged or split), and the nodes that merged "
+                    "or split, with their values before and after. Without: one row per group "
+                    "of the log (or of --step N), the groups with the most sign flips first.")
     p.add_argument("path", help="a run directory, verl dump, table (csv/jsonl/parquet) or "
                                 "batch dump")
     p.add_argument("--key", required=True, metavar="KEY",
                    help=f"the state key to try: {STATE_KEY_HELP} (alfworld: G2PO's ALFWorld "
                         "anchor, for logs that record admissible actions)")
-    p.add_argument("--against", default="exact", metavar="KEY",
-                   help="the state key it is compared with (default exact)")
+    p.add_argument("--against", default=None, metavar="KEY",
+                   help="the state key it is compared with" + STATE_KEY_DEFAULT)
     p.add_argument("--step", type=int, metavar="N", help="only training step N (with "
                                                          "--group: default the last)")
     p.add_argument("--group", metavar="G", help="one group: its changed steps and nodes")

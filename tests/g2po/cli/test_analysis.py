@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 
@@ -265,3 +266,38 @@ def test_explain_shows_control_characters_from_logs_not_obeys_them(tmp_path, cap
     assert main(["advantages", str(path), "--group", "g", "--explain"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "go\\x1b[31m red" in out
+
+
+def test_every_command_starts_from_the_parameters_the_run_recorded(tmp_path, capsys):
+    """A run trained with γ 0.5, w 0.8 and the normalized key reads under them in every
+    command, as the app's sidebar starts from them (one rule: ``Log.params``); -p and
+    --state-key still win."""
+    from g2po.analysis.triage import triage_log
+    from g2po.params import G2POParams
+    from loaders import RunWriter, open_log
+
+    steps = trajectories(THREE)
+    recorded = G2POParams(gamma=0.5, w=0.8, state_key="normalized")
+    writer = RunWriter(tmp_path / "run", {"params": recorded.as_dict()})
+    writer.write_step(1, steps)
+    run, out = str(tmp_path / "run"), tmp_path / "adv.parquet"
+    assert open_log(run).params() == recorded
+    steps = open_log(run).load()  # in the order the command reads them
+
+    assert main(["advantages", run, "--out", str(out)]) == 0
+    want = compute_advantages(steps, "g2po", gamma=0.5, w=0.8, state_key="normalized")
+    assert pd.read_parquet(out)["adv"].tolist() == pytest.approx(want["adv"].tolist())
+    assert main(["advantages", run, "-p", "gamma=0.95", "--state-key", "exact",
+                 "--out", str(out)]) == 0
+    want = compute_advantages(steps, "g2po", w=0.8)
+    assert pd.read_parquet(out)["adv"].tolist() == pytest.approx(want["adv"].tolist())
+
+    capsys.readouterr()
+    assert main(["triage", run, "--format", "csv", "--no-cache"]) == 0
+    got = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    table = triage_log(open_log(run), params=recorded, cache=False)
+    assert got["adv_abs_mean"].tolist() == pytest.approx(table["adv_abs_mean"].tolist())
+
+    assert main(["url", run, "--app-log", run]) == 0
+    printed = capsys.readouterr().out
+    assert "gamma=0.5" in printed and "w=0.8" in printed and "state_key=normalized" in printed

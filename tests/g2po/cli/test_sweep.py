@@ -15,7 +15,6 @@ import pytest
 
 from g2po.cli import main
 from g2po.cli.sweep import find_runs, plan_units
-from g2po.params import DEFAULT_PARAMS
 from loaders import RunWriter
 from tests.app.builders import group_steps
 from tests.g2po.analysis.groups import ALL_FAILED
@@ -196,7 +195,7 @@ def test_a_bad_step_file_on_ray_is_named(runs, local_ray, tmp_path, capsys):
     from g2po.cli.sweep import triage_unit
 
     units = plan_units(find_runs(sweep)[0], {})
-    compute = partial(triage_unit, options={}, params=DEFAULT_PARAMS, stochastic=False,
+    compute = partial(triage_unit, options={}, stochastic=False,
                       estimator="g2po")
     with pytest.raises(SweepError, match="not a readable Parquet file"):
         list(ray_units(units, compute))

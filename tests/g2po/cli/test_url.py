@@ -110,7 +110,6 @@ def test_parameters_and_the_rule_the_user_set_are_in_the_url(runs, capsys):
     (["--edge", "999"], "no edge 999 (edges are rows 0–"),
     (["--traj", "nobody"], "no trajectory 'nobody'; nearest: "),
     (["--page", "compare", "--node", "1"], "--node is read by the group explorer only"),
-    (["--state-key", "alfworld"], "the app's sidebar offers exact, normalized"),
     (["--state-key", "similarity:0.2"], "threshold goes from 0.5 to 1"),
     (["-p", "w=20"], "w=20: the app takes w from 0 to 10"),
     (["--base", "localhost:8501"], "the app's address must be http(s)://"),
