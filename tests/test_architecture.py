@@ -1,4 +1,4 @@
-"""The shape of the code: imports go down. No import circle among the modules of ``g2po/``,
+"""The shape of the code: imports go down, and modules and functions stay readable in size. No import circle among the modules of ``g2po/``,
 ``loaders/`` and ``app/``, counting imports inside functions, a package's ``__init__`` (run
 by every import of one of its modules from outside the package) and imports by name: a string
 that is exactly a project module's dotted name (``importlib.import_module(name)``, a table of
@@ -106,3 +106,23 @@ def test_pages_never_import_pages():
     pages = [m for m in graph if m.startswith("app.views.")]
     crossing = [(a, b) for a in pages for b in graph.successors(a) if b.startswith("app.views.")]
     assert crossing == []
+
+
+#: A module holds one job: past this many lines it holds several (split by responsibility).
+MAX_MODULE_LINES = 600
+#: A function past this many lines does several things; a few long ones (a page's render
+#: that reads top to bottom) are tolerated, no more than this many.
+LONG_FUNCTION, MAX_LONG_FUNCTIONS = 100, 3
+
+
+def test_modules_and_functions_stay_readable_in_size():
+    modules = _modules()
+    big = {m: n for m, p in modules.items()
+           if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert big == {}
+    long = sorted(f"{m}.{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                  for m, p in modules.items()
+                  for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.end_lineno - node.lineno + 1 > LONG_FUNCTION)
+    assert len(long) <= MAX_LONG_FUNCTIONS, long
