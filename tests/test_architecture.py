@@ -1,9 +1,10 @@
 """The shape of the code: imports go down, and modules and functions stay readable in size.
-No import circle among the modules of ``g2po/``, ``loaders/`` and ``app/``, counting imports inside functions, a package's ``__init__`` (run
-by every import of one of its modules from outside the package) and imports by name: a string
-that is exactly a project module's dotted name (``importlib.import_module(name)``, a table of
-pages or commands, a lazy package's sources) counts as importing it, so a loop closed through
-a string is seen too; pages never import pages."""
+No import circle among the modules of ``g2po/``, ``loaders/`` and ``app/``, counting imports
+inside functions, a package's ``__init__`` (run by every import of one of its modules from
+outside the package) and imports by name: a string that is exactly a project module's dotted
+name (``importlib.import_module(name)``, a table of pages or commands, a lazy package's
+sources) counts as importing it, so a loop closed through a string is seen too; pages never
+import pages."""
 
 from __future__ import annotations
 
