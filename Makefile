@@ -61,13 +61,14 @@ test: setup
 	$(COMPILE_OWN)
 	$(BIN)/python -m pytest -q
 
-# The library's tests (g2po, loaders, the architecture and every docstring example) without the
-# slow ones (markers in pyproject.toml, given in tests/conftest.py): no browser, no verl, no model
-# builds, no games played. For the edit-test loop; `make test` (CI) runs everything.
+# Every test that needs no browser, no verl, no model build, no game played and no Ray cluster
+# (markers in pyproject.toml, given in tests/conftest.py): the library, the loaders, the app's
+# pages (AppTest), the architecture and every docstring example, on two workers (pytest-xdist).
+# For the edit-test loop; `make test` (CI) runs everything.
 FAST := not browser and not verl and not slow
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "$(FAST)" tests/g2po tests/loaders tests/test_architecture.py \
-	    tests/test_doctests.py
+	$(BIN)/python -m pytest -q -n 2 -m "$(FAST)" tests/g2po tests/loaders tests/app \
+	    tests/test_architecture.py tests/test_doctests.py
 
 # The GPU install of docs/verl.md, resolved for Linux x86_64 without installing it.
 gpu-set: setup

@@ -32,6 +32,14 @@ def _main_module():
     sys.modules["__main__"] = main
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    """No test inherits a terminal width: pytest-xdist's workers run with ``COLUMNS=80``, which
+    the CLI takes for a terminal and fits its tables to (``make test-fast`` runs on two
+    workers). A test that wants a width sets ``COLUMNS`` itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 # -- markers of the slow tests (registered in pyproject.toml; ``make test-fast`` leaves them out) --
 ROOT = Path(__file__).resolve().parent.parent
 #: Test files and folders every test of which carries a marker (globs; a folder holds all below it).
@@ -50,6 +58,7 @@ VERL_RUN_FIXTURE = "verl_cpu_run"
 FIXTURE_MARKERS = {
     "tiny_path": "slow",  # builds the tiny model on a machine's first use (minutes)
     "verl_cpu_run": "verl",  # g2po train --backend verl --device cpu: Ray and verl's trainer
+    "local_ray": "slow",  # a local Ray cluster started for the sweep tests (~10 s)
 }
 
 
