@@ -1,10 +1,13 @@
 """The groups table of a whole log, training step by training step, cached on disk.
 
-:func:`triage_log` reads only the columns the table needs, computes it in batches of about
+:func:`triage_log` reads only the columns the table needs (the checks' and the state-key
+strategy's, :func:`g2po.analysis.group_table.read_columns`), computes it in batches of about
 ``batch_rows`` step rows (:func:`g2po.analysis.group_table.group_rows`), with a progress
 callback, and keeps each step's rows on disk keyed by its file's identity (path, size,
-modification time), the G2PO parameters, the outcome rule and the registered checks, so a run
-opened again is read from the cache and a step file that changed is computed again.
+modification time), the G2PO parameters, the outcome rule, the credit the run states it
+trained with (its manifest: what the recorded-credit check recomputes) and the registered
+checks, so a run opened again is read from the cache and a step file that changed is
+computed again.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from g2po.analysis.group_table import (
     triage_columns,
     triage_groups,
 )
+from g2po.analysis.recorded import StatedCredit, stated_credit
 from g2po.cache import atomic_file, user_cache_dir
 from g2po.outcomes import OutcomeRule
 from g2po.params import DEFAULT_PARAMS, G2POParams
@@ -37,12 +41,13 @@ __all__ = ["triage_log", "cache_dir", "TRIAGE_VERSION"]
 
 #: Bump when the table's meaning changes: cached tables of another version are not used (a
 #: check's own ``version`` is in the key too, :func:`g2po.analysis.checks.fingerprint`).
-TRIAGE_VERSION = 5
+TRIAGE_VERSION = 6
 
 
 class _Log(Protocol):  # what triage_log needs of a loaders.Log
     path: Path
     format: str
+    manifest: dict
 
     def train_steps(self) -> list[int]: ...
     def columns_of_steps(self, train_steps: Sequence[int], columns: Sequence[str]
@@ -76,14 +81,15 @@ def _identity(log: _Log, train_step: int) -> tuple[str, int, int] | None:
 
 
 def _cache_file(log: _Log, rule: OutcomeRule, params: G2POParams, folder: Path,
-                stochastic: bool = False) -> Path:
+                stochastic: bool = False, credit: StatedCredit | None = None) -> Path:
     from g2po import __version__
 
     key = json.dumps({"v": TRIAGE_VERSION, "g2po": __version__, "format": log.format,
                       "path": str(Path(log.path).resolve()),
                       "read": repr(sorted(getattr(log, "read_options", {}).items())),
                       "params": params.as_dict(), "rule": repr(rule),
-                      "stochastic": stochastic, "checks": fingerprint()},
+                      "stochastic": stochastic, "checks": fingerprint(),
+                      "credit": credit.as_dict() if credit is not None else None},
                      sort_keys=True, default=str)
     return folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.parquet"
 
@@ -130,13 +136,18 @@ def triage_log(
     with (training steps done, training steps in all) as the work goes: first with those the
     cache held, then as each step is read, last with (all, all). ``stochastic`` and
     ``estimator`` as in :func:`triage_groups`; the severity is judged over the whole table
-    (a run-wide alarm does not rank, :func:`run_findings`).
+    (a run-wide alarm does not rank, :func:`run_findings`). What the run's manifest states it
+    trained with (:func:`g2po.analysis.recorded.stated_credit`) is what the recorded-credit
+    check recomputes; where it states nothing, each estimator ``estimator`` may name.
     """
     rule = rule or log.rule()
+    credit = stated_credit(getattr(log, "manifest", None))
     steps = list(log.train_steps() if train_steps is None else train_steps)
     folder = None if cache is False else (cache_dir() if cache is True else Path(cache))
     identity = {s: _identity(log, s) for s in steps}
-    path = _cache_file(log, rule, params, folder, stochastic) if folder is not None else None
+    path = _cache_file(log, rule, params, folder, stochastic, credit) \
+        if folder is not None else None
+    beside = credit.beside(params.state_key) if credit is not None else None
     old = _read_cache(path) if path is not None and any(identity.values()) else None
     done: dict[int, pd.DataFrame] = {}
     if old is not None:
@@ -162,7 +173,7 @@ def triage_log(
         frame = batch[0] if len(batch) == 1 else pd.concat(batch, ignore_index=True)
         table = group_rows(frame, rule=rule, params=replace(params, state_key=applied),
                            stochastic=stochastic, text=text_lookup(batch_text),
-                           validity_known=_validity_known(log))
+                           validity_known=_validity_known(log), credit=beside)
         for s, rows in table.groupby("train_step", sort=False):
             ident = identity.get(int(s)) or ("", -1, -1)
             done[int(s)] = rows.assign(_source=ident[0], _size=ident[1], _mtime_ns=ident[2])
@@ -171,7 +182,8 @@ def triage_log(
         if progress is not None:
             progress(count, total)
 
-    for s, frame in log.columns_of_steps(todo, read_columns()):
+    columns = read_columns(params.state_key, *([beside.state_key] if beside else []))
+    for s, frame in log.columns_of_steps(todo, columns):
         frame = frame.assign(train_step=np.int64(s))
         batch_text.append({"state_key": frame["state_key"], "action": frame["action"]})
         frame, applied = coded(frame, params.state_key)

@@ -45,8 +45,14 @@ from tests.g2po.analysis.groups import (
 from tests.g2po.builders import THREE, TWO, trajectories
 
 RULE = OutcomeRule(truncate_at=4)
-#: The columns judged over the whole table (the rest is each group's own).
-JUDGED = ["severity", "reason", "n_alarms", "run_wide", "alarm_partial_group"]
+#: The columns judged over the whole table (the rest is each group's own): the judgement, and
+#: what the checks that need the whole run fill (:attr:`Check.whole`).
+JUDGED = ["severity", "reason", "n_alarms", "run_wide"]
+
+
+def whole_columns(table: pd.DataFrame) -> list[str]:
+    return [c.column if name == "count" else name for c in list_checks()
+            if c.whole is not None for name in c.whole(table)]
 
 
 @pytest.fixture
@@ -266,7 +272,7 @@ def test_a_run_equals_its_training_steps_and_is_cached(run, tmp_path):
     assert seen[0] == (2, 3)
     assert list(again[again["train_step"] == 2]["group_id"]) == ["new"]
     assert bool(again[again["train_step"] == 2]["no_signal"].iloc[0])
-    kept = [c for c in table.columns if c not in JUDGED]
+    kept = [c for c in table.columns if c not in JUDGED + whole_columns(table)]
     pd.testing.assert_frame_equal(again[again["train_step"] != 2].reset_index(drop=True)[kept],
                                   table[table["train_step"] != 2].reset_index(drop=True)[kept])
 
