@@ -26,7 +26,7 @@ from g2po.errors import StepTableError
 from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule, flag_values
 from g2po.params import DEFAULT_PARAMS, G2POParams
-from g2po.state_keys import StateKeyFn, TrajectoryStrategy, distinct_key_codes, resolve_state_key
+from g2po.state_keys import StateKeyFn, distinct_key_codes, strategy_columns
 
 if TYPE_CHECKING:
     from g2po.analysis.recorded import StatedCredit
@@ -58,9 +58,8 @@ def triage_columns() -> list[str]:
 def read_columns(*state_keys: str | StateKeyFn | None) -> list[str]:
     """The columns of a training step the table needs (those a log has are read; the training
     step itself is known), with the optional ones the checks read and those the state-key
-    strategies ``state_keys`` build their keys from (a :class:`TrajectoryStrategy` such as
-    ``alfworld`` reads observations and admissible actions): the one rule of what a
-    streamed analysis of a run reads (the groups table, What if).
+    strategies ``state_keys`` build their keys from (:func:`g2po.state_keys.strategy_columns`:
+    ``alfworld`` reads observations and admissible actions).
 
     >>> read_columns("alfworld")[-3:]
     ['observation', 'admissible_actions', 'prompt']
@@ -68,11 +67,7 @@ def read_columns(*state_keys: str | StateKeyFn | None) -> list[str]:
     out = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
            "is_action_valid", "done", "task",
            *dict.fromkeys(r for c in list_checks() for r in c.reads)]
-    for spec in state_keys:
-        strategy = resolve_state_key(spec)
-        if isinstance(strategy, TrajectoryStrategy):
-            out += [c for c in strategy.columns if c not in out]
-    return out
+    return out + [c for c in strategy_columns(*state_keys) if c not in out]
 
 
 #: :func:`alarm_columns`, :func:`triage_columns` and :func:`read_columns` as the checks

@@ -86,12 +86,6 @@ def audits(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
                                   recomputed=g2po if e == "g2po" else None)
                 for e in ESTIMATORS}
     own_params, own = credit.audit_params(params)
-    if own:
-        try:
-            check_estimator_params(credit.estimator, **own)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"the run's manifest states estimator {credit.estimator!r} with "
-                             f"estimator_params {own}, which it does not take: {err}") from None
     if credit.state_key is not None:  # the run keyed its states otherwise
         steps = steps.assign(state_key=text("state_key", np.arange(len(steps))))
     same = credit.state_key is None and credit.estimator == "g2po" and \
@@ -112,6 +106,13 @@ def _measure(batch: Batch) -> dict[str, np.ndarray]:
             out[credit_column(name, estimator)] = np.full(G, "", dtype=object)
     if not has_recorded(batch.steps):
         return out
+    if batch.credit is not None and batch.credit.kwargs:
+        try:
+            check_estimator_params(batch.credit.estimator, **batch.credit.kwargs)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"the run's manifest states estimator {batch.credit.estimator!r} "
+                             f"with estimator_params {dict(batch.credit.kwargs)}, which it "
+                             f"does not take: {err}") from None
     found = audits(batch.steps, rule=batch.rule, params=batch.params, credit=batch.credit,
                    g2po=(batch.sig.g2po["adv"], batch.sig.ix), text=batch.text)
     keys = pd.MultiIndex.from_frame(group_keys(batch.steps, batch.sig.ix))

@@ -496,3 +496,23 @@ def test_the_brief_view_keeps_what_tells_rows_apart():
     assert list(one.columns) == ["group", "severity", "success", "reason"]
     gts, _ = brief_view(table.assign(task=["42", "7", "42"]))
     assert list(gts["task"]) == ["42", "7", "42"]
+
+
+def test_the_triage_reads_what_its_state_key_strategy_needs(tmp_path):
+    """The alfworld key builds each key from the observation and the admissible actions: the
+    groups table reads them (a log read column by column), as What if does."""
+    from g2po.analysis.group_table import read_columns
+    from g2po.analysis.whatif import what_if
+    from g2po.state_keys import strategy_columns
+    from tests.g2po.builders import alfworld_steps
+
+    steps = alfworld_steps("text")
+    path = tmp_path / "steps.parquet"
+    steps.to_parquet(path, index=False)
+    params = G2POParams(state_key="alfworld")
+    assert set(strategy_columns("alfworld")) <= set(read_columns("alfworld"))
+    table = triage_log(open_log(path), params=params, cache=False)
+    expected = what_if(steps, "alfworld", rule=OutcomeRule()).summary()
+    assert table["state_nodes"].tolist() == [expected["nodes_after"]]
+    exact = triage_log(open_log(path), cache=False)
+    assert exact["state_nodes"].tolist() == [expected["nodes_before"]]
