@@ -94,6 +94,31 @@ def _cache_file(log: _Log, rule: OutcomeRule, params: G2POParams, folder: Path,
     return folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.parquet"
 
 
+def _still_valid(old: pd.DataFrame, identity: dict[int, tuple | None]) -> np.ndarray:
+    """(n_rows,) bool: the cached rows of the steps asked for whose file is unchanged (its
+    path, size and modification time as when the rows were computed)."""
+    asked = [s for s, ident in identity.items() if ident is not None]
+    known = pd.DataFrame([identity[s] for s in asked], index=asked,
+                         columns=["_source", "_size", "_mtime_ns"])
+    steps = old["train_step"].astype(np.int64)
+    now = known.reindex(steps.to_numpy())
+    return (steps.isin(asked).to_numpy()
+            & (now["_source"].to_numpy() == old["_source"].to_numpy())
+            & (now["_size"].to_numpy() == old["_size"].to_numpy())
+            & (now["_mtime_ns"].to_numpy() == old["_mtime_ns"].to_numpy()))
+
+
+def _with_identity(table: pd.DataFrame, identity: dict[int, tuple | None]) -> pd.DataFrame:
+    """``table`` with each row's step file identity (("", -1, -1) where it has none)."""
+    steps = table["train_step"].astype(np.int64).to_numpy()
+    ident = [identity.get(int(s)) or ("", -1, -1) for s in np.unique(steps)]
+    known = pd.DataFrame(ident, index=np.unique(steps),
+                         columns=["_source", "_size", "_mtime_ns"]).reindex(steps)
+    return table.assign(_source=known["_source"].to_numpy(),
+                        _size=known["_size"].to_numpy(np.int64),
+                        _mtime_ns=known["_mtime_ns"].to_numpy(np.int64))
+
+
 def _read_cache(path: Path) -> pd.DataFrame | None:
     try:
         frame = pd.read_parquet(path)
@@ -149,14 +174,10 @@ def triage_log(
         if folder is not None else None
     beside = credit.beside(params.state_key) if credit is not None else None
     old = _read_cache(path) if path is not None and any(identity.values()) else None
-    done: dict[int, pd.DataFrame] = {}
-    if old is not None:
-        for s, rows in old.groupby("train_step", sort=False):
-            ident = identity.get(int(s))
-            if ident is not None and (rows["_source"].iloc[0], int(rows["_size"].iloc[0]),
-                                      int(rows["_mtime_ns"].iloc[0])) == ident:
-                done[int(s)] = rows
-    todo = [s for s in steps if s not in done]
+    cached = _still_valid(old, identity) if old is not None else None
+    done: list[pd.DataFrame] = [] if cached is None else [old[cached]]
+    held = set() if cached is None else set(old.loc[cached, "train_step"].astype(int))
+    todo = [s for s in steps if s not in held]
     total, count = len(steps), len(steps) - len(todo)
     if progress is not None:
         progress(count, total)
@@ -174,9 +195,7 @@ def triage_log(
         table = group_rows(frame, rule=rule, params=replace(params, state_key=applied),
                            stochastic=stochastic, text=text_lookup(batch_text),
                            validity_known=_validity_known(log), credit=beside)
-        for s, rows in table.groupby("train_step", sort=False):
-            ident = identity.get(int(s)) or ("", -1, -1)
-            done[int(s)] = rows.assign(_source=ident[0], _size=ident[1], _mtime_ns=ident[2])
+        done.append(_with_identity(table, identity))
         count += len(batch_steps)
         batch, batch_text, batch_steps, rows_in_batch = [], [], [], 0
         if progress is not None:
@@ -195,14 +214,14 @@ def triage_log(
         elif progress is not None:  # reading is most of the work: count a step once read
             progress(count + len(batch_steps), total)
     flush()
+    if not done:
+        return triage_groups(pd.DataFrame(), rule=rule)
+    out = done[0] if len(done) == 1 else pd.concat(done, ignore_index=True)
     if path is not None and todo and any(identity.values()):
-        keep = [done[s] for s in steps if s in done and identity.get(s) is not None]
+        keep = [out[out["_size"].to_numpy() >= 0]]  # steps with a file to tell them by
         if old is not None:  # steps not asked for this time stay cached
             keep.append(old[~old["train_step"].isin(steps)])
-        if keep:
-            _write_cache(path, pd.concat(keep, ignore_index=True))
-    parts = [done[s] for s in steps if s in done]
-    if not parts:
-        return triage_groups(pd.DataFrame(), rule=rule)
-    out = pd.concat(parts, ignore_index=True)[triage_columns()]
+        _write_cache(path, pd.concat(keep, ignore_index=True))
+    position = out["train_step"].map({s: i for i, s in enumerate(steps)}).to_numpy()
+    out = out.iloc[np.argsort(position, kind="stable")].reset_index(drop=True)[triage_columns()]
     return assess(out.astype({"no_signal": bool, "no_signal_grpo": bool}), estimator)

@@ -102,36 +102,38 @@ UNUSUAL_COLUMNS = ["train_step", "group_id", "unusual", "severity", "reason", "f
 
 
 def path_features(group: np.ndarray, traj: np.ndarray, node: np.ndarray, action: np.ndarray,
-                  t: np.ndarray, n_groups: int, order: np.ndarray | None = None
-                  ) -> dict[str, np.ndarray]:
+                  t: np.ndarray, next_row: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
     """The measures of :data:`STEP_MEASURES`, each (n_groups,), from the step rows' integer
-    codes, each (n_steps,) int64: ``group`` (0 … n_groups-1), ``traj`` (global over groups),
-    ``node`` (a state, never shared by two groups), ``action`` and ``t``; ``order``, the rows
-    trajectory by trajectory in step order, where the caller has it. Vectorised."""
-    if order is None:
-        order = np.lexsort((t, traj))
-    g, tr, s, a, tt = group[order], traj[order], node[order], action[order], t[order]
-    if not len(g):
+    codes, each (n_steps,) int64 in any row order: ``group`` (0 … n_groups-1), ``traj``
+    (global over groups), ``node`` (a state, never shared by two groups), ``action``, ``t``
+    and ``next_row`` (the row of the trajectory's next step, -1 on its last). Vectorised, no
+    sort: a rollout's path is compared by two sums of its (state, action) codes weighted by
+    random integers per step index, exact in float64 whatever the row order."""
+    if not len(group):
         return {"start_states": np.zeros(n_groups, np.int64), "branching": np.ones(n_groups),
                 "distinct_paths": np.zeros(n_groups)}
-    has_next = np.r_[tr[1:] == tr[:-1], False]
-    width = np.int64(max(int(s.max()) + 1, 1))
-    edges = pd.unique(s[has_next] * width + np.r_[s[1:], 0][has_next])  # hashed: no sort
-    sources = pd.unique(edges // width)
+    has = next_row >= 0
+    width = np.int64(int(node.max()) + 1)
+    edges = pd.unique(node[has] * width + node[next_row[has]])  # hashed: no sort
     node_group = np.zeros(int(width), dtype=np.int64)
-    node_group[s] = g
+    node_group[node] = group
     n_edges = np.bincount(node_group[edges // width], minlength=n_groups)
-    n_sources = np.bincount(node_group[sources], minlength=n_groups)
-    starts = pd.unique(s[tt == 0])
-    # A trajectory's path as a sum of pseudo-random numbers of (position, state, action).
-    mix = np.sin((s * 1_000_003 + a + 1) * 12.9898 + tt * 78.233) * 43758.5453
-    first = np.r_[True, tr[1:] != tr[:-1]]
-    at = np.flatnonzero(first)
-    path = np.add.reduceat(mix - np.floor(mix), at) if len(at) else np.zeros(0)
-    length = np.diff(np.r_[at, len(tr)])
-    paths = pd.DataFrame({"g": g[at], "p": np.round(path, 9), "n": length})
+    n_sources = np.bincount(node_group[pd.unique(edges // width)], minlength=n_groups)
+    starts = pd.unique(node[t == 0])
+    n_traj = int(traj.max()) + 1
+    code = ((node * 1_000_003 + action) % 1_048_573 + 1).astype(np.float64)  # < 2^20
+    rng = np.random.default_rng(0)
+    span = int(t.max()) + 1
+    sums = [np.bincount(traj, weights=code * rng.integers(1, 1 << 20, span)[t],
+                        minlength=n_traj) for _ in range(2)]  # < 2^53 below 2^13 steps
+    length = np.bincount(traj, minlength=n_traj)
+    traj_group = np.zeros(n_traj, dtype=np.int64)
+    traj_group[traj] = group
+    live = length > 0
+    paths = pd.DataFrame({"g": traj_group[live], "a": sums[0][live], "b": sums[1][live],
+                          "n": length[live]})
     n_paths = np.bincount(paths.drop_duplicates()["g"], minlength=n_groups)
-    rollouts = np.bincount(g[at], minlength=n_groups)
+    rollouts = np.bincount(traj_group[live], minlength=n_groups)
     return {"start_states": np.bincount(node_group[starts], minlength=n_groups),
             "branching": np.where(n_sources > 0, n_edges / np.maximum(n_sources, 1), 1.0),
             "distinct_paths": n_paths / np.maximum(rollouts, 1)}
@@ -151,11 +153,15 @@ def step_features(steps: pd.DataFrame) -> pd.DataFrame:
     node = pd.factorize(group * np.int64(max(int(state.max(initial=0)) + 1, 1)) + state)[0]
     action = pd.factorize(steps["action"])[0].astype(np.int64)
     t = steps["t"].to_numpy(dtype=np.int64)
+    order = np.lexsort((t, traj))
+    next_row = np.full(len(t), -1, dtype=np.int64)
+    follows = traj[order][1:] == traj[order][:-1]
+    next_row[order[:-1][follows]] = order[1:][follows]
     n_groups = int(group.max()) + 1 if len(group) else 0
     first = np.full(n_groups, len(group), dtype=np.int64)
     np.minimum.at(first, group, np.arange(len(group)))
     return steps[keys].iloc[first].reset_index(drop=True).assign(
-        **path_features(group, traj, node.astype(np.int64), action, t, n_groups))
+        **path_features(group, traj, node.astype(np.int64), action, t, next_row, n_groups))
 
 
 def _features(groups: pd.DataFrame, extra: pd.DataFrame | None) -> pd.DataFrame:

@@ -36,8 +36,8 @@ _FIX = {m.name: m.fix for m in MEASURES}
 def _measure(batch: Batch) -> dict[str, np.ndarray]:
     sig = batch.sig
     ix = sig.ix
-    found = path_features(ix.group, ix.traj, ix.node, sig.action, ix.t, ix.n_groups,
-                          order=ix.order)
+    found = path_features(ix.group, ix.traj, ix.node, sig.action, ix.t, ix.next_row,
+                          ix.n_groups)
     return {"count": np.zeros(ix.n_groups, dtype=np.int64), **found}
 
 
