@@ -241,7 +241,8 @@ def timing(rows: int, repeat: int) -> int:
             again = sorted(g["again"] for g in got)
             print(f"triage_log of the run {label}: first best {first[0]:.2f} s, median "
                   f"{statistics.median(first):.2f} s; cached best {again[0]:.3f} s, median "
-                  f"{statistics.median(again):.3f} s; load average {os.getloadavg()[0]:.1f}")
+                  f"{statistics.median(again):.3f} s ({got[0]['fired']} groups where the "
+                  f"recorded credit differs); load average {os.getloadavg()[0]:.1f}")
     return 0
 
 
