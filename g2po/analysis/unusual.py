@@ -14,7 +14,8 @@ outcome sets by itself (:data:`OUTCOME_SETS`: a converged group has one path and
 spread, a group of mixed outcomes among solved ones has a spread they lack).
 
 A measure's robust z-score is (value − peers' median) / scale, the scale being the peers'
-1.4826 · median absolute deviation, but at least the measure's floor (:class:`Measure`: an
+1.4826 · median absolute deviation (1.2533 · their mean absolute deviation where more than
+half of them agree exactly), but at least the measure's floor (:class:`Measure`: an
 absolute one, and one relative to the median), so that a measure every peer has alike (every
 group 8 rollouts) still scores a group that differs, by how much it differs. A group's
 ``unusual`` score is its largest |z|; it fires when that reaches :data:`THRESHOLD`, with
@@ -291,15 +292,22 @@ def _peer_scales(x: np.ndarray, step: np.ndarray, outcome: np.ndarray, window_gr
 
 
 def _median_mad(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column medians of ``a`` and 1.4826 · their median absolute deviations, NaN-aware only
-    where ``a`` holds a NaN (np.nanmedian is slow on small arrays)."""
-    if not np.isnan(a).any():
-        med = np.median(a, axis=0)
-        return med, 1.4826 * np.median(np.abs(a - med), axis=0)
+    """Column medians of ``a`` and their robust spread: 1.4826 · the median absolute
+    deviation, or where that is 0 (more than half the peers alike) 1.2533 · the mean
+    absolute deviation (the modified z-score's rule), so a measure on which most peers agree
+    but the rest spread is not scored as if every peer agreed. NaN-aware only where ``a``
+    holds a NaN (np.nanmedian is slow on small arrays)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a measure none of them has: NaN
-        med = np.nanmedian(a, axis=0)
-        return med, 1.4826 * np.nanmedian(np.abs(a - med), axis=0)
+        if not np.isnan(a).any():
+            med = np.median(a, axis=0)
+            dev = np.abs(a - med)
+            mad, mean_ad = np.median(dev, axis=0), dev.mean(axis=0)
+        else:
+            med = np.nanmedian(a, axis=0)
+            dev = np.abs(a - med)
+            mad, mean_ad = np.nanmedian(dev, axis=0), np.nanmean(dev, axis=0)
+    return med, np.where(mad > 0, 1.4826 * mad, 1.2533 * mean_ad)
 
 
 def unusual_groups(groups: pd.DataFrame, steps: pd.DataFrame | None = None, *,
