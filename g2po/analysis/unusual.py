@@ -9,13 +9,13 @@ training steps (a window of at least ``window_groups`` groups, so a run that lea
 with itself at the same stage, never its late steps with its early ones) that have the same
 outcome (none, some or every rollout succeeded, so a solved task is compared with solved
 tasks, and a task solved along one path with tasks *converged* so); where fewer than
-:data:`MIN_PEERS` share the outcome, with the whole window, and then not on the measures an
-outcome sets by itself (:data:`OUTCOME_SETS`: a converged group has one path and no reward
-spread, a group of mixed outcomes among solved ones has a spread they lack).
+:data:`MIN_PEERS` share the outcome, with the whole window, and then not on the measures its
+outcome sets by itself (:data:`OUTCOME_SETS`: whether the rollouts' rewards differ sets the
+reward spread and the credit; a converged group's one path sets more,
+:data:`CONVERGED_SETS`).
 
 A measure's robust z-score is (value − peers' median) / scale, the scale being the peers'
-1.4826 · median absolute deviation (1.2533 · their mean absolute deviation where more than
-half of them agree exactly), but at least the measure's floor (:class:`Measure`: an
+1.4826 · median absolute deviation, but at least the measure's floor (:class:`Measure`: an
 absolute one, and one relative to the median), so that a measure every peer has alike (every
 group 8 rollouts) still scores a group that differs, by how much it differs. A group's
 ``unusual`` score is its largest |z|; it fires when that reaches :data:`THRESHOLD`, with
@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["Measure", "MEASURES", "THRESHOLD", "MIN_PEERS", "UNUSUAL_COLUMNS", "OUTCOME_SETS",
+           "CONVERGED_SETS",
            "STEP_MEASURES", "WINDOW_GROUPS", "path_features", "step_features", "score_groups",
            "unusual_groups", "unusual_severity", "run_findings"]
 
@@ -57,7 +58,7 @@ MEASURES: tuple[Measure, ...] = (
     Measure("rollouts", "rollouts", 0.25, 0.05,
             "a group with another number of rollouts than its peers: a partial group, or two "
             "groups under one id; check how rollouts are given their group id"),
-    Measure("start_states", "start states", 0.1, 0.0,
+    Measure("start_states", "start states", 0.1, 0.1,
             "the rollouts do not share one initial state: the group id may mix tasks"),
     Measure("mean_length", "mean length", 0.5, 0.25,
             "rollouts of another length than their peers': check the step limit and the "
@@ -83,11 +84,13 @@ MEASURES: tuple[Measure, ...] = (
     Measure("adv_abs_mean", "mean |A|", 0.05, 0.25,
             "credit of another size than its peers': check the rewards and the state key"),
 )
-#: The measures a group's outcome sets by itself (converged: one path, every rollout alike, no
-#: reward spread; mixed outcomes: a spread the solved and failed lack): a group compared with
-#: peers of other outcomes (too few share its own) is not scored on them.
-OUTCOME_SETS = ("distinct_paths", "length_spread", "reward_std", "zero_adv_share",
-                  "adv_abs_mean", "merge_rate", "branching")
+#: The measures a group's outcome sets by itself: whether its rollouts' rewards differ (mixed
+#: outcomes against all won or all lost) sets the reward spread and the credit. A group
+#: compared with peers of other outcomes (too few share its own) is not scored on them.
+OUTCOME_SETS = ("reward_std", "zero_adv_share", "adv_abs_mean")
+#: And those a policy that converged on a task sets by itself (one path, every rollout
+#: alike): a converged group compared with groups that did not converge is not scored on them.
+CONVERGED_SETS = (*OUTCOME_SETS, "distinct_paths", "length_spread", "merge_rate", "branching")
 #: A group whose largest |z| reaches this fires.
 THRESHOLD = 5.0
 #: A group's peers are the groups of the nearest training steps, at least this many.
@@ -260,7 +263,8 @@ def _peer_scales(x: np.ndarray, step: np.ndarray, outcome: np.ndarray, window_gr
     """(median, scale), each (n, n_measures): each group's peers' median and the scale its
     z-scores divide by (NaN where its window is too small to tell, or the measure unknown)."""
     n, m = x.shape
-    set_by_outcome = np.isin([ms.name for ms in MEASURES], OUTCOME_SETS)
+    names = [ms.name for ms in MEASURES]
+    set_by = {o: np.isin(names, CONVERGED_SETS if o == 3 else OUTCOME_SETS) for o in range(4)}
     median = np.full((n, m), np.nan)
     scale = np.full((n, m), np.nan)
     floor = np.array([ms.floor for ms in MEASURES])
@@ -282,7 +286,7 @@ def _peer_scales(x: np.ndarray, step: np.ndarray, outcome: np.ndarray, window_gr
             few = same.sum() < MIN_PEERS
             med, mad = _median_mad(xs[lo:hi] if few else xs[lo:hi][same])
             if few and not same.all():  # compared with other outcomes: what it sets is no news
-                med = np.where(set_by_outcome[known], np.nan, med)
+                med = np.where(set_by[o][known], np.nan, med)
             rows = here[outcome[here] == o]
             full[known] = med
             median[rows] = full
@@ -292,22 +296,15 @@ def _peer_scales(x: np.ndarray, step: np.ndarray, outcome: np.ndarray, window_gr
 
 
 def _median_mad(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column medians of ``a`` and their robust spread: 1.4826 · the median absolute
-    deviation, or where that is 0 (more than half the peers alike) 1.2533 · the mean
-    absolute deviation (the modified z-score's rule), so a measure on which most peers agree
-    but the rest spread is not scored as if every peer agreed. NaN-aware only where ``a``
-    holds a NaN (np.nanmedian is slow on small arrays)."""
+    """Column medians of ``a`` and 1.4826 · their median absolute deviations, NaN-aware only
+    where ``a`` holds a NaN (np.nanmedian is slow on small arrays)."""
+    if not np.isnan(a).any():
+        med = np.median(a, axis=0)
+        return med, 1.4826 * np.median(np.abs(a - med), axis=0)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a measure none of them has: NaN
-        if not np.isnan(a).any():
-            med = np.median(a, axis=0)
-            dev = np.abs(a - med)
-            mad, mean_ad = np.median(dev, axis=0), dev.mean(axis=0)
-        else:
-            med = np.nanmedian(a, axis=0)
-            dev = np.abs(a - med)
-            mad, mean_ad = np.nanmedian(dev, axis=0), np.nanmean(dev, axis=0)
-    return med, np.where(mad > 0, 1.4826 * mad, 1.2533 * mean_ad)
+        med = np.nanmedian(a, axis=0)
+        return med, 1.4826 * np.nanmedian(np.abs(a - med), axis=0)
 
 
 def unusual_groups(groups: pd.DataFrame, steps: pd.DataFrame | None = None, *,
