@@ -9,10 +9,10 @@ training steps (a window of at least ``window_groups`` groups, so a run that lea
 with itself at the same stage, never its late steps with its early ones) that have the same
 outcome (none, some or every rollout succeeded, so a solved task is compared with solved
 tasks, and a task solved along one path with tasks *converged* so); where fewer than
-:data:`MIN_PEERS` share the outcome, with the whole window, and then not on the measures its
-outcome sets by itself (:data:`OUTCOME_SETS`: whether the rollouts' rewards differ sets the
-reward spread and the credit; a converged group's one path sets more,
-:data:`CONVERGED_SETS`).
+:data:`MIN_PEERS` share the outcome, with the whole window, and then only on the measures its
+outcome does not set (:data:`OUTCOME_SETS`: the rewards' spread, the credit, cuts, lengths and
+paths differ between won, lost and mixed groups by what winning and losing are; a group's size,
+starts and invalid rate do not), so a solved group among failing ones is no news.
 
 A measure's robust z-score is (value − peers' median) / scale, the scale being the peers'
 1.4826 · median absolute deviation, but at least the measure's floor (:class:`Measure`: an
@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["Measure", "MEASURES", "THRESHOLD", "MIN_PEERS", "UNUSUAL_COLUMNS", "OUTCOME_SETS",
-           "CONVERGED_SETS",
            "STEP_MEASURES", "WINDOW_GROUPS", "path_features", "step_features", "score_groups",
            "unusual_groups", "unusual_severity", "run_findings"]
 
@@ -84,13 +83,13 @@ MEASURES: tuple[Measure, ...] = (
     Measure("adv_abs_mean", "mean |A|", 0.05, 0.25,
             "credit of another size than its peers': check the rewards and the state key"),
 )
-#: The measures a group's outcome sets by itself: whether its rollouts' rewards differ (mixed
-#: outcomes against all won or all lost) sets the reward spread and the credit. A group
-#: compared with peers of other outcomes (too few share its own) is not scored on them.
-OUTCOME_SETS = ("reward_std", "zero_adv_share", "adv_abs_mean")
-#: And those a policy that converged on a task sets by itself (one path, every rollout
-#: alike): a converged group compared with groups that did not converge is not scored on them.
-CONVERGED_SETS = (*OUTCOME_SETS, "distinct_paths", "length_spread", "merge_rate", "branching")
+#: The measures a group's outcome sets by itself: its rewards' spread and the credit (mixed
+#: outcomes against all won or all lost), its cuts (a cut rollout lost), its lengths, paths and
+#: graph (wins are short, a converged policy takes one path, failures wander). A group compared
+#: with peers of other outcomes (too few share its own) is not scored on them: only on its size,
+#: its starts and its invalid rate.
+OUTCOME_SETS = ("reward_std", "zero_adv_share", "adv_abs_mean", "truncated_share",
+                "mean_length", "length_spread", "distinct_paths", "merge_rate", "branching")
 #: A group whose largest |z| reaches this fires.
 THRESHOLD = 5.0
 #: A group's peers are the groups of the nearest training steps, at least this many.
@@ -264,7 +263,7 @@ def _peer_scales(x: np.ndarray, step: np.ndarray, outcome: np.ndarray, window_gr
     z-scores divide by (NaN where its window is too small to tell, or the measure unknown)."""
     n, m = x.shape
     names = [ms.name for ms in MEASURES]
-    set_by = {o: np.isin(names, CONVERGED_SETS if o == 3 else OUTCOME_SETS) for o in range(4)}
+    set_by_outcome = np.isin(names, OUTCOME_SETS)
     median = np.full((n, m), np.nan)
     scale = np.full((n, m), np.nan)
     floor = np.array([ms.floor for ms in MEASURES])
@@ -286,7 +285,7 @@ def _peer_scales(x: np.ndarray, step: np.ndarray, outcome: np.ndarray, window_gr
             few = same.sum() < MIN_PEERS
             med, mad = _median_mad(xs[lo:hi] if few else xs[lo:hi][same])
             if few and not same.all():  # compared with other outcomes: what it sets is no news
-                med = np.where(set_by[o][known], np.nan, med)
+                med = np.where(set_by_outcome[known], np.nan, med)
             rows = here[outcome[here] == o]
             full[known] = med
             median[rows] = full
