@@ -35,6 +35,7 @@ __all__ = [
     "apply_strategy",
     "resolve_state_key",
     "strategy_names",
+    "strategy_columns",
     "distinct_key_codes",
     "VALUE_WISE",
     "STATE_KEY_STRATEGIES",
@@ -341,6 +342,22 @@ def distinct_key_codes(keys: pd.Series, spec: str | StateKeyFn) -> np.ndarray | 
     canonical = pd.Series(resolve_state_key(spec)(distinct, np.zeros(len(distinct), np.int64)))
     merged = pd.factorize(canonical.astype(str), sort=False)[0].astype(np.int64)
     return np.where(codes < 0, -1, merged[np.maximum(codes, 0)])
+
+
+def strategy_columns(*specs: str | StateKeyFn | None) -> list[str]:
+    """The step-table columns the strategies ``specs`` build their keys from beyond
+    ``state_key`` (a :class:`TrajectoryStrategy`'s ``columns``; none for a plain strategy),
+    each once: what a reader of a few columns must read for them.
+
+    >>> strategy_columns("exact", "alfworld")
+    ['observation', 'admissible_actions', 'prompt']
+    """
+    out: list[str] = []
+    for spec in specs:
+        strategy = resolve_state_key(spec)
+        if isinstance(strategy, TrajectoryStrategy):
+            out += [c for c in strategy.columns if c != "state_key" and c not in out]
+    return out
 
 
 def strategy_names() -> list[str]:

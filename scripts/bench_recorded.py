@@ -21,8 +21,10 @@ whole, then
 ``--time`` instead times the audit on a synthetic run of ``--rows`` rows (default 1.2 M;
 :func:`g2po.synthetic.synthetic_steps`, 200 training steps, recorded = G2PO's recomputation as
 float32, 20 groups broken so that the fit runs): in memory, with and without the fit, best /
-median of ``--repeat``; and ``g2po audit RUN --format csv`` end to end on the run written as a
-run directory.
+median of ``--repeat``; ``g2po audit RUN --format csv`` end to end on the run written as a
+run directory; and the whole-run groups table (:func:`g2po.analysis.triage.triage_log`, a
+fresh process each, first time and opened again from its cache) of that run and of the same
+run without its advantage column: the recorded-credit check's cost is the difference.
 
 Usage: ``python scripts/bench_recorded.py [--runs 9] [--seed 0]`` or
 ``python scripts/bench_recorded.py --time [--rows 1200000] [--repeat 3]``.
@@ -227,7 +229,47 @@ def timing(rows: int, repeat: int) -> int:
         print(f"g2po audit RUN --format csv (process start and imports included): best "
               f"{min(times):.2f} s, median {statistics.median(times):.2f} s; load average "
               f"{os.getloadavg()[0]:.1f}")
+        plain = RunWriter(Path(tmp) / "plain", {"estimator": "g2po",
+                                                "config": {"success_reward": 10.0}})
+        for step, part in steps.drop(columns="advantage").groupby("train_step", sort=True):
+            plain.write_step(int(step), part)
+        for name, label in (("plain", "without an advantage column"),
+                            ("run", "with the recorded advantage (its check audits it)")):
+            got = [_triage_times(Path(tmp) / name, Path(tmp) / f"cache-{name}-{i}")
+                   for i in range(repeat)]
+            first = sorted(g["first"] for g in got)
+            again = sorted(g["again"] for g in got)
+            print(f"triage_log of the run {label}: first best {first[0]:.2f} s, median "
+                  f"{statistics.median(first):.2f} s; cached best {again[0]:.3f} s, median "
+                  f"{statistics.median(again):.3f} s ({got[0]['fired']} groups where the "
+                  f"recorded credit differs); load average {os.getloadavg()[0]:.1f}")
     return 0
+
+
+_TRIAGE_TIMES = """
+import json, sys, time
+import loaders
+from g2po.analysis.triage import triage_log
+log = loaders.open_log(sys.argv[1])
+start = time.perf_counter()
+table = triage_log(log, cache=sys.argv[2])
+first = time.perf_counter() - start
+start = time.perf_counter()
+triage_log(loaders.open_log(sys.argv[1]), cache=sys.argv[2])
+print(json.dumps({"first": first, "again": time.perf_counter() - start,
+                  "fired": int((table["alarm_recorded_credit"] > 0).sum())}))
+"""
+
+
+def _triage_times(run: Path, cache: Path) -> dict:
+    """:func:`triage_log` of ``run`` in a fresh process: the first time (an empty cache) and
+    opened again (from the cache), wall seconds."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", _TRIAGE_TIMES, str(run), str(cache)],
+                         check=True, env=env, capture_output=True, text=True).stdout
+    import json
+
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:

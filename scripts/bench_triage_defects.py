@@ -9,14 +9,23 @@ order), then prints, per run,
   them;
 - each check's firing rate on the groups that are not planted defects (healthy and solved;
   goal: each <= 10 %, a check said once for the run aside): the share where the check marks
-  the group as a defect (a severity above 0 before the run's weighting; with the triage before
-  issue 36, its alarm firing and not said run-wide);
-- where each planted group ranks, and its reason.
+  the group as a defect (a severity above 0 before the run's weighting; with the triage
+  before issue 36, its alarm firing and not said run-wide);
+- the first screen (the first :data:`FIRST_SCREEN` rows of the default order): how many of
+  its rows are groups that are not planted defects, and how many of those the ``unusual``
+  check put there (its words the row's reason; goal: at most 10 % of the screen);
+- where each planted group ranks, and its reason;
+
+and, over every run, a summary per converged share: precision@K (mean, min over seeds), the
+largest firing rate of each check on healthy groups, the unusual check's share of the first
+screen.
 
 The environment is deterministic: each task is a small room graph where a (room, action)
 leads to one next room (an invalid action leaves the agent where it is); the goal room pays
 the success reward, a trap room ends the episode with 0. Healthy groups: 8 rollouts of a
-stochastic policy, outcomes mixed. Planted defects (``--per-kind`` of each):
+stochastic policy, outcomes mixed. Every step records the advantage a correct G2PO trainer
+would (the recomputation, as float32), but on the ``zeroed_credit`` groups. Planted defects
+(``--per-kind`` of each):
 
 - ``aliased``: two rooms share one state key ("You are in a dark room."), and the same action
   there leads to different rooms;
@@ -26,16 +35,19 @@ stochastic policy, outcomes mixed. Planted defects (``--per-kind`` of each):
 - ``hub``: every invalid action answers "Nothing happens." (one state key for all of them);
 - issue 36's three that no check was built for: ``mixed_tasks`` (one group id over two tasks'
   rollouts, 4 and 4), ``history_key`` (a state key that carries the rooms visited so far),
-  ``partial`` (a group holding 3 of its 8 rollouts).
+  ``partial`` (a group holding 3 of its 8 rollouts);
+- ``zeroed_credit``: healthy rollouts whose recorded advantage is 0 on every step but each
+  trajectory's last (SkyRL #1507).
 
 Solved groups (progress, never defects): ``all_success`` (every rollout wins, along different
 paths), ``converged`` (8 identical wins by the shortest path). ``--converged 0,0.15,0.3,0.6``
 runs the bench once per share of the healthy groups replaced by converged ones (issue 36: a
-run where 15 % of groups converged took the planted defects from 10 of the first 10 to 0).
+run where 15 % of groups converged took the planted defects from 10 of the first 10 to 0);
+``--seeds 0,1,2`` once per seed.
 
-With ``--step-limit [N]`` the first run is also cut after N steps (default 5; ``done`` false
-there, reward 0; planted groups show their defect within 5 steps): a run-wide defect, which
-the triage should say once and still rank the local defects first.
+With ``--step-limit [N]`` the first run of each seed is also cut after N steps (default 5;
+``done`` false there, reward 0; planted groups show their defect within 5 steps): a run-wide
+defect, which the triage should say once and still rank the local defects first.
 
 Another generator: ``--generator PATH`` (a Python file) or a module name, with either
 interface:
@@ -45,16 +57,16 @@ interface:
   (steps, planted)``: a step table of one training step (the required columns, ``done``,
   ``task``, ``train_step``) and a dict group id → kind (defects and progress kinds; every
   other group is healthy). ``--per-kind`` plants that many of each kind;
-- ``scripts/defect_runs_b.py``'s: ``make_run(seed, converged=…, per_kind=…) -> (steps,
-  truth)`` (truth: ``group_id``, ``kind``, ``family``: healthy, alarm, integrity or
-  recorded) and ``write_run(steps, path, rule=…, format="run")``, the rule in
-  ``truth.attrs["run"]``. Its alarm and integrity kinds are the planted defects, ``converged``
-  its progress; its recorded-credit kinds (a trainer's ``advantage`` column broken on healthy
-  data) are no concern of the checks measured here and count with the other groups.
-  ``--healthy`` is unused (the generator sizes its runs).
+- ``scripts/defect_runs_b.py``'s: ``make_run(seed, converged=…, per_kind=…[,
+  train_steps=…]) -> (steps, truth)`` (truth: ``group_id``, ``kind``, ``family``: healthy,
+  alarm, integrity or recorded) and ``write_run(steps, path, rule=…, format="run")``, the rule
+  in ``truth.attrs["run"]``. Its alarm, integrity and recorded-credit kinds are the planted
+  defects, ``converged`` its progress; ``--train-steps`` (default 12: 192 groups) sizes its
+  runs, ``--healthy`` is unused.
 
-Usage: ``python scripts/bench_triage_defects.py [--healthy 180] [--per-kind 2] [--seed 0]
-[--converged 0,0.15,0.3,0.6] [--step-limit [N]] [--generator PATH] [--keep DIR]``.
+Usage: ``python scripts/bench_triage_defects.py [--healthy 180] [--per-kind 2] [--seeds 0]
+[--converged 0,0.15,0.3,0.6] [--step-limit [N]] [--generator PATH] [--train-steps 12]
+[--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -62,6 +74,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import inspect
 import sys
 import tempfile
 from pathlib import Path
@@ -75,7 +88,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 KINDS = ("aliased", "collapsed", "no_signal", "penalty_only", "hub", "mixed_tasks",
-         "history_key", "partial")
+         "history_key", "partial", "zeroed_credit")
 PROGRESS = ("all_success", "converged")
 ROOMS = ("entrance", "hall", "corridor", "kitchen", "cellar", "garden")
 START, HALL, CORRIDOR, KITCHEN, TRAP, GOAL = range(6)
@@ -92,6 +105,8 @@ MAX_LEN = 30
 #: Planted all-success, aliased and hub groups show their defect within this many steps, so a run
 #: cut at ``--step-limit`` (default this) keeps them.
 SHORT = 5
+#: The rows of the default order a first screen shows.
+FIRST_SCREEN = 20
 
 
 def _rollout(rng: np.random.Generator, *, p_best: float, p_invalid: float,
@@ -208,7 +223,8 @@ def generate(healthy: int, per_kind: int, seed: int, converged: float = 0.0
         gid = f"task-{slot:03d}"
         if kind != "healthy":
             planted[gid] = kind
-        group = _group(rng, "healthy" if kind in ("mixed_tasks", "partial") else kind)
+        group = _group(rng, "healthy" if kind in ("mixed_tasks", "partial", "zeroed_credit")
+                       else kind)
         if kind == "partial":
             group = group[:3]
         rows += _rows(gid, slot, kind, group[:4] if kind == "mixed_tasks" else group)
@@ -217,6 +233,18 @@ def generate(healthy: int, per_kind: int, seed: int, converged: float = 0.0
     steps = pd.DataFrame(rows, columns=["group_id", "traj_id", "t", "state_key", "action",
                                         "episode_reward", "is_action_valid", "done", "task"])
     return steps.assign(train_step=np.int64(0)), planted
+
+
+def with_recorded(steps: pd.DataFrame, planted: dict[str, str]) -> pd.DataFrame:
+    """``steps`` with the advantage a correct G2PO trainer records (the recomputation with the
+    default parameters, as float32), 0 on every step but each trajectory's last on the
+    ``zeroed_credit`` groups."""
+    from g2po.estimators import compute_advantages
+
+    adv = compute_advantages(steps, "g2po")["adv"].to_numpy(np.float32).astype(np.float64)
+    last = steps["t"] == steps.groupby("traj_id")["t"].transform("max")
+    zeroed = steps["group_id"].map(planted).eq("zeroed_credit") & ~last
+    return steps.assign(advantage=np.where(zeroed, 0.0, adv))
 
 
 def cut_at(steps: pd.DataFrame, limit: int) -> pd.DataFrame:
@@ -266,9 +294,14 @@ def evaluate(path: Path, planted: dict[str, str], label: str, progress: tuple[st
     others = ~table["group_id"].isin(list(defects)).to_numpy()
     marks, said = _defect_rates(table, triage)
     rates = {kind: float(mark[others].mean()) for kind, mark in marks.items()}
+    screen = ranked.head(FIRST_SCREEN)
+    not_defect = ~screen["group_id"].isin(list(defects))
+    by_unusual = not_defect & screen["reason"].astype(str).str.startswith("unusual for this run")
     print(f"\n== {label}: {len(table)} groups, {k} planted defects, {len(solved)} solved ==")
     print(f"precision@{k} of the default order: {precision:.2f}; solved groups among the "
           f"first {k}: {int(first.isin(list(solved)).sum())}")
+    print(f"first screen ({len(screen)} rows): {int(not_defect.sum())} not planted, "
+          f"{int(by_unusual.sum())} of them there by the unusual check")
     for finding in triage.run_findings(table):
         print(f"said for the run: {finding.text}")
     print("checks said once for the run (defects): " + (", ".join(sorted(said)) or "none"))
@@ -282,8 +315,33 @@ def evaluate(path: Path, planted: dict[str, str], label: str, progress: tuple[st
     print("planted groups: rank (kind) reason")
     for gid, kind in sorted(planted.items(), key=lambda kv: rank[kv[0]]):
         print(f"  {rank[gid]:4d} ({kind})  {reason[gid]}")
-    return {"precision": precision, "rates": rates, "run_wide": sorted(said),
-            "solved_first": int(first.isin(list(solved)).sum())}
+    return {"precision": precision, "k": k, "rates": rates, "run_wide": sorted(said),
+            "solved_first": int(first.isin(list(solved)).sum()),
+            "screen": len(screen), "screen_others": int(not_defect.sum()),
+            "screen_unusual": int(by_unusual.sum())}
+
+
+def summary(results: list[tuple[str, float, dict]]) -> None:
+    """Per converged share, over the seeds: precision@K (mean, min), solved groups among the
+    first K, the unusual check's rows on the first screen, and each check's largest firing
+    rate on the other groups (a check said once for the run aside)."""
+    print("\n== summary over seeds: converged share | precision@K mean (min) | solved in "
+          "the first K | first screen: not planted / by unusual | largest rate per check "
+          "(not said for the run)")
+    shares = sorted({share for _, share, _ in results})
+    for share in shares:
+        got = [r for _, s, r in results if s == share]
+        worst: dict[str, float] = {}
+        for r in got:
+            for kind, rate in r["rates"].items():
+                if kind not in r["run_wide"]:
+                    worst[kind] = max(worst.get(kind, 0.0), rate)
+        above = ", ".join(f"{k} {v:.1%}" for k, v in worst.items() if v > 0) or "none above 0"
+        print(f"  {share:4.0%} | {np.mean([r['precision'] for r in got]):.3f} "
+              f"({min(r['precision'] for r in got):.2f}) | "
+              f"{sum(r['solved_first'] for r in got)} | "
+              f"{sum(r['screen_others'] for r in got)}/{sum(r['screen'] for r in got)} / "
+              f"{sum(r['screen_unusual'] for r in got)} | {above}")
 
 
 def _generator(spec: str | None) -> ModuleType:
@@ -301,20 +359,42 @@ def _generator(spec: str | None) -> ModuleType:
 
 
 def _truth_run(gen: ModuleType, seed: int, per_kind: int, share: float, folder: Path,
-               name: str) -> tuple[Path, dict[str, str]]:
+               name: str, train_steps: int) -> tuple[Path, dict[str, str]]:
     """A run of a generator with ``defect_runs_b.py``'s interface, written as a run
-    directory, and its planted group id → kind (alarm and integrity kinds, converged)."""
-    steps, truth = gen.make_run(seed, converged=share, per_kind=per_kind)
+    directory, and its planted group id → kind (alarm, integrity and recorded-credit kinds,
+    converged)."""
+    sized = {"train_steps": train_steps} \
+        if "train_steps" in inspect.signature(gen.make_run).parameters else {}
+    steps, truth = gen.make_run(seed, converged=share, per_kind=per_kind, **sized)
     path = gen.write_run(steps, folder / name, rule=truth.attrs["run"]["rule"], format="run")
-    keep = truth["family"].isin(["alarm", "integrity"]) | (truth["kind"] == "converged")
+    keep = truth["family"].isin(["alarm", "integrity", "recorded"]) | \
+        (truth["kind"] == "converged")
     return path, dict(zip(truth.loc[keep, "group_id"], truth.loc[keep, "kind"], strict=True))
+
+
+def _own_runs(gen: ModuleType, args: argparse.Namespace, seed: int
+              ) -> dict[str, tuple[pd.DataFrame, dict[str, str], float]]:
+    """label → (steps, planted, converged share) of a generator with this script's
+    interface."""
+    runs = {}
+    for share in (float(x) for x in args.converged.split(",")):
+        steps, planted = gen.generate(args.healthy, args.per_kind, seed, share)
+        runs[f"seed {seed}, planted defects, {share:.0%} of healthy groups converged"] = \
+            (steps, planted, share)
+        if args.step_limit and len(runs) == 1:
+            cut = float((steps.groupby("traj_id").size() > args.step_limit).mean())
+            runs[f"seed {seed}, the same + a step limit of {args.step_limit} cutting "
+                 f"{cut:.0%} of the episodes (run-wide)"] = \
+                (cut_at(steps, args.step_limit), planted, -1.0)
+    return runs
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--healthy", type=int, default=180)
     parser.add_argument("--per-kind", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, help="one seed (the same as --seeds N)")
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds, one run each")
     parser.add_argument("--converged", default="0",
                         help="comma-separated shares of the healthy groups that converged, "
                              "one run each (e.g. 0,0.15,0.3,0.6)")
@@ -322,29 +402,32 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"also the first run cut after N steps (default {SHORT}; a "
                              "run-wide defect)")
     parser.add_argument("--generator", help="another generator: a .py file or a module")
+    parser.add_argument("--train-steps", type=int, default=12,
+                        help="training steps of a make_run generator's runs")
     parser.add_argument("--keep", type=Path, help="write the runs here and keep them")
     args = parser.parse_args(argv)
     gen = _generator(args.generator)
+    seeds = [args.seed] if args.seed is not None else [int(x) for x in args.seeds.split(",")]
     folder = args.keep or Path(tempfile.mkdtemp(prefix="g2po-bench-defects-"))
     folder.mkdir(parents=True, exist_ok=True)
-    if hasattr(gen, "make_run"):  # defect_runs_b.py's interface: runs of several steps
-        for i, share in enumerate(float(x) for x in args.converged.split(",")):
-            path, planted = _truth_run(gen, args.seed, args.per_kind, share, folder, f"run{i}")
-            evaluate(path, planted, f"{gen.__name__} seed {args.seed}, {share:.0%} of healthy "
-                     "groups converged", ("converged",))
-        return 0
-    runs = {}
-    for share in (float(x) for x in args.converged.split(",")):
-        steps, planted = gen.generate(args.healthy, args.per_kind, args.seed, share)
-        runs[f"planted defects, {share:.0%} of healthy groups converged"] = (steps, planted)
-        if args.step_limit and len(runs) == 1:
-            cut = float((steps.groupby("traj_id").size() > args.step_limit).mean())
-            runs[f"the same + a step limit of {args.step_limit} cutting {cut:.0%} of the "
-                 "episodes (run-wide)"] = (cut_at(steps, args.step_limit), planted)
-    for i, (label, (frame, planted)) in enumerate(runs.items()):
-        path = folder / f"run{i}.parquet"
-        frame.to_parquet(path, index=False)
-        evaluate(path, planted, label, tuple(getattr(gen, "PROGRESS", ())))
+    results: list[tuple[str, float, dict]] = []
+    for seed in seeds:
+        if hasattr(gen, "make_run"):  # defect_runs_b.py's interface: runs of several steps
+            for share in (float(x) for x in args.converged.split(",")):
+                name = f"run-s{seed}-c{round(share * 100)}"
+                path, planted = _truth_run(gen, seed, args.per_kind, share, folder, name,
+                                           args.train_steps)
+                label = f"{gen.__name__} seed {seed}, {share:.0%} of healthy groups converged"
+                results.append((label, share, evaluate(path, planted, label, ("converged",))))
+            continue
+        for label, (frame, planted, share) in _own_runs(gen, args, seed).items():
+            path = folder / f"run-s{seed}-{len(results)}.parquet"
+            if gen is sys.modules[__name__]:
+                frame = with_recorded(frame, planted)
+            frame.to_parquet(path, index=False)
+            results.append((label, share, evaluate(path, planted, label,
+                                                   tuple(getattr(gen, "PROGRESS", ())))))
+    summary([r for r in results if r[1] >= 0])  # the cut runs apart: their own question
     if args.keep is None:
         import shutil
 

@@ -219,9 +219,11 @@ def collect_heldout(root: Path, arms, seeds) -> pd.DataFrame:
 
 
 def triage_view(root: Path, arms, seeds) -> pd.DataFrame:
-    """Per run, what ``g2po triage`` says: the share of groups it flags (severity > 0: a defect
-    of their own), over the whole run and over its last LAST updates, its most common reason,
-    and the alarms it says once for the whole run (firing on most groups, not ranked)."""
+    """Per run, what ``g2po triage`` says: the share of groups it flags (a defect of their own:
+    ``n_alarms`` > 0, a check that has a severity on the group and is not said once for the
+    run; such a check keeps a small, weighed severity, so ``severity`` > 0 alone would count
+    it), over the whole run and over its last LAST updates, its most common reason, and the
+    alarms it says once for the whole run (firing on most groups)."""
     rows = []
     for arm in arms:
         estimator = "grpo" if ARMS[arm][0].startswith("grpo") else "g2po"
@@ -235,7 +237,7 @@ def triage_view(root: Path, arms, seeds) -> pd.DataFrame:
                 capture_output=True, text=True, check=True).stdout
             groups = pd.read_csv(io.StringIO(text))
             run_wide = groups["run_wide"].astype(object).fillna("").astype(str)
-            flagged = groups["severity"] > 0
+            flagged = groups["n_alarms"] > 0
             late = groups["train_step"] > groups["train_step"].max() - LAST
             reasons = groups["reason"].astype(object).fillna("").astype(str)
             said_once = sorted({k.strip() for kinds in run_wide for k in kinds.split(",")

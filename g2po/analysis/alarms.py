@@ -6,6 +6,9 @@ explorer agree. What the checks are and how each decides is in :mod:`g2po.analys
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
@@ -35,6 +38,9 @@ from g2po.outcomes import OutcomeRule
 from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.steps import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 
+if TYPE_CHECKING:
+    from g2po.analysis.recorded import StatedCredit
+
 __all__ = ["Alarm", "GroupSignals", "group_signals", "alarm_counts", "credit_alarms",
            "ALARM_KINDS", "ALARM_TITLES", "SIGNAL_ESTIMATORS", "SHOWN", "STOCHASTIC_NOTE",
            "split_evidence", "split_phrase", "short_text", "ADV_UNITS", "REWARD_UNITS",
@@ -63,10 +69,12 @@ def _text(steps: pd.DataFrame):
 
 
 def measure_all(steps: pd.DataFrame, sig: GroupSignals, *, rule: OutcomeRule,
-                params: G2POParams) -> dict[str, dict[str, np.ndarray]]:
+                params: G2POParams, credit: StatedCredit | None = None
+                ) -> dict[str, dict[str, np.ndarray]]:
     """Every registered check's measure of ``steps`` (row-aligned with ``sig``): kind →
-    {``count``, its columns}, each (n_groups,)."""
-    batch = Batch(sig=sig, steps=steps, text=_text(steps), rule=rule, params=params)
+    {``count``, its columns}, each (n_groups,); ``credit`` as :attr:`Batch.credit`."""
+    batch = Batch(sig=sig, steps=steps, text=_text(steps), rule=rule, params=params,
+                  credit=credit)
     return {c.kind: c.measure(batch) for c in list_checks()}
 
 
@@ -88,10 +96,16 @@ def credit_alarms(
     rule: OutcomeRule,
     params: G2POParams = DEFAULT_PARAMS,
     stochastic: bool = False,
+    credit: StatedCredit | None = None,
+    row: Mapping[str, object] | None = None,
 ) -> list[Alarm]:
     """The alarms of one group's graph (built with the same ``params`` and ``rule``), in the
     registry's order: each check's :attr:`~g2po.analysis.checks.Check.alarm` where it has
-    something to say (checks that need the whole run to tell say nothing here).
+    something to say. Checks that need the whole run to tell (a group against its peers) say
+    it where ``row``, the group's row of the run's judged groups table
+    (:func:`g2po.analysis.triage.triage_log`), is given, nothing otherwise. ``credit``: what
+    the run states it trained with (:func:`g2po.analysis.recorded.stated_credit` of the log's
+    manifest), which the recorded advantage is audited against (None: G2PO with ``params``).
 
     ``rule`` is the run's outcome rule (success, terminal, truncation). G2PO and GRPO
     advantages come from the estimators on the group's rows, so the numbers are exactly those
@@ -120,14 +134,16 @@ def credit_alarms(
     sig = group_signals(raw, rule=rule, params=params, truncated_rows=cut_rows,
                         stochastic=stochastic, text=_text(raw),
                         estimated=graph.estimate_under(params, rule))
-    measured = measure_all(raw, sig, rule=rule, params=params)
+    credit = credit.beside(params.state_key) if credit is not None else None
+    measured = measure_all(raw, sig, rule=rule, params=params, credit=credit)
     graph_node = np.zeros(sig.ix.n_nodes, dtype=np.int64)
     graph_node[sig.ix.node] = steps["node"].to_numpy(dtype=np.int64)
     alarms = []
     for check in list_checks():
         one = {k: (v[0] if len(v) else 0) for k, v in measured[check.kind].items()}
         alarm = check.alarm(GroupView(graph=graph, sig=sig, measured=one,
-                                      graph_node=graph_node, rule=rule, params=params))
+                                      graph_node=graph_node, rule=rule, params=params,
+                                      credit=credit, row=row))
         if alarm is not None:
             alarms.append(alarm)
     return alarms

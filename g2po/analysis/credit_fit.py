@@ -4,9 +4,10 @@ Given the advantage a trainer recorded per step, :func:`fit_credit` runs every r
 estimator over a small grid of its main parameters (γ, w / ω, normalisation mode, penalty;
 :data:`GRID`, plus each estimator's own default and the run's values) on the same rows, and
 scores each candidate per group by the share of recorded steps it reproduces (within the
-audit's tolerance, :func:`close`), then by the mean absolute difference. Each candidate is one
-call of :func:`g2po.estimators.estimate` over all the groups at once, the code the app and the
-trainers run. A group is *explained* when its best candidate reproduces every recorded step.
+audit's tolerance, :func:`close`), then by the mean absolute difference. Each estimator checks
+and indexes the table once (:func:`g2po.estimators.estimate`, the code the app and the trainers
+run), then each of its candidates is one call of its function over all the groups at once. A
+group is *explained* when its best candidate reproduces every recorded step.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from g2po.errors import G2POError
 from g2po.estimators import (
     estimate,
     estimator_params,
+    get_estimator,
     list_estimators,
     shared_params,
     step_columns,
@@ -147,11 +149,17 @@ def fit_credit(steps: pd.DataFrame, recorded: np.ndarray, *, rule: OutcomeRule,
     tried = list(tried if tried is not None else candidates(rule, params))
     steps = estimator_input(steps)
     ix = None
+    indexed: dict[str, StepIndex] = {}  # each estimator's index, built (and checked) once
     best_match = best_err = best = None
     for number, cand in enumerate(tried):
         try:
-            columns, ix = estimate(steps, cand.estimator, state_key=params.state_key,
-                                   **cand.kwargs(rule))
+            if cand.estimator in indexed:  # the table is checked: its other parameter sets
+                columns = get_estimator(cand.estimator)(indexed[cand.estimator],
+                                                        **cand.kwargs(rule))
+            else:
+                columns, indexed[cand.estimator] = estimate(
+                    steps, cand.estimator, state_key=params.state_key, **cand.kwargs(rule))
+            ix = indexed[cand.estimator]
         except (ValueError, TypeError, G2POError):  # a parameter out of range, or one that a
             continue                                  # user's estimator needs without default
         match, err = _scores(recorded, np.asarray(columns["adv"], dtype=np.float64), ix,

@@ -81,11 +81,21 @@ def _check_estimator(estimator: str) -> None:
 
 
 def recount(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with the counts of checks that need the whole run (:attr:`Check.recount`)
-    filled in from it."""
-    changes = {c.column: c.recount(table) for c in list_checks()
-               if c.recount is not None and c.column in table.columns}
-    return table.assign(**changes) if changes and len(table) else table
+    """``table`` with the counts and columns of the checks that need the whole run
+    (:attr:`Check.whole`) filled in from it: the stage that sees every group at once (a
+    group's size against the run's usual, a group against its peers). Where ``table`` lacks a
+    check's count column (a table cut to a few columns) the check is left out."""
+    if not len(table):
+        return table
+    changes: dict[str, np.ndarray] = {}
+    for check in list_checks():
+        if check.whole is None or check.column not in table.columns:
+            continue
+        got = check.whole(table)
+        for name, values in got.items():
+            changes[check.column if name == "count" else name] = \
+                np.asarray(values, dtype=np.int64) if name == "count" else values
+    return table.assign(**changes) if changes else table
 
 
 def _raw(table: pd.DataFrame, estimator: str, checks: list[Check]

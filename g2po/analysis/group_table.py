@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -20,13 +21,15 @@ from g2po.analysis.checks import Batch, list_checks
 from g2po.analysis.checks.registry import ESTIMATORS
 from g2po.analysis.checks.rows import separate_repeats
 from g2po.analysis.findings import assess
-from g2po.analysis.history import VALUE_WISE_STRATEGIES
 from g2po.analysis.signals import ZERO_ADV, group_signals
 from g2po.errors import StepTableError
 from g2po.index import merge_rate
 from g2po.outcomes import OutcomeRule, flag_values
 from g2po.params import DEFAULT_PARAMS, G2POParams
-from g2po.state_keys import resolve_state_key
+from g2po.state_keys import StateKeyFn, distinct_key_codes, strategy_columns
+
+if TYPE_CHECKING:
+    from g2po.analysis.recorded import StatedCredit
 
 __all__ = ["TRIAGE_COLUMNS", "ALARM_COLUMNS", "READ_COLUMNS", "BASE_COLUMNS",
            "triage_columns", "alarm_columns", "read_columns",
@@ -52,12 +55,19 @@ def triage_columns() -> list[str]:
             *(col for c in list_checks() for col in c.columns)]
 
 
-def read_columns() -> list[str]:
+def read_columns(*state_keys: str | StateKeyFn | None) -> list[str]:
     """The columns of a training step the table needs (those a log has are read; the training
-    step itself is known), with the optional ones the checks read."""
-    return ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
-            "is_action_valid", "done", "task",
-            *dict.fromkeys(r for c in list_checks() for r in c.reads)]
+    step itself is known), with the optional ones the checks read and those the state-key
+    strategies ``state_keys`` build their keys from (:func:`g2po.state_keys.strategy_columns`:
+    ``alfworld`` reads observations and admissible actions).
+
+    >>> read_columns("alfworld")[-3:]
+    ['observation', 'admissible_actions', 'prompt']
+    """
+    out = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
+           "is_action_valid", "done", "task",
+           *dict.fromkeys(r for c in list_checks() for r in c.reads)]
+    return out + [c for c in strategy_columns(*state_keys) if c not in out]
 
 
 #: :func:`alarm_columns`, :func:`triage_columns` and :func:`read_columns` as the checks
@@ -75,29 +85,25 @@ def _short_codes(codes: np.ndarray) -> pd.Series:
     return pa.array(codes, mask=codes < 0).cast(pa.string()).to_pandas()
 
 
-def coded(steps: pd.DataFrame, state_key: str) -> tuple[pd.DataFrame, str]:
+def coded(steps: pd.DataFrame, state_key: str | StateKeyFn) -> tuple[pd.DataFrame,
+                                                                    str | StateKeyFn]:
     """``steps`` with Categorical ``state_key`` / ``action`` columns (run directories read them
     as Parquet dictionaries) replaced by short codes, the state-key strategy applied to the
-    distinct keys only where it maps each key on its own (the log's own key codes kept in
+    distinct keys only where it maps each key on its own
+    (:func:`g2po.state_keys.distinct_key_codes`; the log's own key codes kept in
     ``_key_code``, so a check can tell which keys the strategy merged); returns the frame and
     the strategy left to apply."""
     changes = {}
     keys = steps["state_key"]
     if isinstance(keys.dtype, pd.CategoricalDtype):
-        name = str(state_key).partition(":")[0] if isinstance(state_key, str) else None
-        codes = keys.cat.codes.to_numpy().astype(np.int64)
-        if name == "exact":  # one code per distinct key already
-            changes["state_key"] = _short_codes(codes).array
-        elif name in VALUE_WISE_STRATEGIES:
-            distinct = pd.Series(np.asarray(keys.cat.categories, dtype=object))
-            canonical = pd.Series(resolve_state_key(state_key)(
-                distinct, np.zeros(len(distinct), np.int64))).astype(str)
-            merged, _ = pd.factorize(canonical, sort=False)
-            changes["state_key"] = _short_codes(np.where(codes < 0, -1, merged[codes])).array
-            changes["_key_code"] = codes
-            state_key = "exact"
-        else:
+        merged = distinct_key_codes(keys, state_key)
+        if merged is None:  # the strategy needs every row's text
             changes["state_key"] = np.asarray(keys.astype(object))
+        else:
+            changes["state_key"] = _short_codes(merged).array
+            if not (isinstance(state_key, str) and state_key.partition(":")[0] == "exact"):
+                changes["_key_code"] = keys.cat.codes.to_numpy().astype(np.int64)
+            state_key = "exact"
     action = steps["action"]
     if isinstance(action.dtype, pd.CategoricalDtype):
         changes["action"] = _short_codes(action.cat.codes.to_numpy()).array
@@ -134,13 +140,15 @@ def triage_groups(
     stochastic: bool = False,
     estimator: str = "g2po",
     assumed: Collection[str] = (),
+    credit: StatedCredit | None = None,
 ) -> pd.DataFrame:
     """One row per group of ``steps`` (:data:`TRIAGE_COLUMNS`, sorted by training step and
     group id), under the G2PO ``params`` and the run's outcome ``rule``; ``stochastic``
     declares the environment random (no aliasing alarm), ``estimator`` is the one the user
     trains with, whose signal the severity judges (:func:`g2po.analysis.findings.assess`);
     ``assumed`` names columns the loader filled in rather than read (``is_action_valid``: the
-    invalid rate is then unknown, NaN).
+    invalid rate is then unknown, NaN); ``credit``: what the run states it trained with
+    (:func:`g2po.analysis.recorded.stated_credit`), for the recorded-credit check.
 
     Examples
     --------
@@ -157,9 +165,11 @@ def triage_groups(
         return pd.DataFrame({c: pd.Series(dtype=object) for c in triage_columns()})
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}; one of {', '.join(ESTIMATORS)}")
+    credit = credit.beside(params.state_key) if credit is not None else None
     return assess(group_rows(steps, rule=rule, params=params, stochastic=stochastic,
                              text=text_lookup([steps]),
-                             validity_known="is_action_valid" not in assumed), estimator)
+                             validity_known="is_action_valid" not in assumed, credit=credit),
+                  estimator)
 
 
 def _signals(steps: pd.DataFrame, rule: OutcomeRule, params: G2POParams, stochastic: bool,
@@ -185,14 +195,17 @@ def _signals(steps: pd.DataFrame, rule: OutcomeRule, params: G2POParams, stochas
 
 
 def _measured(batch: Batch) -> dict[str, np.ndarray]:
-    """Every registered check's measure of the batch: ``alarm_<kind>`` and its columns."""
+    """Every registered check's measure of the batch: ``alarm_<kind>`` and its columns (NaN
+    in those a check fills from the whole run, :attr:`Check.whole`)."""
     G = batch.sig.ix.n_groups
     out = {}
     for check in list_checks():
         got = check.measure(batch)
-        if set(got) != {"count", *check.columns}:
+        if "count" not in got or not set(got) <= {"count", *check.columns} or \
+                (check.whole is None and set(got) != {"count", *check.columns}):
             raise ValueError(f"check {check.kind!r}: measure returned {sorted(got)}, not "
                              f"'count' and its columns {sorted(check.columns)}")
+        got = {**{c: np.full(G, np.nan) for c in check.columns if c not in got}, **got}
         for name, values in got.items():
             values = np.asarray(values)
             if values.shape != (G,):
@@ -204,12 +217,13 @@ def _measured(batch: Batch) -> dict[str, np.ndarray]:
 
 
 def group_rows(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
-               stochastic: bool, text: TextLookup, validity_known: bool = True
-               ) -> pd.DataFrame:
+               stochastic: bool, text: TextLookup, validity_known: bool = True,
+               credit: StatedCredit | None = None) -> pd.DataFrame:
     """:func:`triage_groups` before :func:`~g2po.analysis.findings.assess` (severity, reason,
     ``n_alarms`` and ``run_wide`` are judged over the whole run, not over one batch of it);
     ``text`` reads the state keys and actions the evidence quotes (:func:`text_lookup`);
-    ``validity_known`` False: the log held no validity (the invalid rate is NaN)."""
+    ``validity_known`` False: the log held no validity (the invalid rate is NaN); ``credit``
+    as :attr:`Batch.credit` (its state key None where it is ``params``')."""
     steps, state_key = coded(steps, params.state_key)
     params = replace(params, state_key=state_key)
     steps, sig, text = _signals(steps, rule, params, stochastic, text)
@@ -257,7 +271,8 @@ def group_rows(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
     adv_min, adv_max = np.full(G, np.inf), np.full(G, -np.inf)
     np.minimum.at(adv_min, ix.group, adv)
     np.maximum.at(adv_max, ix.group, adv)
-    measured = _measured(Batch(sig=sig, steps=steps, text=text, rule=rule, params=params))
+    measured = _measured(Batch(sig=sig, steps=steps, text=text, rule=rule, params=params,
+                               credit=credit))
     table = pd.DataFrame({
         "severity": 0.0, "reason": "", "run_wide": "",
         "train_step": train_step,

@@ -33,7 +33,7 @@ differing steps, else ``differs``; with words for the group, the run and one ste
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -47,7 +47,7 @@ from g2po.analysis.credit_fit import (
     group_keys,
 )
 from g2po.errors import G2POError
-from g2po.estimators import estimate
+from g2po.estimators import estimate, list_estimators
 from g2po.index import StepIndex
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
@@ -55,7 +55,13 @@ from g2po.steps import real_numbers
 
 __all__ = ["audit_recorded", "RecordedAudit", "RecordedKind", "KINDS", "CAUSES",
            "GROUP_COLUMNS", "STEP_COLUMNS", "NoRecordedAdvantageError", "run_findings",
-           "step_words"]
+           "step_words", "StatedCredit", "stated_credit", "FIT_LIMIT", "has_recorded",
+           "kind_words", "likely_estimator"]
+
+#: The differing groups of each training step whose recorded values are fitted (the most
+#: severe first): per training step, so a group's answer never depends on which other steps
+#: were audited with it (the groups table audits a run a few steps at a time).
+FIT_LIMIT = 8
 
 #: The causes a differing step is given, in the order they are tried.
 CAUSES = ("zeroed", "broadcast", "negated", "misaligned", "sign", "nonfinite", "differs")
@@ -134,6 +140,77 @@ KINDS: dict[str, RecordedKind] = {k.name: k for k in (
 
 
 @dataclass(frozen=True)
+class StatedCredit:
+    """What a run states it trained with, as the trainers write it in its manifest
+    (``run.json``): the estimator, the keyword arguments it was called with and the state key.
+
+    estimator : a registered estimator's name.
+    kwargs : its keyword arguments as called (the outcome rule's included: the trainer's rule),
+        or None where the manifest does not record them (``params`` and the audit's rule
+        then give them, :meth:`G2POParams.for_estimator`).
+    state_key : the state-key strategy it ran with, or None (the audit's own).
+    params : G2PO's parameters as recorded (``params``), or None.
+    """
+
+    estimator: str
+    kwargs: Mapping[str, object] | None = None
+    state_key: str | None = None
+    params: G2POParams | None = None
+
+    def audit_params(self, params: G2POParams) -> tuple[G2POParams, dict]:
+        """(``params`` for :func:`audit_recorded`, its ``estimator_params``): the run's where
+        it states them, else ``params``' (the caller's)."""
+        base = self.params or params
+        return replace(base, state_key=self.state_key or params.state_key), \
+            dict(self.kwargs or {})
+
+    def beside(self, state_key: object) -> StatedCredit:
+        """The same, its state key left out (None) where it is ``state_key`` (the caller's
+        own, which its step rows are keyed with already)."""
+        return replace(self, state_key=None) if self.state_key in (None, state_key) else self
+
+    def as_dict(self) -> dict:
+        """Plain values (a cache key, a JSON record)."""
+        return {"estimator": self.estimator, "kwargs": dict(self.kwargs or {}) or None,
+                "state_key": self.state_key,
+                "params": self.params.as_dict() if self.params is not None else None}
+
+
+def stated_credit(manifest: object) -> StatedCredit | None:
+    """The credit a run's manifest states it trained with: its ``estimator`` (a registered
+    one), ``estimator_params`` (the exact keyword arguments), ``state_key`` and ``params``
+    (G2PO's parameters whole), as :func:`g2po.trainers.local.run_manifest` and the verl
+    backend's write them; None where it names no registered estimator (then the estimator
+    the user says they train with is audited).
+
+    >>> stated_credit({"estimator": "gigpo", "estimator_params": {"omega": 0.5}}).kwargs
+    {'omega': 0.5}
+    >>> stated_credit({"estimator": "ppo"}) is None
+    True
+    """
+    if not isinstance(manifest, Mapping):
+        return None
+    name = manifest.get("estimator")
+    if not isinstance(name, str) or name not in list_estimators():
+        return None
+    kwargs = manifest.get("estimator_params")
+    key = manifest.get("state_key")
+    params = None
+    if isinstance(manifest.get("params"), Mapping):
+        try:
+            params = G2POParams.from_values(manifest["params"])
+        except (ValueError, TypeError, G2POError):
+            params = None
+    return StatedCredit(name, dict(kwargs) if isinstance(kwargs, Mapping) else None,
+                        key if isinstance(key, str) and key else None, params)
+
+
+def has_recorded(steps: pd.DataFrame) -> bool:
+    """Whether ``steps`` carries a recorded advantage on any row."""
+    return "advantage" in steps.columns and bool(steps["advantage"].notna().any())
+
+
+@dataclass(frozen=True)
 class RecordedAudit:
     """What :func:`audit_recorded` found.
 
@@ -166,18 +243,22 @@ def audit_recorded(
     estimator: str = "g2po",
     estimator_params: Mapping[str, object] | None = None,
     fit: bool = True,
-    fit_limit: int = 64,
+    fit_limit: int = FIT_LIMIT,
     atol: float = ATOL,
     rtol: float = RTOL,
+    recomputed: tuple[np.ndarray, StepIndex] | None = None,
 ) -> RecordedAudit:
     """Compare the recorded ``advantage`` of ``steps`` with ``estimator``'s recomputation
     under ``params`` (γ, penalty, …, :meth:`G2POParams.for_estimator`; the state key) and
     ``rule``, with ``estimator_params`` (its own parameters, e.g. GiGPO's ``omega``) on top.
 
-    Vectorised over every group: one estimator call for the audit; with ``fit``, one per
-    candidate (:func:`~g2po.analysis.credit_fit.candidates`) over the ``fit_limit`` most severe
-    groups that differ. Raises :class:`NoRecordedAdvantageError` when the table has no
-    recorded value.
+    Vectorised over every group: one estimator call for the audit (none where the caller
+    passes ``recomputed``: the estimator's ``adv`` (n_steps,) and its index, computed with
+    exactly these parameters); with ``fit``, one per candidate
+    (:func:`~g2po.analysis.credit_fit.candidates`) over the ``fit_limit`` most severe groups
+    that differ of each training step. Every number of a group comes from its own rows, so
+    auditing a run whole or a few training steps at a time gives the same groups. Raises
+    :class:`NoRecordedAdvantageError` when the table has no recorded value.
 
     Examples
     --------
@@ -203,9 +284,12 @@ def audit_recorded(
     if np.isnan(recorded).all():
         raise NoRecordedAdvantageError("column 'advantage' holds no value (every row null)")
     kwargs = {**params.for_estimator(estimator, rule), **dict(estimator_params or {})}
-    columns, ix = estimate(estimator_input(steps), estimator, state_key=params.state_key,
-                           **kwargs)
-    recomputed = np.asarray(columns["adv"], dtype=np.float64)
+    if recomputed is None:
+        columns, ix = estimate(estimator_input(steps), estimator,
+                               state_key=params.state_key, **kwargs)
+        recomputed = (columns["adv"], ix)
+    adv, ix = recomputed
+    recomputed = np.asarray(adv, dtype=np.float64)
     step_table, cause, neighbour, broadcast_traj = _compare(recorded, recomputed, ix, atol, rtol)
     groups = _group_table(steps, ix, recorded, recomputed, cause, neighbour, broadcast_traj)
     if fit:
@@ -352,10 +436,11 @@ def _with_fit(groups: pd.DataFrame, steps: pd.DataFrame, ix: StepIndex, r: np.nd
               rule: OutcomeRule, params: G2POParams, limit: int, atol: float, rtol: float
               ) -> pd.DataFrame:
     """``groups`` with :data:`~g2po.analysis.credit_fit.FIT_COLUMNS` for the ``limit`` most
-    severe groups that differ (the others: not fitted, NaN / None)."""
-    chosen = groups.index[groups["mismatched"].to_numpy() > 0]
-    chosen = groups.loc[chosen].sort_values("severity", ascending=False, kind="stable") \
-        .index[:limit].to_numpy()
+    severe groups that differ of each training step (the others: not fitted, NaN / None)."""
+    differ = groups[groups["mismatched"].to_numpy() > 0]
+    chosen = differ.sort_values(["severity", "train_step", "group_id"],
+                                ascending=[False, True, True], kind="stable") \
+        .groupby("train_step", sort=False).head(limit).index.to_numpy()
     out = groups.assign(best_fit=None, fit_match=np.nan, fit_error=np.nan, explained=False)
     if not len(chosen):
         return out
@@ -435,16 +520,30 @@ def run_findings(groups: pd.DataFrame, estimator: str = "g2po") -> list[str]:
     if bad.empty:
         return [f"the recorded advantage equals {estimator}'s recomputation on all "
                 f"{len(audited):,} groups"]
-    kinds = bad["kind"].value_counts()
-    parts = ", ".join(f"{n:,} {KINDS[k].title}" for k, n in kinds.items())
     out = [f"recorded credit differs from {estimator}'s recomputation on {len(bad):,} of "
-           f"{len(audited):,} groups ({len(bad) / len(audited):.0%}): {parts}"]
+           f"{len(audited):,} groups ({len(bad) / len(audited):.0%}): {kind_words(bad)}"]
+    likely = likely_estimator(audited)
+    return out + ([f"most groups are reproduced by {likely}: the run was likely trained "
+                   "with it; audit with it (--estimator, -p) or check the trainer's settings"]
+                  if likely else [])
+
+
+def kind_words(groups: pd.DataFrame) -> str:
+    """How many of ``groups`` (rows of :attr:`RecordedAudit.groups` with a finding) have each
+    kind: "3 recorded as 0 where the recomputation is not, 1 the sign flipped"."""
+    return ", ".join(f"{n:,} {KINDS[k].title}" for k, n in groups["kind"].value_counts().items())
+
+
+def likely_estimator(groups: pd.DataFrame) -> str | None:
+    """The candidate (:meth:`~g2po.analysis.credit_fit.Candidate.describe`) that reproduces
+    most of the differing groups, where they are most of the audited ``groups`` (four at
+    least) and it explains at least half of those fitted; else None."""
+    bad = groups[(groups["recorded"] > 0) & (groups["kind"] != "")]
     fits = bad.loc[bad["explained"].astype(bool), "best_fit"].value_counts()
-    if len(bad) >= max(4, len(audited) // 2) and len(fits) and \
+    if len(bad) >= max(4, int((groups["recorded"] > 0).sum()) // 2) and len(fits) and \
             fits.iloc[0] >= len(bad.dropna(subset=["best_fit"])) // 2:
-        out.append(f"most groups are reproduced by {fits.index[0]}: the run was likely trained "
-                   "with it; audit with it (--estimator, -p) or check the trainer's settings")
-    return out
+        return str(fits.index[0])
+    return None
 
 
 def step_words(row: Mapping[str, object]) -> str:

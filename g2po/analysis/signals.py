@@ -87,6 +87,8 @@ class GroupSignals:
         start, or from itself): two paths meet here.
     branch : (n_nodes,) bool, left towards two or more next states: paths part here.
     zero : estimator name → (n_groups,) bool, every advantage of the group is ~0.
+    action : (n_steps,) int64, each step's action code (one per distinct action of the
+        table).
     stochastic : the environment was declared random (no aliasing alarm).
     """
 
@@ -111,6 +113,7 @@ class GroupSignals:
     rejoin: np.ndarray
     branch: np.ndarray
     zero: dict[str, np.ndarray]
+    action: np.ndarray
     stochastic: bool = False
 
     @property
@@ -230,7 +233,7 @@ def group_signals(
         start_node=start_node, credit_moved=credit_moved, mixed=mixed, wide=wide,
         split=split, hidden=hidden, splits=splits, collapsed=_collapsed(ix, pair_code),
         in_sources=in_sources, invalid_arrival_share=invalid_share, hub=hub, rejoin=rejoin,
-        branch=branch, zero=zero, stochastic=stochastic)
+        branch=branch, zero=zero, action=action, stochastic=stochastic)
 
 
 def _splits(ix: StepIndex, pair_code: np.ndarray, n_pairs: int

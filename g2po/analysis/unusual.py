@@ -9,8 +9,10 @@ training steps (a window of at least ``window_groups`` groups, so a run that lea
 with itself at the same stage, never its late steps with its early ones) that have the same
 outcome (none, some or every rollout succeeded, so a solved task is compared with solved
 tasks, and a task solved along one path with tasks *converged* so); where fewer than
-:data:`MIN_PEERS` share the outcome, with the whole window (a converged group then not on the
-measures convergence itself sets, :data:`CONVERGED_SETS`).
+:data:`MIN_PEERS` share the outcome, with the whole window, and then only on the measures its
+outcome does not set (:data:`OUTCOME_SETS`: the rewards' spread, the credit, cuts, lengths and
+paths differ between won, lost and mixed groups by what winning and losing are; a group's size,
+starts and invalid rate do not), so a solved group among failing ones is no news.
 
 A measure's robust z-score is (value − peers' median) / scale, the scale being the peers'
 1.4826 · median absolute deviation, but at least the measure's floor (:class:`Measure`: an
@@ -29,8 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["Measure", "MEASURES", "THRESHOLD", "MIN_PEERS", "UNUSUAL_COLUMNS", "CONVERGED_SETS",
-           "step_features", "unusual_groups", "run_findings"]
+__all__ = ["Measure", "MEASURES", "THRESHOLD", "MIN_PEERS", "UNUSUAL_COLUMNS", "OUTCOME_SETS",
+           "STEP_MEASURES", "WINDOW_GROUPS", "path_features", "step_features", "score_groups",
+           "unusual_groups", "unusual_severity", "run_findings"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ MEASURES: tuple[Measure, ...] = (
     Measure("rollouts", "rollouts", 0.25, 0.05,
             "a group with another number of rollouts than its peers: a partial group, or two "
             "groups under one id; check how rollouts are given their group id"),
-    Measure("start_states", "start states", 0.1, 0.0,
+    Measure("start_states", "start states", 0.1, 0.1,
             "the rollouts do not share one initial state: the group id may mix tasks"),
     Measure("mean_length", "mean length", 0.5, 0.25,
             "rollouts of another length than their peers': check the step limit and the "
@@ -80,12 +83,19 @@ MEASURES: tuple[Measure, ...] = (
     Measure("adv_abs_mean", "mean |A|", 0.05, 0.25,
             "credit of another size than its peers': check the rewards and the state key"),
 )
-#: The measures a policy that converged on a task sets by itself (one path, every rollout
-#: alike): a converged group compared with groups that did not converge is not scored on them.
-CONVERGED_SETS = ("distinct_paths", "length_spread", "reward_std", "zero_adv_share",
-                  "adv_abs_mean", "merge_rate", "branching")
+#: The measures a group's outcome sets by itself: its rewards' spread and the credit (mixed
+#: outcomes against all won or all lost), its cuts (a cut rollout lost), its lengths, paths and
+#: graph (wins are short, a converged policy takes one path, failures wander). A group compared
+#: with peers of other outcomes (too few share its own) is not scored on them: only on its size,
+#: its starts and its invalid rate.
+OUTCOME_SETS = ("reward_std", "zero_adv_share", "adv_abs_mean", "truncated_share",
+                "mean_length", "length_spread", "distinct_paths", "merge_rate", "branching")
 #: A group whose largest |z| reaches this fires.
 THRESHOLD = 5.0
+#: A group's peers are the groups of the nearest training steps, at least this many.
+WINDOW_GROUPS = 40
+#: The measures read from the step rows (:func:`path_features`), not the groups table.
+STEP_MEASURES = ("start_states", "branching", "distinct_paths")
 #: Fewer peers with the group's outcome than this: the whole window is its peers.
 MIN_PEERS = 8
 #: Groups fewer than this in a window: nothing is said (too few to tell what is usual).
@@ -94,42 +104,67 @@ UNUSUAL_COLUMNS = ["train_step", "group_id", "unusual", "severity", "reason", "f
                    "measure", "value", "usual", *(f"z_{m.name}" for m in MEASURES)]
 
 
+def path_features(group: np.ndarray, traj: np.ndarray, node: np.ndarray, action: np.ndarray,
+                  t: np.ndarray, next_row: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
+    """The measures of :data:`STEP_MEASURES`, each (n_groups,), from the step rows' integer
+    codes, each (n_steps,) int64 in any row order: ``group`` (0 … n_groups-1), ``traj``
+    (global over groups), ``node`` (a state, never shared by two groups), ``action``, ``t``
+    and ``next_row`` (the row of the trajectory's next step, -1 on its last). Vectorised, no
+    sort: a rollout's path is compared by two sums of its (state, action) codes weighted by
+    random integers per step index, exact in float64 whatever the row order."""
+    if not len(group):
+        return {"start_states": np.zeros(n_groups, np.int64), "branching": np.ones(n_groups),
+                "distinct_paths": np.zeros(n_groups)}
+    has = next_row >= 0
+    width = np.int64(int(node.max()) + 1)
+    edges = pd.unique(node[has] * width + node[next_row[has]])  # hashed: no sort
+    node_group = np.zeros(int(width), dtype=np.int64)
+    node_group[node] = group
+    n_edges = np.bincount(node_group[edges // width], minlength=n_groups)
+    n_sources = np.bincount(node_group[pd.unique(edges // width)], minlength=n_groups)
+    starts = pd.unique(node[t == 0])
+    n_traj = int(traj.max()) + 1
+    code = ((node * 1_000_003 + action) % 1_048_573 + 1).astype(np.float64)  # < 2^20
+    rng = np.random.default_rng(0)
+    span = int(t.max()) + 1
+    sums = [np.bincount(traj, weights=code * rng.integers(1, 1 << 20, span)[t],
+                        minlength=n_traj) for _ in range(2)]  # < 2^53 below 2^13 steps
+    length = np.bincount(traj, minlength=n_traj)
+    traj_group = np.zeros(n_traj, dtype=np.int64)
+    traj_group[traj] = group
+    live = length > 0
+    paths = pd.DataFrame({"g": traj_group[live], "a": sums[0][live], "b": sums[1][live],
+                          "n": length[live]})
+    n_paths = np.bincount(paths.drop_duplicates()["g"], minlength=n_groups)
+    rollouts = np.bincount(traj_group[live], minlength=n_groups)
+    return {"start_states": np.bincount(node_group[starts], minlength=n_groups),
+            "branching": np.where(n_sources > 0, n_edges / np.maximum(n_sources, 1), 1.0),
+            "distinct_paths": n_paths / np.maximum(rollouts, 1)}
+
+
 def step_features(steps: pd.DataFrame) -> pd.DataFrame:
     """One row per group of ``steps`` (``train_step`` where present, ``group_id``) with the
-    measures the groups table lacks: ``start_states`` (distinct state keys at t = 0),
-    ``branching`` (distinct (state, next state) pairs per state left by a step, 1 on a
-    chain) and ``distinct_paths`` (distinct (state, action) sequences per rollout).
-    Vectorised; the state keys are compared exactly."""
+    measures the groups table lacks (:func:`path_features`): ``start_states`` (distinct state
+    keys at t = 0), ``branching`` (distinct (state, next state) pairs per state left by a
+    step, 1 on a chain) and ``distinct_paths`` (distinct (state, action) sequences per
+    rollout). Vectorised; the state keys are compared exactly."""
     keys = [c for c in ("train_step", "group_id") if c in steps.columns]
-    group = steps.groupby(keys, sort=True, observed=True).ngroup().to_numpy()
-    traj = steps.groupby([*keys, "traj_id"], sort=True, observed=True).ngroup().to_numpy()
+    group = steps.groupby(keys, sort=True, observed=True).ngroup().to_numpy().astype(np.int64)
+    traj = steps.groupby([*keys, "traj_id"], sort=True, observed=True).ngroup().to_numpy() \
+        .astype(np.int64)
     state = pd.factorize(steps["state_key"])[0].astype(np.int64)
+    node = pd.factorize(group * np.int64(max(int(state.max(initial=0)) + 1, 1)) + state)[0]
     action = pd.factorize(steps["action"])[0].astype(np.int64)
     t = steps["t"].to_numpy(dtype=np.int64)
     order = np.lexsort((t, traj))
-    g, tr, s, a, tt = group[order], traj[order], state[order], action[order], t[order]
+    next_row = np.full(len(t), -1, dtype=np.int64)
+    follows = traj[order][1:] == traj[order][:-1]
+    next_row[order[:-1][follows]] = order[1:][follows]
     n_groups = int(group.max()) + 1 if len(group) else 0
-    has_next = np.r_[tr[1:] == tr[:-1], False]
-    nxt = np.r_[s[1:], -1]
-    edges = pd.DataFrame({"g": g[has_next], "s": s[has_next], "n": nxt[has_next]})
-    n_edges = np.bincount(edges.drop_duplicates()["g"], minlength=n_groups)
-    n_sources = np.bincount(edges[["g", "s"]].drop_duplicates()["g"], minlength=n_groups)
-    starts = pd.DataFrame({"g": g[tt == 0], "s": s[tt == 0]}).drop_duplicates()
-    # A trajectory's path as a sum of pseudo-random numbers of (position, state, action).
-    mix = np.sin((s * 1_000_003 + a + 1) * 12.9898 + tt * 78.233) * 43758.5453
-    path = np.bincount(tr, weights=mix - np.floor(mix))
-    length = np.bincount(tr)
-    traj_group = np.zeros(len(length), dtype=np.int64)
-    traj_group[tr] = g
-    paths = pd.DataFrame({"g": traj_group, "p": np.round(path, 9), "n": length})
-    n_paths = np.bincount(paths.drop_duplicates()["g"], minlength=n_groups)
-    rollouts = np.bincount(traj_group, minlength=n_groups)
     first = np.full(n_groups, len(group), dtype=np.int64)
     np.minimum.at(first, group, np.arange(len(group)))
     return steps[keys].iloc[first].reset_index(drop=True).assign(
-        start_states=np.bincount(starts["g"], minlength=n_groups),
-        branching=np.where(n_sources > 0, n_edges / np.maximum(n_sources, 1), 1.0),
-        distinct_paths=n_paths / np.maximum(rollouts, 1))
+        **path_features(group, traj, node.astype(np.int64), action, t, next_row, n_groups))
 
 
 def _features(groups: pd.DataFrame, extra: pd.DataFrame | None) -> pd.DataFrame:
@@ -150,7 +185,7 @@ def _features(groups: pd.DataFrame, extra: pd.DataFrame | None) -> pd.DataFrame:
         keys = [c for c in ("train_step", "group_id") if c in groups.columns
                 and c in extra.columns]
         joined = groups[keys].merge(extra, on=keys, how="left")
-        for col in ("start_states", "branching", "distinct_paths"):
+        for col in STEP_MEASURES:
             out[col] = joined[col].to_numpy(dtype=np.float64)
     return out[[m.name for m in MEASURES]]
 
@@ -159,35 +194,28 @@ def _windows(steps: np.ndarray, size: int) -> dict[int, np.ndarray]:
     """Training step → its window: the rows (of ``steps``, (n,) int64) of the nearest
     training steps, widened evenly until it holds at least ``size`` rows (or all)."""
     distinct, counts = np.unique(steps, return_counts=True)
+    return {int(distinct[j]): distinct[lo:hi] for j, (lo, hi) in enumerate(_spans(counts, size))}
+
+
+def _spans(counts: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """For each training step (``counts``: its groups, steps in order), the [lo, hi) span of
+    steps of its window (:func:`_windows`)."""
     cum = np.r_[0, np.cumsum(counts)]
-    out = {}
-    for j, step in enumerate(distinct):
+    out = []
+    for j in range(len(counts)):
         lo, hi = j, j + 1
-        while cum[hi] - cum[lo] < size and (lo > 0 or hi < len(distinct)):
-            lo, hi = max(lo - 1, 0), min(hi + 1, len(distinct))
-        out[int(step)] = distinct[lo:hi]
+        while cum[hi] - cum[lo] < size and (lo > 0 or hi < len(counts)):
+            lo, hi = max(lo - 1, 0), min(hi + 1, len(counts))
+        out.append((lo, hi))
     return out
 
 
-def unusual_groups(groups: pd.DataFrame, steps: pd.DataFrame | None = None, *,
-                   window_groups: int = 40, threshold: float = THRESHOLD) -> pd.DataFrame:
-    """Each group of a groups table (:data:`g2po.analysis.triage.TRIAGE_COLUMNS`) scored
-    against its peers; ``steps``, the step table it was made from, adds the measures of
-    :func:`step_features`. Returns :data:`UNUSUAL_COLUMNS`, most unusual first: ``unusual``
-    (largest |z|), ``severity``, ``reason``, ``fix``, the top ``measure`` with its ``value``
-    and the peers' ``usual`` (median), and ``z_<measure>`` for every measure.
-
-    Examples
-    --------
-    >>> table = pd.DataFrame({"train_step": 0, "group_id": [f"g{i}" for i in range(12)],
-    ...     "rollouts": [8] * 11 + [3], "steps": [40] * 11 + [15], "shortest": 4,
-    ...     "longest": 6, "success_rate": 0.5})
-    >>> out = unusual_groups(table)
-    >>> out.loc[0, ["group_id", "measure", "reason"]].tolist()
-    ['g11', 'rollouts', "rollouts 3 (peers' usual 8)"]
-    >>> int((out["severity"] > 0).sum())
-    1
-    """
+def score_groups(groups: pd.DataFrame, steps: pd.DataFrame | None = None, *,
+                 window_groups: int = WINDOW_GROUPS, threshold: float = THRESHOLD
+                 ) -> pd.DataFrame:
+    """:func:`unusual_groups`' columns, one row per row of ``groups``, in its order (index
+    0 … n-1); the measures of :data:`STEP_MEASURES` are read from ``groups`` where it has
+    them (the triage's ``unusual`` check measures them per batch), else from ``steps``."""
     extra = step_features(steps) if steps is not None else None
     x = _features(groups, extra).to_numpy(dtype=np.float64)
     n, m = x.shape
@@ -201,47 +229,115 @@ def unusual_groups(groups: pd.DataFrame, steps: pd.DataFrame | None = None, *,
         paths = x[:, names.index("distinct_paths")]
         rollouts = x[:, names.index("rollouts")]
         outcome = np.where((outcome == 2) & (paths * rollouts <= 1.0 + 1e-9), 3, outcome)
-    set_by_convergence = np.isin(names, CONVERGED_SETS)
-    median = np.full((n, m), np.nan)
-    scale = np.full((n, m), np.nan)
-    floor = np.array([ms.floor for ms in MEASURES])
-    rel = np.array([ms.rel for ms in MEASURES])
-    for s, window in _windows(step, window_groups).items():
-        in_window = np.isin(step, window)
-        if in_window.sum() < MIN_WINDOW:
-            continue
-        for o in (0, 1, 2, 3):
-            mine = (step == s) & (outcome == o)
-            if not mine.any():
-                continue
-            peers = in_window & (outcome == o)
-            if peers.sum() < MIN_PEERS:
-                peers = in_window
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # a measure nobody has: NaN
-                med = np.nanmedian(x[peers], axis=0)
-                mad = 1.4826 * np.nanmedian(np.abs(x[peers] - med), axis=0)
-            if o == 3 and peers.sum() and not (outcome[peers] == 3).all():
-                med = np.where(set_by_convergence, np.nan, med)  # what solving sets is no news
-            median[mine] = med
-            scale[mine] = np.fmax(np.fmax(mad, floor), rel * np.abs(med))
+    median, scale = _peer_scales(x, step, outcome, window_groups)
     with np.errstate(all="ignore"):
         z = (x - median) / scale
     z = np.where(np.isfinite(z), z, 0.0)
     top = np.abs(z).argmax(axis=1) if m else np.zeros(n, dtype=np.int64)
     score = np.abs(z)[np.arange(n), top]
-    severity = np.where(score >= threshold, 1.0 - threshold / np.maximum(score, threshold),
-                        0.0)
-    reasons = [_reason(x[i], z[i], median[i], threshold) for i in range(n)]
+    severity = unusual_severity(score, threshold)
+    reasons = np.full(n, "", dtype=object)
+    for i in np.flatnonzero(severity > 0):  # the others have no measure past the threshold
+        reasons[i] = _reason(x[i], z[i], median[i], threshold)
     keys = [c for c in ("train_step", "group_id") if c in groups.columns]
     out = groups[keys].reset_index(drop=True).assign(
         unusual=score, severity=severity, reason=reasons,
-        fix=[MEASURES[t].fix if sev > 0 else "" for t, sev in zip(top, severity, strict=True)],
-        measure=[MEASURES[t].name for t in top], value=x[np.arange(n), top],
-        usual=median[np.arange(n), top],
+        fix=np.where(severity > 0, np.array([ms.fix for ms in MEASURES], dtype=object)[top],
+                     ""),
+        measure=np.array(names, dtype=object)[top] if m else np.zeros(0, dtype=object),
+        value=x[np.arange(n), top], usual=median[np.arange(n), top],
         **{f"z_{ms.name}": z[:, j] for j, ms in enumerate(MEASURES)})
+    return out[[c for c in UNUSUAL_COLUMNS if c in out.columns]]
+
+
+def unusual_severity(score: np.ndarray, threshold: float = THRESHOLD) -> np.ndarray:
+    """(n,) 1 − threshold / score where the largest |z| ``score`` reaches the threshold, else
+    0: a group twice as far out as the threshold gets 0.5."""
+    score = np.asarray(score, dtype=np.float64)
+    return np.where(score >= threshold, 1.0 - threshold / np.maximum(score, threshold), 0.0)
+
+
+def _peer_scales(x: np.ndarray, step: np.ndarray, outcome: np.ndarray, window_groups: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(median, scale), each (n, n_measures): each group's peers' median and the scale its
+    z-scores divide by (NaN where its window is too small to tell, or the measure unknown)."""
+    n, m = x.shape
+    names = [ms.name for ms in MEASURES]
+    set_by_outcome = np.isin(names, OUTCOME_SETS)
+    median = np.full((n, m), np.nan)
+    scale = np.full((n, m), np.nan)
+    floor = np.array([ms.floor for ms in MEASURES])
+    rel = np.array([ms.rel for ms in MEASURES])
+    known = ~np.isnan(x).all(axis=0)  # a measure no group has (a column the table lacks)
+    order = np.argsort(step, kind="stable")  # each window a slice of the groups by step
+    xs, os_ = x[order][:, known], outcome[order]
+    counts = np.unique(step, return_counts=True)[1]
+    cum = np.r_[0, np.cumsum(counts)]
+    full = np.full(m, np.nan)
+    for j, (lo, hi) in enumerate(_spans(counts, window_groups)):
+        lo, hi = cum[lo], cum[hi]
+        if hi - lo < MIN_WINDOW:
+            continue
+        here = order[cum[j]:cum[j + 1]]
+        window = os_[lo:hi]
+        for o in np.unique(outcome[here]):
+            same = window == o
+            few = same.sum() < MIN_PEERS
+            med, mad = _median_mad(xs[lo:hi] if few else xs[lo:hi][same])
+            if few and not same.all():  # compared with other outcomes: what it sets is no news
+                med = np.where(set_by_outcome[known], np.nan, med)
+            rows = here[outcome[here] == o]
+            full[known] = med
+            median[rows] = full
+            full[known] = np.fmax(np.fmax(mad, floor[known]), rel[known] * np.abs(med))
+            scale[rows] = full
+    return median, scale
+
+
+def _median_mad(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column medians of ``a`` and 1.4826 · their median absolute deviations, NaN-aware only
+    where ``a`` holds a NaN (np.nanmedian is slow on small arrays)."""
+    if not np.isnan(a).any():
+        med = _sorted_median(a)
+        return med, 1.4826 * _sorted_median(np.abs(a - med))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a measure none of them has: NaN
+        med = np.nanmedian(a, axis=0)
+        return med, 1.4826 * np.nanmedian(np.abs(a - med), axis=0)
+
+
+def _sorted_median(a: np.ndarray) -> np.ndarray:
+    """Column medians of ``a`` (no NaN), by one sort: np.median's per-call overhead is most
+    of the cost on a window's few dozen rows."""
+    ordered = np.sort(a, axis=0)
+    n = len(ordered)
+    return (ordered[(n - 1) // 2] + ordered[n // 2]) / 2.0
+
+
+def unusual_groups(groups: pd.DataFrame, steps: pd.DataFrame | None = None, *,
+                   window_groups: int = WINDOW_GROUPS, threshold: float = THRESHOLD
+                   ) -> pd.DataFrame:
+    """Each group of a groups table (:data:`g2po.analysis.triage.TRIAGE_COLUMNS`) scored
+    against its peers; ``steps``, the step table it was made from, adds the measures of
+    :func:`step_features` (the triage's own table has them already). Returns
+    :data:`UNUSUAL_COLUMNS`, most unusual first: ``unusual`` (largest |z|), ``severity``,
+    ``reason``, ``fix``, the top ``measure`` with its ``value`` and the peers' ``usual``
+    (median), and ``z_<measure>`` for every measure.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"train_step": 0, "group_id": [f"g{i}" for i in range(12)],
+    ...     "rollouts": [8] * 11 + [3], "steps": [40] * 11 + [15], "shortest": 4,
+    ...     "longest": 6, "success_rate": 0.5})
+    >>> out = unusual_groups(table)
+    >>> out.loc[0, ["group_id", "measure", "reason"]].tolist()
+    ['g11', 'rollouts', "rollouts 3 (peers' usual 8)"]
+    >>> int((out["severity"] > 0).sum())
+    1
+    """
+    out = score_groups(groups, steps, window_groups=window_groups, threshold=threshold)
     out = out.sort_values(["severity", "unusual"], ascending=False, kind="stable")
-    return out.reset_index(drop=True)[[c for c in UNUSUAL_COLUMNS if c in out.columns]]
+    return out.reset_index(drop=True)
 
 
 def _number(value: float) -> str:

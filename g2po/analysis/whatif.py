@@ -37,9 +37,8 @@ from g2po.outcomes import OutcomeRule
 from g2po.params import DEFAULT_PARAMS, G2POParams
 from g2po.state_keys import (
     StateKeyFn,
-    TrajectoryStrategy,
     distinct_key_codes,
-    resolve_state_key,
+    strategy_columns,
 )
 
 __all__ = ["WhatIf", "what_if", "merge_nodes", "split_node", "compare_graphs",
@@ -62,7 +61,7 @@ NODE_COLUMNS = ["kind", "nodes_before", "nodes_after", "values_before", "values_
 RUN_COLUMNS = ["train_step", "group_id", "task", "steps", "changed", "sign_flips",
                "max_abs_delta", "nodes_before", "nodes_after", "merged", "split"]
 #: The columns of a training step the run's table reads (those the log has), besides those
-#: a trajectory strategy reads (:attr:`g2po.state_keys.TrajectoryStrategy.columns`).
+#: the two state-key strategies read (:func:`g2po.state_keys.strategy_columns`).
 READ_COLUMNS = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
                 "is_action_valid", "done", "task"]
 
@@ -507,11 +506,7 @@ def whatif_log(log: _Log, key: str | StateKeyFn, train_steps: Sequence[int] | No
     rule = rule or log.rule()
     other = replace(params, state_key=key)  # checks the key before anything is read
     steps = list(log.train_steps() if train_steps is None else train_steps)
-    columns = list(READ_COLUMNS)
-    for spec in (params.state_key, key):
-        strategy = resolve_state_key(spec)
-        if isinstance(strategy, TrajectoryStrategy):
-            columns += [c for c in strategy.columns if c not in columns]
+    columns = [*READ_COLUMNS, *strategy_columns(params.state_key, key)]
     total, done = len(steps), 0
     parts: list[pd.DataFrame] = []
     batch: list[tuple[pd.DataFrame, pd.DataFrame]] = []

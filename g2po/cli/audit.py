@@ -1,6 +1,10 @@
 """``g2po audit``: the advantage a trainer recorded, per step, against the recomputation with
 the run's estimator, parameters and outcome rule (:mod:`g2po.analysis.recorded`): one row per
-group whose recorded credit differs, worst first, with what differs and the fix."""
+group whose recorded credit differs, worst first, with what differs and the fix; or one row
+per step (``--steps``). The groups table's ``recorded_credit`` check runs the same audit
+(:func:`g2po.analysis.checks.recorded.audits`) on the same columns, keyed the same way: by
+default this is that check's evidence, group by group, as G2PO (or the run's stated estimator)
+is judged."""
 
 from __future__ import annotations
 
@@ -12,38 +16,28 @@ from g2po.cli.analysis import estimator_name
 from g2po.cli.logs import add_log_options, log_options
 from g2po.cli.url import add_url_option
 
-__all__ = ["add_parser", "AUDIT_READ"]
-
-#: The columns of each training step the audit reads (those the log has).
-AUDIT_READ = ["group_id", "traj_id", "t", "state_key", "action", "episode_reward",
-              "is_action_valid", "step_reward", "advantage"]
+__all__ = ["add_parser"]
 
 
 def _say(text: str) -> None:
     print(f"g2po audit: {text}", file=sys.stderr)
 
 
-def _read(log, train_steps: list[int], state_key: str):
-    """The audited columns of ``train_steps``, one frame. State keys and actions that come as
-    Parquet dictionaries are given as their codes, in short text, under the exact state key
-    (one code per distinct key of a step file, and a group lies in one file: the same nodes),
-    else as their text."""
+def _read(log, train_steps: list[int], state_key):
+    """The columns of ``train_steps`` the groups table's checks read (the recorded advantage,
+    step rewards and the estimators' step columns among them) and the state-key strategy
+    needs, one frame, keyed as the groups table keys them
+    (:func:`g2po.analysis.group_table.coded`); returns (frame, the strategy left to apply)."""
     import numpy as np
     import pandas as pd
-    import pyarrow as pa
 
-    parts = []
-    for step, frame in log.columns_of_steps(train_steps, AUDIT_READ):
-        frame = frame.assign(train_step=np.int64(step))
-        for col in ("state_key", "action"):
-            if isinstance(frame[col].dtype, pd.CategoricalDtype):
-                if state_key == "exact" or col == "action":
-                    codes = frame[col].cat.codes.to_numpy().astype(np.int64)
-                    frame[col] = pa.array(codes, mask=codes < 0).cast(pa.string()).to_pandas()
-                else:
-                    frame[col] = frame[col].astype(object)
+    from g2po.analysis.group_table import coded, read_columns
+
+    parts, applied = [], state_key
+    for step, frame in log.columns_of_steps(train_steps, read_columns(state_key)):
+        frame, applied = coded(frame.assign(train_step=np.int64(step)), state_key)
         parts.append(frame)
-    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    return (parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)), applied
 
 
 def _no_advantage(path: str, n_steps: int) -> str:
@@ -57,35 +51,55 @@ def _no_advantage(path: str, n_steps: int) -> str:
             "a column named with --map advantage=COLUMN")
 
 
-def _audit(args: argparse.Namespace) -> int:
-    from g2po.analysis.recorded import audit_recorded
-    from g2po.cli.analysis import params_and_rule, parse_params
-    from g2po.cli.url import with_urls
-    from g2po.estimators import list_estimators
-    from g2po.params import G2POParams
-    from loaders.opener import open_log
+def _credit(args: argparse.Namespace, log):
+    """(credit to audit against, G2PO parameters, outcome rule, where the estimator comes from):
+    what the run's manifest states (:func:`g2po.analysis.recorded.stated_credit`) unless the
+    command names another estimator or its own parameters (``-p``, ``--state-key``)."""
+    from dataclasses import replace
 
-    log = open_log(args.path, **log_options(args))
+    from g2po.analysis.recorded import StatedCredit, stated_credit
+    from g2po.cli.analysis import params_and_rule, parse_params
+    from g2po.params import G2POParams
+
     values = parse_params(args.param)
     own = {k: v for k, v in values.items() if k not in G2POParams.names()
            and k not in log.rule().estimator_kwargs()}
     params, rule = params_and_rule({k: v for k, v in values.items() if k not in own},
-                                   log.rule(), args.state_key, rule_keys=False)
-    estimator, origin = args.estimator, "--estimator"
-    if estimator is None:
-        stated = log.manifest.get("estimator")
-        estimator, origin = (stated, "the run's manifest") \
-            if isinstance(stated, str) and stated in list_estimators() else ("g2po", "default")
+                                   log.rule(), args.state_key, base=log.params(),
+                                   rule_keys=False)
+    stated = stated_credit(log.manifest)
+    if args.estimator is not None and (stated is None or args.estimator != stated.estimator):
+        stated, origin = None, "--estimator"
+    else:
+        origin = "the run's manifest" if stated is not None else "default"
+    if stated is not None and not values and args.state_key is None:
+        params, kwargs = stated.audit_params(params)  # as the run states it, whole
+        return replace(stated, kwargs=kwargs or None, state_key=None, params=None), params, \
+            rule, origin
+    name = args.estimator or (stated.estimator if stated is not None else "g2po")
+    return StatedCredit(name, own or None), params, rule, origin
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from g2po.analysis.checks.recorded import audits
+    from g2po.cli.url import with_urls
+    from loaders.opener import open_log
+
+    log = open_log(args.path, **log_options(args))
+    credit, params, rule, origin = _credit(args, log)
     steps = log.train_steps() if args.step is None else [args.step]
-    frame = _read(log, steps, str(params.state_key))
+    frame, applied = _read(log, steps, params.state_key)
     if "advantage" not in frame.columns or frame["advantage"].isna().all():
         raise ValueError(_no_advantage(args.path, len(steps)))
-    found = audit_recorded(frame, rule=rule, params=params, estimator=estimator,
-                           estimator_params=own, fit=not args.no_fit)
+    found = next(iter(audits(frame, rule=rule, params=replace(params, state_key=applied),
+                             credit=credit, fit=not args.no_fit).values()))
     for note in log.report.notes:
         _say(f"note: {note}")
     shown = ", ".join(f"{k}={v}" for k, v in found.params.items())
-    _say(f"recomputed with {estimator} ({origin}): {shown}; state key {params.state_key}")
+    _say(f"recomputed with {credit.estimator} ({origin}): {shown}; state key "
+         f"{params.state_key}")
     for text in found.run_text():
         _say(f"run: {text}")
     return _show(args, found, lambda table: with_urls(args, log, table, "group", params, rule))
@@ -128,7 +142,7 @@ def _show(args: argparse.Namespace, found, urls) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from g2po.cli.logs import STATE_KEY_HELP
+    from g2po.cli.logs import STATE_KEY_DEFAULT, STATE_KEY_HELP
 
     p = sub.add_parser(
         "audit", help="the advantage the trainer recorded against the recomputation: "
@@ -146,11 +160,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--step", type=int, metavar="N", help="only training step N (default: all)")
     p.add_argument("--estimator", "-e", type=estimator_name, metavar="NAME",
                    help="the estimator the run trained with (default: the run's manifest, "
-                        "else g2po)")
+                        "else g2po, as the Groups table audits it)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="its parameters: gamma, w, mode, penalty, or the estimator's own "
-                        "(e.g. -p omega=0.8)")
-    p.add_argument("--state-key", default="exact", help=STATE_KEY_HELP)
+                        "(e.g. -p omega=0.8); default: those the run's manifest states")
+    p.add_argument("--state-key", default=None, help=STATE_KEY_HELP + STATE_KEY_DEFAULT)
     p.add_argument("--format", dest="output", choices=["table", "csv", "json"],
                    default="table", help="output: a table for the terminal (default), CSV or "
                                          "JSON records")

@@ -42,3 +42,17 @@ def test_report_from_run_directories(study, tmp_path):
     for arm in ("init", "grpo", "g2po"):
         assert f"| {arm} | 2 |" in text  # every arm's row, over both seeds
     assert (tmp_path / "docs" / "study" / "summary.md").read_text().strip()
+    # flagged: a defect of the group's own (n_alarms), not one said once for the run
+    import io
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    views = pd.read_csv(tmp_path / "docs" / "study" / "triage.csv").set_index(["arm", "seed"])
+    csv = subprocess.run([sys.executable, "-m", "g2po", "triage", str(runs / "grpo-s0"),
+                          "--format", "csv", "--estimator", "grpo", "--param",
+                          f"penalty={study.ARMS['grpo'][1]}"], capture_output=True, text=True,
+                         check=True).stdout
+    groups = pd.read_csv(io.StringIO(csv))
+    assert views.loc[("grpo", 0), "flagged"] == pytest.approx((groups["n_alarms"] > 0).mean())

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
+    from g2po.analysis.recorded import StatedCredit
     from g2po.analysis.signals import GroupSignals
     from g2po.analysis.state_graph import StateGraph
     from g2po.outcomes import OutcomeRule
@@ -68,7 +69,11 @@ class Batch:
         when the log has them.
     text : (column, row positions) → the rows' text as the log gave it (``state_key``,
         ``action``): only the few rows a finding quotes are read.
-    rule, params : the run's outcome rule and G2PO parameters.
+    rule, params : the run's outcome rule and G2PO parameters (``params.state_key``: the
+        strategy left to apply to ``steps``' keys).
+    credit : what the run states it trained with (its manifest: estimator, its keyword
+        arguments, state key; :func:`g2po.analysis.recorded.stated_credit`), its state key
+        None where it is the triage's own; None where the run states nothing.
     """
 
     sig: GroupSignals
@@ -76,6 +81,7 @@ class Batch:
     text: Callable[[str, np.ndarray], list[str]]
     rule: OutcomeRule
     params: G2POParams
+    credit: StatedCredit | None = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,9 @@ class GroupView:
 
     graph : the group's state graph; sig : its signals (one group); measured : the check's
         own measure on it (column → value, ``count`` included); graph_node : (n_nodes,) the
-        graph's node id of each signal node code; rule, params : as the graph was built.
+        graph's node id of each signal node code; rule, params : as the graph was built;
+        credit : as :attr:`Batch.credit`; row : the group's row of the run's judged groups
+        table where the caller has it (what a check that needs the whole run says), else None.
     """
 
     graph: StateGraph
@@ -93,6 +101,8 @@ class GroupView:
     graph_node: np.ndarray
     rule: OutcomeRule
     params: G2POParams
+    credit: StatedCredit | None = None
+    row: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -105,7 +115,8 @@ class Check:
     title : a short name for headers, filters and legends.
     measure : ``measure(batch) -> {"count": (n_groups,), column: (n_groups,), …}``, vectorised
         over every group of the batch; ``count`` (how many nodes, steps or rollouts it is
-        about; 0: it does not fire) and each of :attr:`columns`.
+        about; 0: it does not fire) and each of :attr:`columns` that :attr:`whole` does not
+        fill.
     severity : ``severity(table, estimator) -> (n_rows,) float in [0, 1]``, from the groups
         table's columns (the check's evidence; the whole run's table, so a check may compare a
         group with the run): how much of the group's credit rests on the defect. Always 0 for
@@ -116,15 +127,19 @@ class Check:
         cause, in a sentence or two (``fires``: (n_rows,) bool).
     fix : ``fix(table, fires, estimator) -> str``: what to do, or why nothing needs doing.
     alarm : ``alarm(view) -> Alarm | None``: the group explorer's words on one group (None: it
-        does not fire there, or it needs the whole run to tell).
-    columns : evidence columns ``measure`` adds to the groups table → their header.
+        does not fire there, or it needs the whole run to tell and ``view.row`` is None).
+    columns : evidence columns ``measure`` (or ``whole``) adds to the groups table → their
+        header.
     reads : optional step-table columns the check reads when the log has them.
     defect : False for a finding that is progress or information (converged groups): said
         for the run, never ranked.
     fires : ``fires(table, estimator) -> (n_rows,) bool``; default: ``alarm_<kind> > 0``.
-    recount : ``recount(table) -> (n_rows,) int``, for a check that needs the whole run to
-        count (a group's size against the run's usual size): the judge fills ``alarm_<kind>``
-        with it; ``measure``'s count is then a placeholder (0).
+    whole : ``whole(table) -> {"count": (n_rows,), column: (n_rows,), …}``, for a check that
+        needs the whole run's groups table to tell (a group's size against the run's usual
+        size, a group against its peers): the judge fills ``alarm_<kind>`` and the columns it
+        returns from the table it judges (:func:`g2po.analysis.findings.recount`);
+        ``measure``'s count is then a placeholder (0), the columns ``whole`` fills are left
+        out of ``measure``'s answer (the batch's table holds NaN there).
     order : rank among checks of equal severity (lower first).
     version : bump when the measure changes (cached tables are computed again).
     """
@@ -141,7 +156,7 @@ class Check:
     reads: tuple[str, ...] = ()
     defect: bool = True
     fires: Callable[[pd.DataFrame, str], np.ndarray] | None = None
-    recount: Callable[[pd.DataFrame], np.ndarray] | None = None
+    whole: Callable[[pd.DataFrame], dict[str, np.ndarray]] | None = None
     order: int = 100
     version: int = 1
 

@@ -2,7 +2,7 @@
 
 - ``partial_group``: a group holding fewer rollouts than the run's usual group size (the size
   of at least half its groups): rollouts lost on the way (failed generations dropped, a group
-  id split in two). Counted from the whole run (``recount``: the missing rollouts); severity:
+  id split in two). Counted from the whole run (``whole``: the missing rollouts); severity:
   the missing share, 1 − n / usual (3 of 8: 0.625).
 - ``singleton``: a group of one rollout has nothing to compare with: GRPO and G2PO's episode
   term give it 0 (severity 1). Where most groups are of one rollout (a group key per rollout,
@@ -38,12 +38,12 @@ def _placeholder(batch: Batch) -> dict[str, np.ndarray]:
     return {"count": np.zeros(batch.sig.ix.n_groups, dtype=np.int64)}
 
 
-def _missing(table: pd.DataFrame) -> np.ndarray:
+def _missing(table: pd.DataFrame) -> dict[str, np.ndarray]:
     if "rollouts" not in table.columns:  # a table cut to a few columns: nothing to count
-        return table["alarm_partial_group"].to_numpy(dtype=np.int64)
+        return {"count": table["alarm_partial_group"].to_numpy(dtype=np.int64)}
     usual = usual_size(table)
     sizes = table["rollouts"].to_numpy(dtype=np.int64)
-    return np.where(sizes < usual, usual - sizes, 0).astype(np.int64)
+    return {"count": np.where(sizes < usual, usual - sizes, 0).astype(np.int64)}
 
 
 def _partial_severity(table: pd.DataFrame, estimator: str) -> np.ndarray:
@@ -69,14 +69,23 @@ def _partial_fix(table: pd.DataFrame, fires: np.ndarray, estimator: str) -> str:
             "the loader's group_id mapping).")
 
 
-def _no_alarm(view: GroupView) -> Alarm | None:
-    return None  # the usual size is the run's: the Groups page says it
+def _partial_alarm(view: GroupView) -> Alarm | None:
+    row = view.row  # the usual size is the run's: said where the caller has the group's row
+    if row is None or not row.get("alarm_partial_group"):
+        return None
+    have, missing = int(row["rollouts"]), int(row["alarm_partial_group"])
+    steps = view.graph.steps
+    return Alarm("partial_group", f"Partial group: {have} of {have + missing}",
+                 f"This group holds {have} rollouts where the run's usual group holds "
+                 f"{have + missing}: its baselines rest on fewer samples. Fix: "
+                 + _partial_fix(pd.DataFrame(), np.zeros(0, bool), "g2po"), missing,
+                 steps[["traj_id", "t"]].reset_index(drop=True))
 
 
 PARTIAL = register_check(Check(
     kind="partial_group", title="Partial group", measure=_placeholder,
     severity=_partial_severity, reason=_partial_reason, run_text=_partial_run_text,
-    fix=_partial_fix, alarm=_no_alarm, recount=_missing, order=2))
+    fix=_partial_fix, alarm=_partial_alarm, whole=_missing, order=2))
 
 
 def _singleton_measure(batch: Batch) -> dict[str, np.ndarray]:

@@ -45,8 +45,14 @@ from tests.g2po.analysis.groups import (
 from tests.g2po.builders import THREE, TWO, trajectories
 
 RULE = OutcomeRule(truncate_at=4)
-#: The columns judged over the whole table (the rest is each group's own).
-JUDGED = ["severity", "reason", "n_alarms", "run_wide", "alarm_partial_group"]
+#: The columns judged over the whole table (the rest is each group's own): the judgement, and
+#: what the checks that need the whole run fill (:attr:`Check.whole`).
+JUDGED = ["severity", "reason", "n_alarms", "run_wide"]
+
+
+def whole_columns(table: pd.DataFrame) -> list[str]:
+    return [c.column if name == "count" else name for c in list_checks()
+            if c.whole is not None for name in c.whole(table)]
 
 
 @pytest.fixture
@@ -266,7 +272,7 @@ def test_a_run_equals_its_training_steps_and_is_cached(run, tmp_path):
     assert seen[0] == (2, 3)
     assert list(again[again["train_step"] == 2]["group_id"]) == ["new"]
     assert bool(again[again["train_step"] == 2]["no_signal"].iloc[0])
-    kept = [c for c in table.columns if c not in JUDGED]
+    kept = [c for c in table.columns if c not in JUDGED + whole_columns(table)]
     pd.testing.assert_frame_equal(again[again["train_step"] != 2].reset_index(drop=True)[kept],
                                   table[table["train_step"] != 2].reset_index(drop=True)[kept])
 
@@ -490,3 +496,23 @@ def test_the_brief_view_keeps_what_tells_rows_apart():
     assert list(one.columns) == ["group", "severity", "success", "reason"]
     gts, _ = brief_view(table.assign(task=["42", "7", "42"]))
     assert list(gts["task"]) == ["42", "7", "42"]
+
+
+def test_the_triage_reads_what_its_state_key_strategy_needs(tmp_path):
+    """The alfworld key builds each key from the observation and the admissible actions: the
+    groups table reads them (a log read column by column), as What if does."""
+    from g2po.analysis.group_table import read_columns
+    from g2po.analysis.whatif import what_if
+    from g2po.state_keys import strategy_columns
+    from tests.g2po.builders import alfworld_steps
+
+    steps = alfworld_steps("text")
+    path = tmp_path / "steps.parquet"
+    steps.to_parquet(path, index=False)
+    params = G2POParams(state_key="alfworld")
+    assert set(strategy_columns("alfworld")) <= set(read_columns("alfworld"))
+    table = triage_log(open_log(path), params=params, cache=False)
+    expected = what_if(steps, "alfworld", rule=OutcomeRule()).summary()
+    assert table["state_nodes"].tolist() == [expected["nodes_after"]]
+    exact = triage_log(open_log(path), cache=False)
+    assert exact["state_nodes"].tolist() == [expected["nodes_before"]]

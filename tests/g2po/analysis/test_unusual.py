@@ -10,6 +10,7 @@ import pytest
 from g2po.analysis.triage import triage_groups
 from g2po.analysis.unusual import (
     MEASURES,
+    STEP_MEASURES,
     UNUSUAL_COLUMNS,
     run_findings,
     step_features,
@@ -82,9 +83,14 @@ def test_two_tasks_under_one_id_and_a_history_key_rise(healthy):
     assert fired(out.reset_index()) == ["s1g0", "s3g5"]
     assert out.loc["s1g0", "measure"] == "start_states" and out.loc["s1g0", "value"] == 2
     assert out.loc["s3g5", "measure"] in ("merge_rate", "branching")
-    # without the step table the start states are not known: the mixed group stays quiet
-    plain = unusual_groups(triage_groups(steps, rule=OutcomeRule())).set_index("group_id")
-    assert plain.loc["s1g0", "severity"] == 0 and plain["z_start_states"].eq(0).all()
+    # the groups table carries the step measures itself (the triage's unusual check): the
+    # same answer without the step table; a table without them does not know the starts
+    table = triage_groups(steps, rule=OutcomeRule())
+    plain = unusual_groups(table).set_index("group_id")
+    assert plain.loc["s1g0", "measure"] == "start_states" and \
+        plain.loc["s1g0", "severity"] == out.loc["s1g0", "severity"]
+    blind = unusual_groups(table.drop(columns=list(STEP_MEASURES))).set_index("group_id")
+    assert blind.loc["s1g0", "severity"] == 0 and blind["z_start_states"].eq(0).all()
 
 
 def test_a_run_that_learns_is_compared_with_itself_at_the_same_stage():

@@ -383,3 +383,79 @@ def test_a_zero_one_reward_log_is_told_its_flag(tmp_path, capsys):
     assert main(["validate", path, "--json"]) in (0, 1)
     scale = json.loads(capsys.readouterr().out)["reward_scale"]
     assert scale["success_reward"] == 1 and scale["flag"] == "--success-reward 1"
+
+
+# -- issue 36: recorded credit and what is unusual, on a table, a run and a verl dump ----------
+
+def _recorded(steps: pd.DataFrame, estimator: str = "g2po", **params) -> pd.DataFrame:
+    """``steps`` with ``estimator``'s advantage recorded as float32, as a trainer stores it."""
+    import numpy as np
+
+    from g2po.estimators import compute_advantages
+
+    adv = compute_advantages(steps, estimator, **params)["adv"].to_numpy(np.float32)
+    return steps.assign(advantage=adv.astype(np.float64))
+
+
+def test_recorded_credit_on_a_csv(tmp_path, capsys):
+    from tests.g2po.analysis.groups import random_walks
+
+    steps = _recorded(random_walks(groups=10, rollouts=6, length=6, invalid_rate=0.1, seed=5))
+    broken = (steps["group_id"] == "g4") & (steps["t"] < 2)
+    steps.loc[broken, "advantage"] = -steps.loc[broken, "advantage"]
+    path = tmp_path / "steps.csv"
+    steps.to_csv(path, index=False)
+    assert main(["triage", str(path), "--format", "csv"]) == 0
+    table = csv_out(capsys)
+    assert table["group_id"].iloc[0] == "g4"
+    assert table["reason"].iloc[0].startswith("recorded credit: ")
+    assert table.loc[table["group_id"] != "g4", "credit_kind"].isna().all()
+    assert main(["triage", str(path), "--alarm", "recorded_credit", "--format", "csv"]) == 0
+    assert list(csv_out(capsys)["group_id"]) == ["g4"]
+    # judged for GRPO, a log of G2PO's credit differs everywhere: said once, with its cause
+    assert main(["triage", str(path), "--estimator", "grpo", "--format", "csv"]) == 0
+    err = capsys.readouterr().err
+    assert "run-wide: Recorded credit differs on 10 of 10 groups" in err
+    assert "most are reproduced by g2po(" in err
+
+
+def test_recorded_credit_and_unusual_on_a_run_directory(tmp_path, capsys):
+    """A GiGPO run whose manifest states its estimator and keyword arguments records GiGPO's
+    credit (healthy, whatever the triage's own parameters); one group holds three times the
+    rollouts of its peers (unusual for this run)."""
+    from tests.g2po.analysis.checks.test_unusual import THRICE, alike
+
+    steps = alike(11, {"odd": THRICE})
+    kwargs = {**G2POParams().for_estimator("gigpo", OutcomeRule()), "omega": 0.5}
+    writer = RunWriter(tmp_path / "run", {"estimator": "gigpo", "estimator_params": kwargs,
+                                          "config": {"success_reward": 10.0}})
+    writer.write_step(1, _recorded(steps, "gigpo", **kwargs))
+    assert main(["triage", str(tmp_path / "run"), "-p", "gamma=0.9", "--format", "csv"]) == 0
+    table = csv_out(capsys).set_index("group_id")
+    assert (table["recorded_steps"] == table["steps"]).all()
+    assert table["credit_kind"].isna().all() and (table["credit_stated"] == "gigpo").all()
+    assert table.index[0] == "odd" and table.loc["odd", "alarm_unusual"] > 0
+    assert table.loc["odd", "reason"].startswith("unusual for this run: rollouts 12 (peers' "
+                                                 "usual 4)")
+    assert main(["triage", str(tmp_path / "run")]) == 0  # the terminal table says it too
+    assert "unusual for this run" in capsys.readouterr().out
+
+
+def test_recorded_credit_on_a_verl_dump_extra(tmp_path, capsys):
+    from tests.loaders.builders import agent_loop_entries, write_verl_dump
+
+    entries = agent_loop_entries(3, prompts=3, sessions=4)
+    write_verl_dump(tmp_path / "plain", 3, entries)
+    rows = open_log(tmp_path / "plain").load_step(3)  # the dump's rows, in line order
+    adv = _recorded(rows)["advantage"].to_numpy(copy=True)
+    first = rows["group_id"] == rows["group_id"].iloc[0]
+    adv[first.to_numpy()] = 0.0  # the first prompt's group: no credit recorded (SkyRL #1507)
+    write_verl_dump(tmp_path / "dump", 3, [{**e, "advantage": float(a)}
+                                           for e, a in zip(entries, adv, strict=True)])
+    assert main(["triage", str(tmp_path / "dump"), "--format", "csv"]) == 0
+    table = csv_out(capsys).set_index("group_id")
+    fired = table.index[table["alarm_recorded_credit"] > 0].tolist()
+    assert fired == [rows["group_id"].iloc[0]]
+    assert table.loc[fired[0], "credit_kind"] == "zeroed"
+    assert main(["triage", str(tmp_path / "plain"), "--format", "csv"]) == 0
+    assert (csv_out(capsys)["recorded_steps"] == 0).all()  # no extra: silent

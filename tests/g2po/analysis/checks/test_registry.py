@@ -65,12 +65,21 @@ def test_every_part_answers_on_the_checks_example(kind):
     for part in (check.run_text, check.fix):
         said = part(table, fires, "g2po")
         assert isinstance(said, str) and said
+    if check.whole is not None:  # the run-wide stage fills what the batches leave out
+        got = check.whole(table)
+        assert "count" in got and set(got) <= {"count", *check.columns}
+        assert all(np.shape(v) == (len(table),) for v in got.values())
+        left = {c for c in check.columns if rows[c].isna().all()}
+        assert left <= set(got), f"columns neither measured nor filled: {left - set(got)}"
     for gid in table["group_id"]:  # the explorer opens a group as the loaders give it
         rows = separate_repeats(steps[steps["group_id"] == gid])
         graph = state_graph(rows[[c for c in rows.columns if not c.startswith("_")]],
                             rule=rule)
         for alarm in credit_alarms(graph, rule=rule):
             assert isinstance(alarm, Alarm) and alarm.title and alarm.detail
+        if check.whole is not None and gid in firing:  # said given the group's row
+            row = table[table["group_id"] == gid].iloc[0].to_dict()
+            assert kind in [a.kind for a in credit_alarms(graph, rule=rule, row=row)]
 
 
 def test_a_check_registered_anywhere_reaches_the_table_filters_shares_and_findings():
