@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from g2po.steps import check_steps
+from loaders.advantage import advantage_sources
 from loaders.files import read_bytes
 from loaders.incomplete import INCOMPLETE, with_marks
 from loaders.log import state_nodes
@@ -285,6 +286,24 @@ FAST_COLUMNS = ("group_id", "traj_id", "t", "state_key", "action", "episode_rewa
                 "step_reward", "is_action_valid", "task", "train_step", "incomplete")
 
 
+def _holds_keys(data: bytes, names: Sequence[str]) -> bool:
+    """Whether a line of ``data`` (a verl dump's JSON lines) may hold one of ``names`` as a
+    key: ``"name"`` followed by a colon, not an escaped quote inside a text. A column the fast
+    path does not compute (a recorded ``advantage``, an estimator's step column) is then read
+    by the full reader; where no line holds it, the full reader gives no such column either,
+    so the fast path's rows are its rows. One ``bytes.find`` per name: the file is not
+    decoded twice."""
+    for name in names:
+        needle = b'"' + name.encode() + b'"'
+        at = data.find(needle)
+        while at >= 0:
+            after = data[at + len(needle):at + len(needle) + 16].lstrip()
+            if after.startswith(b":") and data[at - 1:at] != b"\\":
+                return True
+            at = data.find(needle, at + 1)
+    return False
+
+
 def scan_columns(path: str, train_step: int, columns: Sequence[str], options: dict
                  ) -> tuple[pd.DataFrame, dict]:
     """``columns`` of one ``{train_step}.jsonl`` as the full reader gives them (those it has,
@@ -292,17 +311,19 @@ def scan_columns(path: str, train_step: int, columns: Sequence[str], options: di
     Groups page reads a whole run this way: where no reader option is set, the columns are
     among :data:`FAST_COLUMNS` plus ``done`` and ``won``, and the file is in the plain shape
     with a default state key on every line, from msgspec-decoded lines (about half the full
-    reader's time); otherwise with the full reader, whose errors are raised. ``options``:
+    reader's time) — other columns too where no line holds them (:func:`_holds_keys`);
+    otherwise with the full reader, whose errors are raised. ``options``:
     the reader's (``state_regex``, ``action_regex``, None where not set; ``strict``). The
     ``incomplete`` mark comes along wherever the rows have it."""
     source = str(path)
     check_global_step(source, train_step)
     plain = not options.get("state_regex") and not options.get("action_regex")
-    if plain and set(columns) <= {*FAST_COLUMNS, "done", "won", INCOMPLETE}:
+    others = [c for c in columns if c not in {*FAST_COLUMNS, "done", "won", INCOMPLETE}]
+    data = read_bytes(path) if plain else b""
+    if plain and not _holds_keys(data, advantage_sources(others)):
         report = LoadReport(source, "verl")
         try:
-            rows = _fast(read_bytes(path), source, train_step, report, keyed=True,
-                         acted=True)
+            rows = _fast(data, source, train_step, report, keyed=True, acted=True)
         except _Unusual:
             pass
         else:

@@ -249,7 +249,36 @@ def test_columns_with_a_reader_option_or_another_column_are_the_full_readers(tmp
     frame, _ = scan_columns(str(path), 1, ["action"], {"action_regex": r"go (\w+)"})
     assert frame["action"].tolist() == load_verl_file(path, action_regex=r"go (\w+)",
                                                       train_step=1)["action"].tolist()
-    assert set(FAST_COLUMNS) >= set(READ_COLUMNS) - {"done"}  # the Groups page's, fast
+
+
+def test_the_groups_pages_columns_stay_fast_unless_a_line_holds_one_it_does_not_compute(
+        tmp_path, monkeypatch):
+    """The triage asks for a recorded ``advantage`` and the estimators' step columns too: a
+    dump without them still reads on the fast path (no full reader), and one whose lines
+    carry an advantage (the verl backend writes it) gets the full reader's column."""
+    import loaders.verl_scan as scan
+
+    said = agent_loop_entries(1)
+    for e in said:
+        e["input"] += ' he said "advantage": no key'  # in a text, escaped: not a key
+    plain = _dump(tmp_path / "plain", said)
+    recorded = agent_loop_entries(1)
+    for i, e in enumerate(recorded):
+        e["advantage"] = float(i) / 10
+    marked = _dump(tmp_path / "marked", recorded)
+    _same_columns_as_full(plain)
+    _same_columns_as_full(marked)
+    assert "advantage" in scan_columns(str(marked), 1, READ_COLUMNS, {})[0].columns
+
+    def full_reader(*args, **kwargs):
+        raise AssertionError("the full reader was used")
+
+    monkeypatch.setattr(scan, "load_verl_file", full_reader)
+    assert set(READ_COLUMNS) - set(FAST_COLUMNS) - {"done"}  # columns it does not compute
+    frame, _ = scan_columns(str(plain), 1, READ_COLUMNS, {})
+    assert "advantage" not in frame.columns and len(frame)
+    with pytest.raises(AssertionError, match="full reader"):
+        scan_columns(str(marked), 1, READ_COLUMNS, {})
 
 
 def test_a_single_threaded_process_forks():
