@@ -284,6 +284,10 @@ def scan_file(path: str, train_step: int, fast: bool = True,
 #: never set on the fast path: a file with a malformed line leaves it for the full reader.
 FAST_COLUMNS = ("group_id", "traj_id", "t", "state_key", "action", "episode_reward",
                 "step_reward", "is_action_valid", "task", "train_step", "incomplete")
+#: The columns the full reader derives from each line's texts, which the fast path does not
+#: carry: asked for, they take the full reader. Any other column rides along from a key of
+#: the same name (a reward extra, a recorded advantage), which :func:`_holds_keys` looks for.
+TEXT_COLUMNS = ("observation", "response", "prompt")
 
 
 def _holds_keys(data: bytes, names: Sequence[str]) -> bool:
@@ -319,6 +323,7 @@ def scan_columns(path: str, train_step: int, columns: Sequence[str], options: di
     check_global_step(source, train_step)
     plain = not options.get("state_regex") and not options.get("action_regex")
     others = [c for c in columns if c not in {*FAST_COLUMNS, "done", "won", INCOMPLETE}]
+    plain = plain and not set(others) & set(TEXT_COLUMNS)
     data = read_bytes(path) if plain else b""
     if plain and not _holds_keys(data, advantage_sources(others)):
         report = LoadReport(source, "verl")

@@ -277,8 +277,9 @@ def test_the_groups_pages_columns_stay_fast_unless_a_line_holds_one_it_does_not_
     assert set(READ_COLUMNS) - set(FAST_COLUMNS) - {"done"}  # columns it does not compute
     frame, _ = scan_columns(str(plain), 1, READ_COLUMNS, {})
     assert "advantage" not in frame.columns and len(frame)
-    with pytest.raises(AssertionError, match="full reader"):
-        scan_columns(str(marked), 1, READ_COLUMNS, {})
+    for asked, dump in ((READ_COLUMNS, marked), ([*READ_COLUMNS, "prompt"], plain)):
+        with pytest.raises(AssertionError, match="full reader"):  # a key, or a text column
+            scan_columns(str(dump), 1, asked, {})
 
 
 def test_a_single_threaded_process_forks():
