@@ -25,7 +25,8 @@ from g2po.outcomes import OutcomeRule
 if TYPE_CHECKING:
     from streamlit.delta_generator import DeltaGenerator
 
-__all__ = ["groups_table", "computed_table", "shown_frame", "HEADERS", "GROUP", "TASK"]
+__all__ = ["cached_row", "groups_table", "computed_table", "shown_frame", "HEADERS", "GROUP",
+           "TASK"]
 
 #: The headers of a group's short id and its task's label (:class:`GroupNames`); the whole
 #: id and text are the last columns, under :data:`HEADERS`.
@@ -76,6 +77,24 @@ def groups_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,
     while len(_TABLES) > _TABLES_MAX:
         _TABLES.popitem(last=False)
     return table
+
+
+def cached_row(ctx: AppContext, opened: OpenLog, rule: OutcomeRule, train_step: int,
+               group_id: str) -> dict | None:
+    """The group's row of the run's groups table where this server computed it already (the
+    Groups page, every training step, else the group's step), under the sidebar's parameters
+    and ``rule``; None otherwise (the explorer does not compute a whole run for it). The
+    checks that judge a group against the run (a partial group, a group unusual for this
+    run) speak in the explorer from this row."""
+    version = data.log_version(opened.log)
+    for steps in (None, (train_step,)):
+        table = _TABLES.get((opened.key, version, steps, ctx.params, rule, False))
+        if table is not None:
+            hit = table[(table["train_step"] == train_step) &
+                        (table["group_id"].astype(str) == str(group_id))]
+            if len(hit):
+                return hit.iloc[0].to_dict()
+    return None
 
 
 def computed_table(ctx: AppContext, opened: OpenLog, steps: list[int] | None,

@@ -44,6 +44,10 @@ def critical(view: ComputedGroup, picks: Picks, limits: dict[str, float],
 
 def alarm_list(view: ComputedGroup, assumed: list[Assumption]) -> None:
     st.markdown("**Credit alarms**")
+    if not view.in_run:  # the checks that need the run's table have not judged the group
+        st.caption("The checks that compare a group with the rest of the run (a partial "
+                   "group, a group unusual for this run) speak here once the Groups page "
+                   "has computed the run's table.")
     if not view.alarms:
         st.caption("None for this group.")
         return

@@ -16,6 +16,7 @@ from app import data
 from app.context import AppContext
 from app.graph import DrawStyle, Highlight, network_data
 from app.tables import scale_limits, step_table, trajectory_order, trajectory_summary
+from app.triage_table import cached_row
 from app.ui import chosen_graph, show_error
 from g2po.analysis.group_view import (
     ComputedGroup,
@@ -23,15 +24,15 @@ from g2po.analysis.group_view import (
     audit_graph,
     group_from_graph,
 )
+from g2po.analysis.recorded import StatedCredit, stated_credit
 from g2po.analysis.state_graph import StateGraph
 from g2po.analysis.whatif import WhatIf, merge_nodes, split_node
 from g2po.errors import G2POError
-from g2po.estimators import list_estimators
 from g2po.outcomes import OutcomeRule
 from g2po.params import G2POParams
 
 __all__ = ["PageTables", "computed_group", "page_tables", "drawn", "edited",
-           "trained_estimator", "recorded_fitted"]
+           "trained_credit", "recorded_fitted"]
 
 
 @dataclass(frozen=True)
@@ -49,17 +50,19 @@ class PageTables:
     steps: pd.DataFrame
 
 
-def trained_estimator(ctx: AppContext) -> str:
-    """The estimator the active run trained with (its manifest's), else G2PO: what a recorded
-    advantage is audited against."""
-    stated = ctx.active.log.manifest.get("estimator") if ctx.active is not None else None
-    return stated if isinstance(stated, str) and stated in list_estimators() else "g2po"
+def trained_credit(ctx: AppContext) -> StatedCredit | None:
+    """What the active run states it trained with (its manifest's estimator, exact arguments
+    and state key: :func:`g2po.analysis.recorded.stated_credit`), which a recorded advantage
+    is audited against as the Groups table audits it; None where it states none (G2PO)."""
+    return stated_credit(ctx.active.log.manifest) if ctx.active is not None else None
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _computed(_graph: StateGraph, graph_id: str, params: G2POParams, rule: OutcomeRule,
-              estimator: str) -> ComputedGroup:
-    return group_from_graph(_graph, rule=rule, params=params, estimator=estimator, fit=False)
+              _credit: StatedCredit | None, credit_key: str, _row: dict | None,
+              row_key: str) -> ComputedGroup:
+    return group_from_graph(_graph, rule=rule, params=params, fit=False, credit=_credit,
+                            row=_row)
 
 
 def computed_group(ctx: AppContext) -> tuple[ComputedGroup, str] | None:
@@ -72,8 +75,11 @@ def computed_group(ctx: AppContext) -> tuple[ComputedGroup, str] | None:
         return None
     opened = ctx.active
     graph_id = data.graph_id(opened.key, ctx.train_step, ctx.group_id, ctx.params, ctx.rule)
+    credit = trained_credit(ctx)
+    row = cached_row(ctx, opened, ctx.rule, ctx.train_step, ctx.group_id)
     try:
-        return _computed(graph, graph_id, ctx.params, ctx.rule, trained_estimator(ctx)), graph_id
+        return _computed(graph, graph_id, ctx.params, ctx.rule, credit, repr(credit), row,
+                         repr(row)), graph_id
     except data.LOADER_ERRORS + (G2POError,) as err:
         show_error(f"Cannot compute group {ctx.group_id}", err)
         return None
@@ -133,12 +139,13 @@ def edited(view: ComputedGroup, graph_id: str, edit: tuple, min_change: float) -
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _fitted(_view: ComputedGroup, graph_id: str, estimator: str) -> RecordedCredit | None:
-    return audit_graph(_view.graph, rule=_view.rule, params=_view.params, estimator=estimator)
+def _fitted(_view: ComputedGroup, graph_id: str, credit_key: str) -> RecordedCredit | None:
+    return audit_graph(_view.graph, rule=_view.rule, params=_view.params,
+                       credit=_view.credit)
 
 
 def recorded_fitted(view: ComputedGroup, graph_id: str) -> RecordedCredit | None:
     """The view's recorded advantage audited with the search for the estimator and parameters
-    that explain it, once per graph."""
-    estimator = view.recorded.estimator if view.recorded is not None else "g2po"
-    return _fitted(view, graph_id, estimator)
+    that explain it, against what the run states it trained with (``view.credit``), once per
+    graph."""
+    return _fitted(view, graph_id, repr(view.credit))

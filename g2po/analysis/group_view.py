@@ -14,15 +14,22 @@ the explorer and the command line agree.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from g2po.analysis.alarms import Alarm, credit_alarms
+from g2po.analysis.checks.recorded import audits
 from g2po.analysis.critical import CRITICAL_COUNT, critical_transitions
 from g2po.analysis.diagnostics import merge_stats
-from g2po.analysis.recorded import NoRecordedAdvantageError, audit_recorded, step_words
+from g2po.analysis.recorded import (
+    NoRecordedAdvantageError,
+    StatedCredit,
+    audit_recorded,
+    step_words,
+)
 from g2po.analysis.state_graph import StateGraph, state_graph
 from g2po.analysis.words import REWARD_UNITS, adv_unit, short_text
 from g2po.outcomes import OutcomeCheck, OutcomeRule
@@ -70,6 +77,10 @@ class ComputedGroup:
     alarms : each registered check's alarm on the group.
     recorded : the recorded advantage audited (None: the log recorded none).
     structure : :func:`graph_structure` of the graph.
+    credit : what the run states it trained with, the recorded advantage's reference (None:
+        it states none).
+    in_run : whether the checks that judge a group against the run (a partial group, a group
+        unusual for this run) had the group's row of the run's table to judge by.
     """
 
     graph: StateGraph
@@ -81,6 +92,8 @@ class ComputedGroup:
     alarms: list[Alarm]
     recorded: RecordedCredit | None
     structure: str
+    credit: StatedCredit | None = None
+    in_run: bool = False
 
     @property
     def success_rate(self) -> float:
@@ -91,12 +104,18 @@ class ComputedGroup:
 
 def compute_group(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
                   estimator: str = "g2po", critical: int = CRITICAL_COUNT,
-                  stochastic: bool = False, fit: bool = True) -> ComputedGroup:
+                  stochastic: bool = False, fit: bool = True,
+                  credit: StatedCredit | None = None,
+                  row: Mapping[str, object] | None = None) -> ComputedGroup:
     """The computed view of the one group in ``steps`` under the G2PO ``params`` and the run's
-    outcome ``rule``; ``estimator``: the one the run trained with, which a recorded advantage
-    is audited against (with ``fit``, searching the estimator that explains recorded values
-    that differ: :func:`audit_graph`); ``critical``: how many transitions to rank;
-    ``stochastic``: the environment is random (no aliasing alarm).
+    outcome ``rule``; ``credit``: what the run states it trained with
+    (:func:`g2po.analysis.recorded.stated_credit` of its manifest: estimator, its exact
+    arguments, state key), which a recorded advantage is audited against as the groups table
+    audits it; without it, ``estimator`` with ``params`` (with ``fit``, searching the
+    estimator that explains recorded values that differ: :func:`audit_graph`); ``row``: the
+    group's row of the run's judged groups table, for the checks that compare a group with
+    the run (:func:`g2po.analysis.alarms.credit_alarms`); ``critical``: how many transitions
+    to rank; ``stochastic``: the environment is random (no aliasing alarm).
 
     Examples
     --------
@@ -110,20 +129,26 @@ def compute_group(steps: pd.DataFrame, *, rule: OutcomeRule, params: G2POParams,
     """
     graph = state_graph(steps, rule=rule, params=params)
     return group_from_graph(graph, rule=rule, params=params, estimator=estimator,
-                            critical=critical, stochastic=stochastic, fit=fit)
+                            critical=critical, stochastic=stochastic, fit=fit, credit=credit,
+                            row=row)
 
 
 def group_from_graph(graph: StateGraph, *, rule: OutcomeRule, params: G2POParams,
                      estimator: str = "g2po", critical: int = CRITICAL_COUNT,
-                     stochastic: bool = False, fit: bool = True) -> ComputedGroup:
+                     stochastic: bool = False, fit: bool = True,
+                     credit: StatedCredit | None = None,
+                     row: Mapping[str, object] | None = None) -> ComputedGroup:
     """:func:`compute_group` of a graph already built under ``params`` and ``rule`` (a page's
     cached graph): the rest of the view, G2PO not run again."""
-    recorded = audit_graph(graph, rule=rule, params=params, estimator=estimator, fit=fit)
+    recorded = audit_graph(graph, rule=rule, params=params, estimator=estimator, fit=fit,
+                           credit=credit)
     return ComputedGroup(
         graph=graph, rule=rule, params=params, outcome=rule.check(graph.steps),
         stats=merge_stats(graph), critical=critical_transitions(graph, critical),
-        alarms=credit_alarms(graph, rule=rule, params=params, stochastic=stochastic),
-        recorded=recorded, structure=graph_structure(graph))
+        alarms=credit_alarms(graph, rule=rule, params=params, stochastic=stochastic,
+                             credit=credit, row=row),
+        recorded=recorded, structure=graph_structure(graph), credit=credit,
+        in_run=row is not None)
 
 
 def graph_structure(graph: StateGraph) -> str:
@@ -141,9 +166,12 @@ def graph_structure(graph: StateGraph) -> str:
 
 
 def audit_graph(graph: StateGraph, *, rule: OutcomeRule, params: G2POParams,
-                estimator: str = "g2po", fit: bool = True) -> RecordedCredit | None:
-    """The advantage the log's trainer recorded for the graph's steps, audited against
-    ``estimator``'s recomputation under ``params`` and ``rule``
+                estimator: str = "g2po", fit: bool = True,
+                credit: StatedCredit | None = None) -> RecordedCredit | None:
+    """The advantage the log's trainer recorded for the graph's steps, audited against the
+    run's stated ``credit`` as the groups table's check audits it
+    (:func:`g2po.analysis.checks.recorded.audits`), else against ``estimator``'s
+    recomputation under ``params`` and ``rule``
     (:func:`g2po.analysis.recorded.audit_recorded`); None where the log recorded none. With
     ``fit``, where the recorded values differ, the registered estimators and parameters are
     searched for the one that explains them (about half a second on one group; the per-step
@@ -152,7 +180,14 @@ def audit_graph(graph: StateGraph, *, rule: OutcomeRule, params: G2POParams,
     if "advantage" not in steps.columns:
         return None
     try:  # the graph's estimator already refused a column that is no number
-        audit = audit_recorded(steps, rule=rule, params=params, estimator=estimator, fit=fit)
+        if credit is None:
+            audit = audit_recorded(steps, rule=rule, params=params, estimator=estimator,
+                                   fit=fit)
+        else:
+            keys = steps["state_key"].to_numpy(dtype=object)  # the log's own keys
+            audit = audits(steps, rule=rule, params=params, credit=credit, fit=fit,
+                           text=lambda column, rows: keys[rows])["g2po"]
+            estimator = credit.estimator
     except NoRecordedAdvantageError:  # a column of nulls
         return None
     table = audit.steps

@@ -190,11 +190,14 @@ def _advantages(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     """``g2po advantages --explain``: one group's computed view in words
     (:func:`g2po.analysis.group_view.explain_group`): its critical transitions, its credit
-    alarms and, where the log recorded one, the trainer's advantage against the
-    recomputation (audited with the run's estimator: its manifest's, else G2PO)."""
+    alarms (those that judge a group against the run from the run's groups table, as ``g2po
+    triage`` computes it: cached) and, where the log recorded one, the trainer's advantage
+    against the recomputation (audited against what the run's manifest states it trained
+    with, as the groups table's check does; else G2PO)."""
     from g2po.analysis.group_view import compute_group, explain_group
+    from g2po.analysis.recorded import stated_credit
+    from g2po.analysis.triage import triage_log
     from g2po.cli.text import terminal_line
-    from g2po.estimators import list_estimators
 
     if args.estimator not in (None, ["g2po"]) or args.out or args.ray is not None:
         raise ValueError("--explain prints G2PO's view of one group: without -e (other than "
@@ -203,9 +206,12 @@ def _explain(args: argparse.Namespace) -> int:
     group = _one_group(args, steps)
     params, rule = params_and_rule(parse_params(args.param), log.rule(), args.state_key,
                                    base=log.params())
-    stated = log.manifest.get("estimator")
-    trained = stated if isinstance(stated, str) and stated in list_estimators() else "g2po"
-    view = compute_group(steps, rule=rule, params=params, estimator=trained)
+    table = triage_log(log, rule=rule, params=params)  # the run's, as g2po triage judges it
+    row = table[(table["group_id"].astype(str) == group) &
+                (table["train_step"] == (int(steps["train_step"].iloc[0])
+                                         if "train_step" in steps.columns else 0))]
+    view = compute_group(steps, rule=rule, params=params, credit=stated_credit(log.manifest),
+                         row=row.iloc[0].to_dict() if len(row) else None)
     step = f" · training step {int(steps['train_step'].iloc[0])}" \
         if "train_step" in steps.columns else ""
     print(terminal_line(f"group {group}{step} · state key {params.state_key} · γ "

@@ -57,3 +57,28 @@ def test_the_groups_page_offers_the_same_fix_and_names_the_cli_flag(tmp_path):
     offer.click().run()
     assert not at.exception
     assert not [b for b in at.button if b.label == "Set the success reward to 1"]
+
+
+def test_the_explorer_judges_a_group_against_the_run_once_the_groups_table_is_computed(
+        tmp_path):
+    """A partial group (3 of the run's usual 6 rollouts): the explorer says it once this server
+    computed the run's groups table (the Groups page), from the same row the table shows."""
+    from tests.g2po.analysis.groups import random_walks
+
+    path = tmp_path / "partial.csv"
+    pd.concat([random_walks(groups=5, rollouts=6, length=4, seed=1),
+               random_walks(groups=1, rollouts=3, length=4, seed=2).assign(group_id="partial")],
+              ignore_index=True).to_csv(path, index=False)
+
+    def partial_alarm() -> list:
+        at = app_test("group", ["--log", str(path)])
+        key = next(b.key for b in at.selectbox if (b.key or "").startswith("group:"))
+        at.selectbox(key=key).select("partial").run()
+        assert not at.exception
+        return [b for b in at.button if b.key == "g_alarm_partial_group"]
+
+    assert partial_alarm() == []  # the run's table not computed yet: nothing to judge by
+    groups = app_test("groups", ["--log", str(path)])
+    assert not groups.exception
+    (alarm,) = partial_alarm()
+    assert "3" in alarm.label

@@ -133,3 +133,34 @@ def test_explain_names_each_critical_transition_and_alarm(k):
     assert lines[0].startswith(f"{view.outcome.n_traj} rollouts (")  # with its cut ones
     said = [line for line in lines if line.startswith("  - ")]
     assert said == [f"  - {a.title}: {a.detail}" for a in view.alarms] and said
+
+
+def test_the_view_audits_and_judges_as_the_groups_table_does():
+    """A GiGPO run with ω 0.5: the view audits the recorded advantage against what the run's
+    manifest states (estimator and exact arguments), as the groups table's check does, not
+    against GiGPO's defaults; given the group's row of the run's table, the checks that judge
+    a group against the run speak in the explorer too."""
+    from g2po.analysis.recorded import stated_credit
+    from g2po.analysis.triage import triage_groups
+
+    steps = walks()
+    steps["advantage"] = compute_advantages(steps, "gigpo", omega=0.5)["adv"]
+    credit = stated_credit({"estimator": "gigpo", "estimator_params": {"omega": 0.5}})
+    stated = compute_group(steps, rule=RULE, params=G2POParams(), credit=credit)
+    assert stated.credit == credit and stated.recorded.estimator == "gigpo"
+    assert stated.recorded.group["kind"] == ""  # the record is the run's own credit
+    defaults = compute_group(steps, rule=RULE, params=G2POParams(), estimator="gigpo")
+    assert defaults.recorded.group["kind"] != ""  # against ω 1 it differs
+
+    # a partial group (3 of the run's usual 6 rollouts) is said once the run's row is given
+    run = pd.concat([random_walks(groups=5, rollouts=6, length=4, seed=1),
+                     random_walks(groups=1, rollouts=3, length=4, seed=2)
+                     .assign(group_id="partial")], ignore_index=True)
+    table = triage_groups(run, rule=RULE)
+    row = table[table["group_id"] == "partial"].iloc[0].to_dict()
+    partial = run[run["group_id"] == "partial"]
+    kinds = {a.kind for a in compute_group(partial, rule=RULE, params=G2POParams(),
+                                           row=row).alarms}
+    alone = {a.kind for a in compute_group(partial, rule=RULE, params=G2POParams()).alarms}
+    assert row["alarm_partial_group"] > 0
+    assert "partial_group" in kinds and "partial_group" not in alone
