@@ -9,7 +9,6 @@ is judged."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from g2po.cli.analysis import estimator_name
@@ -106,7 +105,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace, found, urls) -> int:
-    from g2po.cli.text import terminal_table
+    from g2po.cli.text import terminal_table, write_records
     from g2po.cli.url import print_urls
 
     groups = found.groups if args.all else found.findings
@@ -120,12 +119,9 @@ def _show(args: argparse.Namespace, found, urls) -> int:
     if args.top is not None:
         table = table.head(args.top)
     table = urls(table)  # each row's group in the explorer (--url)
-    if args.output == "csv":
-        sys.stdout.write(table.to_csv(index=False, lineterminator="\r\n"))
-    elif args.output == "json":
-        print(json.dumps(table.to_dict(orient="records"), indent=1, ensure_ascii=False,
-                         default=str))
-    elif args.steps:
+    if write_records(table, args.output):
+        return 0
+    if args.steps:
         print(terminal_table(table.drop(columns="url", errors="ignore"),
                              max_rows=args.max_rows))
         print_urls(table)

@@ -10,7 +10,28 @@ from collections.abc import Callable
 
 import pandas as pd
 
-__all__ = ["terminal_table", "terminal_line", "progress_bar"]
+__all__ = ["terminal_table", "terminal_line", "progress_bar", "write_records", "json_value"]
+
+
+def json_value(value: object) -> object:
+    """numpy scalars and arrays as JSON's numbers and lists; anything else as its text."""
+    return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
+def write_records(table: pd.DataFrame, output: str) -> bool:
+    """``table`` on stdout as ``output`` asks: ``csv`` (CR LF row ends, so a text with a line
+    break reads back) or ``json`` (one record a row); False for ``table``, which the caller
+    fits to the terminal itself. The one rule of every command's ``--format``."""
+    if output == "csv":
+        sys.stdout.write(table.to_csv(index=False, lineterminator="\r\n"))
+    elif output == "json":
+        import json
+
+        print(json.dumps(table.to_dict(orient="records"), indent=1, ensure_ascii=False,
+                         default=json_value))
+    else:
+        return False
+    return True
 
 
 def terminal_table(table: pd.DataFrame, *, max_rows: int | None = None, full: bool = False,

@@ -5,7 +5,6 @@ same numbers as the app's Groups page (:mod:`g2po.analysis.triage`)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -96,7 +95,7 @@ def _show(args: argparse.Namespace, table, said: str, urls) -> int:
         one_step,
         sort_groups,
     )
-    from g2po.cli.text import _terminal_width, terminal_table
+    from g2po.cli.text import _terminal_width, terminal_table, write_records
     from g2po.cli.url import print_urls
 
     shown = filter_groups(table, alarms=args.alarm or (), task=args.task,
@@ -105,12 +104,7 @@ def _show(args: argparse.Namespace, table, said: str, urls) -> int:
     if args.top is not None:
         shown = shown.head(args.top)
     shown = urls(shown)
-    if args.output == "csv":
-        sys.stdout.write(shown.to_csv(index=False, lineterminator="\r\n"))
-        return 0
-    if args.output == "json":
-        print(json.dumps(shown.to_dict(orient="records"), indent=1, ensure_ascii=False,
-                         default=str))
+    if write_records(shown, args.output):
         return 0
     width = _terminal_width()
     said += f" · {len(shown):,} shown" if len(shown) != len(table) else ""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING
 
 from g2po.cli.logs import add_log_options, log_options
@@ -40,6 +39,7 @@ def _one_group(args: argparse.Namespace, log, params, rule) -> int:
     import pandas as pd
 
     from g2po.analysis.whatif import what_if
+    from g2po.cli.text import json_value, write_records
 
     step = args.step
     if step is None and log.has_train_steps:
@@ -50,15 +50,14 @@ def _one_group(args: argparse.Namespace, log, params, rule) -> int:
     url = _urls(args, log, pd.DataFrame({"train_step": [step], "group_id": [args.group]}),
                 params, rule).get("url")
     if args.output == "csv":
-        changed = changed if url is None else changed.assign(url=url.iloc[0])
-        sys.stdout.write(changed.to_csv(index=False, lineterminator="\r\n"))
+        write_records(changed if url is None else changed.assign(url=url.iloc[0]), "csv")
     elif args.output == "json":
         print(json.dumps({"summary": result.summary(), "against": result.label_before,
                           "key": result.label_after, "min_change": result.min_change,
                           "steps": changed.to_dict(orient="records"),
                           "nodes": result.nodes.to_dict(orient="records"),
                           **({} if url is None else {"url": url.iloc[0]})},
-                         indent=1, ensure_ascii=False, default=_plain))
+                         indent=1, ensure_ascii=False, default=json_value))
     else:
         _print_group(args, result, step)
         if url is not None:
@@ -73,11 +72,6 @@ def _urls(args: argparse.Namespace, log, table, params, rule):
 
     return with_urls(args, log, table, "whatif", params, rule,
                      {"wkey": args.key, "wmin": args.min_change})
-
-
-def _plain(value: object) -> object:
-    """numpy scalars and arrays as JSON's numbers and lists."""
-    return value.tolist() if hasattr(value, "tolist") else str(value)
 
 
 def _said(result: WhatIf, where: str) -> str:
@@ -117,7 +111,7 @@ def _print_group(args: argparse.Namespace, result: WhatIf, step: int | None) -> 
 def _run_table(args: argparse.Namespace, log, params, rule) -> int:
     from g2po.analysis.labels import lead_with_difference
     from g2po.analysis.whatif import sort_whatif, whatif_log
-    from g2po.cli.text import progress_bar, terminal_table
+    from g2po.cli.text import progress_bar, terminal_table, write_records
     from g2po.cli.url import print_urls
 
     steps = None if args.step is None else [args.step]
@@ -133,12 +127,7 @@ def _run_table(args: argparse.Namespace, log, params, rule) -> int:
     if args.top is not None:
         table = table.head(args.top)
     table = _urls(args, log, table, params, rule)
-    if args.output == "csv":
-        sys.stdout.write(table.to_csv(index=False, lineterminator="\r\n"))
-    elif args.output == "json":
-        print(json.dumps(table.to_dict(orient="records"), indent=1, ensure_ascii=False,
-                         default=_plain))
-    else:
+    if not write_records(table, args.output):
         short, prefix = lead_with_difference(table["group_id"].astype(str).tolist(), limit=20)
         view = table.assign(group_id=short).drop(columns="url", errors="ignore")
         if (table["task"].astype(str) == table["group_id"].astype(str)).all():
