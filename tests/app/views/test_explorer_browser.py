@@ -201,7 +201,7 @@ def test_changing_gamma_keeps_the_highlighted_trajectory(browser, app_url, big_g
     faded = f"window.g2po.edges.get().filter(e => e.color === {FADED_EDGE!r}).length"
     before = frame.evaluate(faded)
     assert before > 0
-    page.get_by_text("G2PO parameters").click()
+    page.get_by_test_id("stExpander").get_by_text("G2PO parameters", exact=True).click()
     gamma = page.get_by_label("γ (discount)")
     gamma.fill("0.9")
     gamma.press("Enter")
