@@ -314,16 +314,18 @@ def test_verl_cpu_rollout_follows_the_actor(verl_cpu_run):
     the actor's at every step. vLLM's run takes large steps, so there the actor is also far
     from the initial policy at steps 2 and 3 (the latter after the resume loaded the
     checkpoint): a vLLM still on older weights would sample tokens the updated actor scores
-    very differently."""
+    very differently. How far is verl's own KL of the actor from the reference (the initial
+    policy) on the tokens sampled; the log-perplexity itself moves with which tokens were
+    sampled (CI saw 2.12 -> 2.17 -> 1.90 with a KL far above 0.1)."""
     out, _, rollout, _ = verl_cpu_run
     metrics = open_run(out).metrics().set_index("train_step")
     actor = metrics["rollout_corr/training_log_ppl"]
     apart = (metrics["rollout_corr/rollout_log_ppl"] - actor).abs()
     assert apart.le(0.02).all(), apart.tolist()
     if rollout == "vllm":
-        moved = (actor - actor.iloc[0]).abs().iloc[1:]  # steps 2 and 3 against step 1's policy
-        assert moved.ge(0.1).all() and moved.ge(10 * apart.max()).all(), (actor.tolist(),
-                                                                           apart.tolist())
+        far = metrics["actor/kl_loss"].loc[[2, 3]]  # the low-variance KL: never negative
+        assert far.ge(0.1).all() and far.ge(10 * apart.max()).all(), (far.tolist(),
+                                                                      apart.tolist())
 
 
 def test_verl_cpu_advantages_are_the_librarys(verl_cpu_run):
