@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -189,8 +190,10 @@ def graph_frame(page, timeout: float = 30_000, condition: str = "true"):
         time.sleep(0.02)
 
 
-def choose(page, label: str, option_text: str | None = None, index: int | None = None) -> None:
-    """Pick an option of the Streamlit selectbox labelled ``label``, by text or position."""
+def choose(page, label: str, option_text: str | re.Pattern | None = None,
+           index: int | None = None) -> None:
+    """Pick an option of the Streamlit selectbox labelled ``label``, by text (contained, or
+    a pattern's match) or position."""
     page.get_by_role("combobox", name=label).first.click()
     options = page.get_by_role("option")
     options.first.wait_for()
@@ -231,3 +234,48 @@ def click_row(page, grid_index: int, row: int) -> None:
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 18, box["y"] + 35 + 35 * row + 17)
+
+
+#: A data grid's header row and row height, in CSS pixels (Streamlit's glide-data-grid).
+GRID_ROW = 35
+
+
+def grid_text(grid) -> tuple[list[str], list[list[str]]]:
+    """The column headers and the rows' cell texts a dataframe (``stDataFrame`` locator) shows,
+    read from glide-data-grid's accessible table: the columns and rows in view only."""
+    return tuple(grid.evaluate("""g => {
+        const t = g.querySelector('table');
+        const text = cells => [...cells].map(c => c.textContent);
+        return [text(t.querySelectorAll('thead th')),
+                [...t.querySelectorAll('tbody tr')].map(r => text(r.querySelectorAll('td')))];
+    }"""))
+
+
+def grid_with(page, header: str):
+    """The (first) dataframe of the page with a column headed exactly ``header``."""
+    exact = re.compile(f"^{re.escape(header)}$")
+    return page.locator("[data-testid='stDataFrame']").filter(
+        has=page.locator("th").filter(has_text=exact)).first
+
+
+def rgb(colour: str) -> tuple[int, int, int]:
+    """``#rrggbb`` or CSS's ``rgb(r, g, b)`` / ``rgba(…)`` as an (r, g, b) tuple."""
+    if colour.startswith("#"):
+        return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return tuple(int(float(v)) for v in colour[colour.index("(") + 1:-1].split(",")[:3])
+
+
+def pixel(page, x: float, y: float) -> tuple[int, int, int]:
+    """The colour on screen at page point (``x``, ``y``): canvases (a data grid's cells)
+    included."""
+    import io
+
+    from PIL import Image
+
+    shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+    return shot.getpixel((int(x), int(y)))
+
+
+def near(a: tuple[int, int, int], b: tuple[int, int, int], tolerance: int = 12) -> bool:
+    """Whether two colours differ by at most ``tolerance`` in every channel."""
+    return max(abs(p - q) for p, q in zip(a, b, strict=True)) <= tolerance

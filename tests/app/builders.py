@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from g2po.estimators import compute_advantages
 from g2po.synthetic import synthetic_steps
 from loaders import RunWriter
 
@@ -230,3 +231,18 @@ def token_spans(body: str) -> list[str]:
 
     return [html.unescape(t) for t in re.findall(r'<span style="[^"]*" title="[^"]*">(.*?)'
                                                  r"</span>", body, flags=re.S)]
+
+
+def write_recorded_table(path: Path) -> Path:
+    """The token table (responses with per-token fields) with the advantage its trainer
+    recorded: G2PO's own, but 0 on the first step of rollout 1 (where G2PO's is not), and
+    none on rollout 3's three steps."""
+    steps = token_steps()
+    steps["advantage"] = compute_advantages(steps, "g2po")["adv"].to_numpy()
+    first = (steps["traj_id"] == "mug-task:1") & (steps["t"] == 0)
+    assert abs(float(steps.loc[first, "advantage"].iloc[0])) > 0.1
+    steps.loc[first, "advantage"] = 0.0
+    steps.loc[steps["traj_id"] == "mug-task:3", "advantage"] = np.nan
+    path.parent.mkdir(parents=True, exist_ok=True)
+    steps.to_json(path, orient="records", lines=True)
+    return path

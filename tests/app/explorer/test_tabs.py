@@ -3,23 +3,8 @@ the audit's word per step; the trajectory's tokens coloured by credit in the Ste
 
 import numpy as np
 
-from g2po.estimators import compute_advantages
-from tests.app.builders import app_test, shown, texts, token_spans, token_steps
+from tests.app.builders import app_test, shown, texts, token_spans, write_recorded_table
 from tests.app.explorer.pages import steps_table
-
-
-def write_recorded_table(path):
-    """The token table (responses with per-token fields) with the advantage its trainer
-    recorded: G2PO's own, but 0 on the first step of rollout 1 (where G2PO's is not), and
-    none on rollout 3's three steps."""
-    steps = token_steps()
-    steps["advantage"] = compute_advantages(steps, "g2po")["adv"].to_numpy()
-    first = (steps["traj_id"] == "mug-task:1") & (steps["t"] == 0)
-    assert abs(float(steps.loc[first, "advantage"].iloc[0])) > 0.1
-    steps.loc[first, "advantage"] = 0.0
-    steps.loc[steps["traj_id"] == "mug-task:3", "advantage"] = np.nan
-    steps.to_json(path, orient="records", lines=True)
-    return path
 
 
 def test_the_recorded_advantage_is_shown_beside_the_recomputed_one(tmp_path):

@@ -7,15 +7,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from g2po.evaluation import episodes_metric
 from loaders import RunWriter
 from tests.app.builders import group_steps
 
 TRAIN_STEPS = 4
+#: The validation success the runs log (with its episode counts: a noise band), per task type.
+VAL_SUCCESS = "val/success/cooking"
+#: Episodes of each validation of :data:`VAL_SUCCESS`.
+VAL_EPISODES = 16
 
 
 def write_training_run(path: Path, train_steps: int = TRAIN_STEPS, seed: int = 0) -> Path:
     """A run whose groups get new ids at every training step (``s{step}-task-k``) while the
-    ``task`` column names the task, and whose metrics span several namespaces."""
+    ``task`` column names the task, and whose metrics span several namespaces; a validation
+    of :data:`VAL_EPISODES` episodes at every step (its success rising, not one of the
+    charts drawn before the user picks)."""
     writer = RunWriter(path, {"env": "synthetic", "config": {"success_reward": 10.0}})
     for step in range(1, train_steps + 1):
         steps = group_steps(seed=seed + step, rows=500)
@@ -27,6 +34,8 @@ def write_training_run(path: Path, train_steps: int = TRAIN_STEPS, seed: int = 0
             "adv/ec/std": 1.0 + 0.1 * step,
             "timing_s/update": 2.0,
             "val-core/textworld/acc": 0.1 * step if step % 2 == 0 else None,
+            VAL_SUCCESS: (2 + 3 * step + seed % 3) / VAL_EPISODES,
+            episodes_metric(VAL_SUCCESS): VAL_EPISODES,
             "lr": 1e-6,
             "note": "text is not a series",
         })

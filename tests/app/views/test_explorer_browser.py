@@ -3,30 +3,47 @@ the app served by ``streamlit run``), on a 16-rollout TextWorld cooking group of
 (``tests/app/data/cooking16``): what the first view and "Fit all" show at 1280×720 and
 1920×1080 (screenshots in ``artifacts/``), that nothing is cut, and that what the user chose
 stays chosen. The canvas, the labels vis-network draws and the tables' rows exist only in the
-browser, so these are read there.
+browser, so these are read there. The same server holds a second, small log (one group of four
+ALFWorld-like rollouts) whose trainer recorded the advantage it trained with (0 on one step
+where G2PO gives credit) and whose responses carry their tokens: the recorded advantage beside
+the recomputed one, the tokens coloured by either, and two nodes merged in the Node tab.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from urllib.parse import parse_qs
 
+import numpy as np
+import pandas as pd
 import pytest
 
 import loaders
+from app.colors import diverging_colors
 from app.graph import FADED_EDGE, HIGHLIGHT_COLOR
+from app.tables import FLIP_BACKGROUND
 from g2po.analysis.state_graph import state_graph
+from g2po.analysis.whatif import merge_nodes, node_changes_text
 from g2po.outcomes import OutcomeRule
 from tests.app.browser import (
     ARTIFACTS,
+    GRID_ROW,
+    choose,
     click_row,
     graph_frame,
+    grid_text,
+    grid_with,
     hover_node,
+    near,
+    pixel,
+    rgb,
     serve_app,
     wait_idle,
     watch,
 )
+from tests.app.builders import write_recorded_table
 
 COOKING = Path(__file__).resolve().parents[1] / "data" / "cooking16"
 BIG = "cooking-recipe3-take2-go9-open-cook-cut-train-s1"
@@ -41,9 +58,19 @@ def big_graph():
     return state_graph(log.load_group(1, BIG), rule=OutcomeRule())
 
 
+#: The small log's name in the app (its file's), and its one group.
+RECORDED = "recorded.jsonl"
+MUG = "mug-task"
+
+
 @pytest.fixture(scope="module")
-def app_url():
-    with serve_app(["--log", str(COOKING)]) as url:
+def recorded_log(tmp_path_factory) -> Path:
+    return write_recorded_table(tmp_path_factory.mktemp("recorded") / RECORDED)
+
+
+@pytest.fixture(scope="module")
+def app_url(recorded_log):
+    with serve_app(["--log", str(COOKING), "--log", str(recorded_log)]) as url:
         yield url
 
 
@@ -284,4 +311,134 @@ def test_a_selected_self_loop_shows_past_the_selection_ring(browser, app_url, bi
     assert any(sum(abs(a - b) for a, b in zip(p, want, strict=True)) < 60 for p in pixels), \
         pixels
     page.screenshot(path=str(ARTIFACTS / "group-selected-self-loop.png"))
+    page.close()
+
+
+def open_recorded(browser, url: str, query: str = ""):
+    """A page on the small log's group, once its graph is drawn and the app is idle."""
+    page = browser.new_page(viewport={"width": VIEW[0], "height": VIEW[1]})
+    seen = watch(page)
+    page.goto(f"{url}/?run={RECORDED}&group={MUG}{query}")
+    graph_frame(page, timeout=90_000, condition=f"document.title.includes('group {MUG},')")
+    wait_idle(page)
+    return page, seen
+
+
+def step_tokens(page, t: int) -> list[dict]:
+    """Step ``t``'s token spans in the token view: text, tooltip and background as drawn."""
+    spans = page.locator(f"[data-testid='stHtml'] span[title^='t={t} ']")
+    spans.first.wait_for(timeout=30_000)
+    return spans.evaluate_all("""els => els.map(e => ({text: e.textContent, title: e.title,
+        colour: getComputedStyle(e).backgroundColor,
+        hatched: getComputedStyle(e).backgroundImage.includes('gradient')}))""")
+
+
+def one_colour(tokens: list[dict]) -> tuple[int, int, int]:
+    """The one background of a step's trained (unmasked) tokens: one value per step."""
+    colours = {t["colour"] for t in tokens if "masked" not in t["title"]}
+    assert len(colours) == 1, colours
+    return rgb(colours.pop())
+
+
+def test_the_recorded_advantage_beside_the_recomputed_and_tokens_coloured_by_either(
+        browser, app_url, recorded_log):
+    steps = pd.read_json(recorded_log, lines=True)
+    zeroed = steps[(steps["traj_id"] == f"{MUG}:1") & (steps["t"] == 0)].iloc[0]
+    page, seen = open_recorded(browser, app_url, f"&traj={MUG}:1")
+    # the audit in one line above the graph
+    line = page.get_by_text("step(s) recorded as 0 where g2po gives credit").first
+    assert line.inner_text().startswith(
+        "Recorded advantage (the trainer's, audited against g2po's recomputation): 1 step(s) "
+        "recorded as 0 where g2po gives credit (1 of 10 recorded steps differ"), \
+        line.inner_text()
+    # the Steps tab: A, then the trainer's value and the audit's word for each step
+    page.get_by_text("recorded (trainer): the advantage the log's trainer recorded").first \
+        .wait_for(timeout=30_000)
+    grid = grid_with(page, "audit")
+    grid.scroll_into_view_if_needed()
+    head, rows = grid_text(grid)
+    at_a = head.index("A")
+    assert head[at_a + 1: at_a + 3] == ["recorded (trainer)", "audit"], head
+    audit, recorded, t = (head.index(c) for c in ("audit", "recorded (trainer)", "t"))
+    flagged = [r for r in rows if r[audit] == "zeroed"]
+    assert len(flagged) == 1 and flagged[0][t] == "0", rows
+    assert float(flagged[0][recorded]) == 0.0 and abs(float(flagged[0][at_a])) > 0.1
+    matching = [r for r in rows if r[audit] == "matches"]
+    assert matching and all(abs(float(r[recorded]) - float(r[at_a])) < 1e-3 for r in matching)
+    page.screenshot(path=str(ARTIFACTS / "group-recorded-advantage.png"))
+
+    # the Step text tab: the highlighted rollout's tokens, coloured by its steps' advantage
+    page.get_by_role("tab", name="Step text").click()
+    first = step_tokens(page, 0)
+    wait_idle(page)
+    assert "".join(t["text"] for t in first) == zeroed["response"]
+    masked = [t for t in first if "masked" in t["title"]]
+    assert masked and all(t["hatched"] for t in masked)  # the tool's reply: not in the loss
+    white = rgb(diverging_colors(np.zeros(1), 1.0)[0])
+    under_g2po = one_colour(first)
+    assert not near(under_g2po, white, 6)  # G2PO gives the step credit
+    assert not near(one_colour(step_tokens(page, 1)), white, 6)
+    # the same tokens under the recorded advantage: 0 on that step, white; the next unchanged
+    choose(page, "Advantage of", "recorded (trainer)")
+    page.get_by_text("the step's advantage under recorded (trainer)").first.wait_for(
+        timeout=30_000)
+    wait_idle(page)
+    recorded_first = step_tokens(page, 0)
+    assert near(one_colour(recorded_first), white, 2), recorded_first
+    assert any(t["title"].endswith("advantage +0") for t in recorded_first), recorded_first
+    assert not near(one_colour(step_tokens(page, 1)), white, 6)  # as recorded
+    page.screenshot(path=str(ARTIFACTS / "group-step-text-tokens.png"))
+    assert seen.console_errors == [] and seen.external() == []
+    page.close()
+
+
+def flipping_merge(graph, rule: OutcomeRule) -> tuple[int, int]:
+    """The first two state nodes whose merge flips the sign of some step's advantage."""
+    states = graph.nodes.index[graph.nodes["kind"] == "state"].astype(int)
+    for a in states:
+        for b in states[states > a]:
+            if merge_nodes(graph, a, b, rule=rule).summary()["sign_flips"]:
+                return int(a), int(b)
+    raise AssertionError("no merge of two state nodes flips a sign in this group")
+
+
+def test_two_nodes_merged_show_the_steps_whose_sign_flips(browser, app_url, recorded_log):
+    rule = OutcomeRule()
+    graph = state_graph(pd.read_json(recorded_log, lines=True), rule=rule)
+    a, b = flipping_merge(graph, rule)
+    merged = merge_nodes(graph, a, b, rule=rule)
+    page, seen = open_recorded(browser, app_url, f"&node={a}")
+    page.get_by_role("tab", name="Node").click()
+    page.get_by_text(f"Node {a} (state)").first.wait_for(timeout=30_000)
+    choose(page, "Compare with node (key diff, merge)", re.compile(rf"^{b}: "))
+    wait_idle(page)
+    page.get_by_role("button", name=f"Merge node {a} with node {b}").click()
+    # the paragraph (its label is bold: an element of its own)
+    summary = page.locator("[data-testid='stMarkdownContainer'] p").filter(
+        has_text=f"nodes {a} and {b} merged:").first
+    summary.wait_for(timeout=30_000)
+    wait_idle(page)
+    s = merged.summary()
+    assert summary.inner_text().startswith(
+        f"nodes {a} and {b} merged: {s['changed']} of {s['steps']} steps change"), \
+        summary.inner_text()
+    assert f"{s['sign_flips']} sign flip(s)" in summary.inner_text()
+    # node values before → after, each side's nodes in words
+    head, rows = grid_text(grid_with(page, "before"))
+    want = node_changes_text(merged.nodes)
+    assert head == list(want.columns), head
+    assert rows == want.astype(str).to_numpy().tolist(), rows
+    # the changed steps, sign flips first and highlighted, V before → after
+    changed = grid_with(page, "A before")
+    changed.scroll_into_view_if_needed()
+    head, rows = grid_text(changed)
+    assert head[:7] == ["rollout", "t", "action", "A before", "A after", "ΔA", "sign"], head
+    assert [r[6] for r in rows[:s["sign_flips"]]] == ["flips"] * s["sign_flips"]
+    before, after = float(rows[0][3]), float(rows[0][4])
+    assert np.sign(before) != np.sign(after), rows[0]
+    box = changed.bounding_box()
+    shown = pixel(page, box["x"] + 60, box["y"] + GRID_ROW * 1.5)  # the rollout cell
+    assert near(shown, rgb(FLIP_BACKGROUND)), shown
+    page.screenshot(path=str(ARTIFACTS / "group-node-merged.png"))
+    assert seen.console_errors == [] and seen.external() == []
     page.close()

@@ -1,14 +1,18 @@
 """The pages over training in a real browser (Debian's headless Chromium): a run keeps its
 colour when another run is added to the training curves, and clicking a point of a curve or of
-a state's history opens that training step (and group) in the group explorer."""
+a state's history opens that training step (and group) in the group explorer; a validation
+success curve is drawn with its noise (a 95 % band per validation, the window mean dashed)."""
 
 from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
+import pandas as pd
 import pytest
 
+from g2po.evaluation import validation_curve
 from tests.app.browser import ARTIFACTS, serve_app, wait_idle, watch
+from tests.app.views.conftest import VAL_SUCCESS
 
 VIEWPORT = {"width": 1500, "height": 1000}
 
@@ -185,4 +189,72 @@ def test_the_curves_own_path_a_legend_a_band_wall_time_and_a_regex(browser, app_
     assert all("404" in e for e in seen.console_errors), seen.console_errors
     assert len(seen.console_errors) == len(missing) and seen.dialogs == []
     assert seen.external() == []
+    page.close()
+
+
+#: Per trace of the first chart, as plotly drew it: run, fill, dash, colour, points.
+TRACES = """() => document.querySelector('.js-plotly-plot')._fullData.map(t => ({
+    name: t.name, fill: t.fill, dash: t.line.dash, colour: t.line.color,
+    x: Array.from(t.x), y: Array.from(t.y)}))"""
+
+
+def noise_traces(page) -> dict[str, dict[str, dict]]:
+    """Run → its curve (``value``), its 95 % band (``band``: filled) and its window mean
+    (``mean``: dashed) on the first chart."""
+    out: dict[str, dict[str, dict]] = {}
+    for trace in page.evaluate(TRACES):
+        part = "band" if trace["fill"] == "toself" else \
+            "mean" if trace["dash"] == "dash" else "value"
+        out.setdefault(trace["name"], {})[part] = trace
+    return out
+
+
+def test_a_validation_curve_shows_its_noise_band_and_window_mean(browser, app_url,
+                                                                 training_runs):
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    seen = watch(page)
+    page.goto(app_url)
+    page.get_by_role("link", name="Training curves").first.click(timeout=60_000)
+    page.get_by_role("heading", name="Training curves").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    box = page.get_by_label("Or chart every metric matching", exact=False)
+    box.fill("^val/success/")
+    box.press("Enter")
+    page.get_by_text("1 metric(s) match").first.wait_for(timeout=30_000)
+    noise = page.get_by_role("checkbox", name="Validation noise")
+    noise.wait_for(timeout=30_000)
+    assert noise.is_checked()
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    wait_idle(page)
+    for window in (3, 2):
+        if window != 3:  # fewer validations in the window mean: the dashed line follows
+            field = page.get_by_label("Validations in the window mean")
+            field.fill(str(window))
+            field.press("Enter")
+            wait_idle(page)
+        traces = noise_traces(page)
+        assert set(traces) == {"train_a", "train_b"}
+        for run, parts in traces.items():
+            metrics = pd.read_json(training_runs / run / "metrics.jsonl", lines=True)
+            want = validation_curve(metrics, VAL_SUCCESS, window)
+            steps = want["train_step"].tolist()
+            assert set(parts) == {"value", "band", "mean"}, parts
+            band, mean = parts["band"], parts["mean"]
+            assert band["x"] == steps + steps[::-1]
+            assert band["y"] == pytest.approx(want["high"].tolist() + want["low"].tolist()[::-1])
+            assert mean["x"] == steps
+            assert mean["y"] == pytest.approx(want["window_mean"].tolist())
+            # in the run's colour, the band around its values
+            assert band["colour"] == mean["colour"] == parts["value"]["colour"]
+            assert all(lo <= v <= hi for lo, v, hi in zip(
+                want["low"], parts["value"]["y"], want["high"], strict=True))
+    chart = page.locator(".js-plotly-plot").first
+    fills = chart.locator(".scatterlayer .trace path.js-fill")
+    assert fills.count() == 2 and all(len(fills.nth(i).get_attribute("d") or "") > 10
+                                      for i in range(2))
+    dashed = chart.locator(".scatterlayer .trace path.js-line").evaluate_all(
+        "els => els.filter(e => (e.style.strokeDasharray || 'none') !== 'none').length")
+    assert dashed == 2
+    page.screenshot(path=str(ARTIFACTS / "app-curves-validation-noise.png"))
+    assert seen.console_errors == [] and seen.dialogs == [] and seen.external() == []
     page.close()

@@ -4,24 +4,15 @@ group on the page."""
 
 from __future__ import annotations
 
-import io
-
 import loaders
 from app.tables import FLIP_BACKGROUND
 from g2po.analysis.whatif import what_if, whatif_log
-from tests.app.browser import ARTIFACTS, serve_app, wait_idle, watch
-
-ROW = 35  # the data grid's row height, in CSS pixels (its header row too)
-
-
-def _rgb(hex_colour: str) -> tuple[int, int, int]:
-    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+from tests.app.browser import ARTIFACTS, near, pixel, rgb, serve_app, wait_idle, watch
+from tests.app.browser import GRID_ROW as ROW
 
 
 def test_the_page_draws_a_sign_change_highlighted_and_opens_a_clicked_group(browser,
                                                                             runs_root):
-    from PIL import Image
-
     run = runs_root / "run_a"
     log = loaders.open_log(run)
     step = log.train_steps()[-1]
@@ -47,9 +38,8 @@ def test_the_page_draws_a_sign_change_highlighted_and_opens_a_clicked_group(brow
         assert cell.text_content() == "flips"
         # the first row is drawn on the highlight (the rollout cell, away from its text)
         box = grid.bounding_box()
-        shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
-        pixel = shot.getpixel((int(box["x"] + 60), int(box["y"] + ROW + ROW // 2)))
-        assert max(abs(a - b) for a, b in zip(pixel, _rgb(FLIP_BACKGROUND))) <= 12, pixel
+        shown = pixel(page, box["x"] + 60, box["y"] + ROW + ROW // 2)
+        assert near(shown, rgb(FLIP_BACKGROUND)), shown
         page.screenshot(path=str(ARTIFACTS / "app-whatif.png"))
 
         page.get_by_role("button", name="Compute for every group of the run").click()
